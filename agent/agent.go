@@ -1,0 +1,341 @@
+// Package agent runs on each lab device: it announces the device and the
+// deployments its local configuration offers, takes the jobs addressed to it
+// from JetStream, measures them and publishes progress and results.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
+	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Options are the agent's process-level settings.
+type Options struct {
+	Log     zerolog.Logger
+	Version string
+	// Getenv reads the environment (PATH for the engine and telemetry tools).
+	Getenv func(string) string
+	// JobAckWait is how long JetStream waits for a sign of life before it
+	// redelivers a job; the agent reports progress well within it.
+	JobAckWait time.Duration
+}
+
+// Agent is one running agent.
+type Agent struct {
+	cfg  Config
+	opt  Options
+	log  zerolog.Logger
+	env  engine.Env
+	host string
+
+	nc *nats.Conn
+	js jetstream.JetStream
+
+	device    protocol.DeviceFacts
+	startedAt time.Time
+
+	mu    sync.Mutex
+	state string
+	jobID string
+	seq   uint64
+}
+
+// New checks the configuration; Run connects.
+func New(cfg Config, opt Options) (*Agent, error) {
+	host, _ := os.Hostname()
+	cfg = cfg.withDefaults(host)
+	if opt.Getenv == nil {
+		opt.Getenv = os.Getenv
+	}
+	if opt.Version == "" {
+		opt.Version = "dev"
+	}
+	if opt.JobAckWait == 0 {
+		opt.JobAckWait = 2 * time.Minute
+	}
+	env := engine.Env{
+		ModelRoots: cfg.ModelRoots,
+		LogDir:     cfg.LogDir,
+		SysRoot:    cfg.SysRoot,
+		Log:        opt.Log,
+		Getenv:     opt.Getenv,
+	}
+	if err := cfg.Validate(env); err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	if cfg.NATSURL == "" {
+		return nil, fmt.Errorf("agent config: nats_url is empty; pass --nats-url nats://controller:4222")
+	}
+	return &Agent{
+		cfg:   cfg,
+		opt:   opt,
+		log:   opt.Log.With().Str("agent", cfg.ID).Logger(),
+		env:   env,
+		host:  host,
+		state: protocol.AgentIdle,
+	}, nil
+}
+
+// ID is the agent's id.
+func (a *Agent) ID() string { return a.cfg.ID }
+
+// Deployments lists what the agent offers, as announced.
+func (a *Agent) Deployments() []protocol.Deployment {
+	out := make([]protocol.Deployment, 0, len(a.cfg.Deployments))
+	for _, d := range a.cfg.Deployments {
+		out = append(out, protocol.Deployment{
+			ID:           d.ID,
+			Engine:       d.Engine.Kind,
+			Model:        d.Model,
+			ParamsB:      d.ParamsB,
+			Quantization: d.Quantization,
+			Simulated:    d.Engine.Kind == "sim",
+		})
+	}
+	return out
+}
+
+// Run connects to NATS and serves jobs until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	a.startedAt = time.Now()
+	if a.cfg.Simulate != "" {
+		a.device = devicefacts.Simulated(a.cfg.Simulate)
+	} else {
+		a.device = devicefacts.Detect(ctx, devicefacts.Options{SysRoot: a.cfg.SysRoot, Path: a.opt.Getenv("PATH")})
+	}
+	nc, err := nats.Connect(a.cfg.NATSURL,
+		nats.Name("vlmfleet-agent "+a.cfg.ID),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				a.log.Warn().Err(err).Msg("disconnected from NATS; reconnecting")
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { a.log.Info().Msg("reconnected to NATS") }),
+	)
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", a.cfg.NATSURL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	a.nc, a.js = nc, js
+
+	if err := a.announce(ctx); err != nil {
+		return err
+	}
+	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
+		Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.heartbeats(ctx)
+	}()
+	err = a.serveJobs(ctx)
+	wg.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (a *Agent) announce(ctx context.Context) error {
+	hello := protocol.AgentHello{
+		Schema:      protocol.SchemaVersion,
+		AgentID:     a.cfg.ID,
+		Hostname:    a.host,
+		Version:     a.opt.Version,
+		StartedAt:   a.startedAt,
+		Simulated:   a.cfg.Simulate != "",
+		Device:      a.device,
+		Deployments: a.Deployments(),
+	}
+	return a.publishDurable(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
+		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)
+}
+
+func (a *Agent) setState(state, jobID string) {
+	a.mu.Lock()
+	a.state, a.jobID = state, jobID
+	a.mu.Unlock()
+}
+
+func (a *Agent) heartbeats(ctx context.Context) {
+	t := time.NewTicker(time.Duration(a.cfg.HeartbeatInterval))
+	defer t.Stop()
+	for {
+		a.mu.Lock()
+		a.seq++
+		hb := protocol.Heartbeat{
+			Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(),
+			State: a.state, JobID: a.jobID, Seq: a.seq,
+		}
+		a.mu.Unlock()
+		a.publishLive(protocol.KindHeartbeat, hb)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// publishLive sends on core NATS; losing one is harmless.
+func (a *Agent) publishLive(kind string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		a.log.Error().Err(err).Str("kind", kind).Msg("encode live message")
+		return
+	}
+	if err := a.nc.Publish(protocol.AgentSubject(a.cfg.ID, kind), data); err != nil {
+		a.log.Debug().Err(err).Str("kind", kind).Msg("publish live message")
+	}
+}
+
+// publishDurable publishes to JetStream and waits for the stream's ack,
+// retrying with backoff: a message that must not be lost is not given up
+// while the agent runs. The message id makes retries safe.
+func (a *Agent) publishDurable(ctx context.Context, subject, msgID string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", subject, err)
+	}
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := a.js.Publish(pctx, subject, data, jetstream.WithMsgID(msgID))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("publish %s (%s): %w", subject, msgID, ctx.Err())
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			a.log.Warn().Err(err).Str("subject", subject).Int("attempt", attempt).Msg("publish not acknowledged; retrying")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("publish %s (%s): %w", subject, msgID, ctx.Err())
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// serveJobs binds the agent's durable consumer and runs its jobs one at a
+// time. A job is acknowledged only after its results are stored by the
+// stream, so an agent that dies mid-job gets the job again when it returns.
+func (a *Agent) serveJobs(ctx context.Context) error {
+	var cons jetstream.Consumer
+	backoff := 250 * time.Millisecond
+	for {
+		var err error
+		cons, err = a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+			Durable:       protocol.JobConsumerName(a.cfg.ID),
+			FilterSubject: protocol.JobSubject(a.cfg.ID),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       a.opt.JobAckWait,
+			MaxAckPending: 1,
+			MaxDeliver:    5,
+		})
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a.log.Warn().Err(err).Msg("job consumer not ready (is the controller up?); retrying")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		if backoff < 5*time.Second {
+			backoff *= 2
+		}
+	}
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			a.log.Debug().Err(err).Msg("fetch job")
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for msg := range batch.Messages() {
+			a.handleJob(ctx, msg)
+		}
+	}
+	return ctx.Err()
+}
+
+func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {
+	attempt := 1
+	if md, err := msg.Metadata(); err == nil {
+		attempt = int(md.NumDelivered)
+	}
+	job, err := protocol.DecodeJob(msg.Data())
+	if err != nil {
+		a.log.Error().Err(err).Msg("rejecting a malformed job")
+		_ = msg.TermWithReason(err.Error())
+		return
+	}
+	if job.AgentID != a.cfg.ID {
+		a.log.Error().Str("job", job.ID).Str("for", job.AgentID).Msg("rejecting a job addressed to another agent")
+		_ = msg.TermWithReason("addressed to another agent")
+		return
+	}
+	a.setState(protocol.AgentBusy, job.ID)
+	defer a.setState(protocol.AgentIdle, "")
+
+	// Keep JetStream from redelivering a long job to nobody while it runs.
+	jobCtx, stop := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(a.opt.JobAckWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-jobCtx.Done():
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	err = a.runJob(jobCtx, job, attempt)
+	stop()
+	if err != nil && ctx.Err() != nil {
+		// Shutting down: leave the job unacknowledged so it is redelivered.
+		a.log.Warn().Str("job", job.ID).Msg("agent stopping mid-job; the job will be redelivered")
+		return
+	}
+	if err := msg.DoubleAck(ctx); err != nil {
+		a.log.Warn().Err(err).Str("job", job.ID).Msg("acknowledge job")
+	}
+}

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Config is the agent's local configuration. Everything that names an
+// executable or a file lives here and nowhere else: a job from the network
+// only picks a deployment by id.
+type Config struct {
+	// ID identifies the agent in subjects and consumer names; default: the hostname.
+	ID      string `yaml:"id"`
+	NATSURL string `yaml:"nats_url"`
+	// ModelRoots confine every model file an engine may load.
+	ModelRoots []string `yaml:"model_roots"`
+	// ImageRoots are directories a workload's image_set may name (own camera snapshots).
+	ImageRoots []string `yaml:"image_roots"`
+	LogDir     string   `yaml:"log_dir"`
+	// SysRoot prefixes device files read for facts and telemetry (tests use fixture trees).
+	SysRoot   string          `yaml:"sysroot"`
+	Telemetry TelemetryConfig `yaml:"telemetry"`
+	// HeartbeatInterval is how often the agent says it is alive.
+	HeartbeatInterval engine.Duration `yaml:"heartbeat_interval"`
+
+	Deployments []DeploymentConfig `yaml:"deployments"`
+
+	// Simulate names a simulated device ("Jetson AGX Orin"); set by --simulate,
+	// never from YAML alone, so a lab agent cannot be simulated by accident.
+	Simulate   string  `yaml:"-"`
+	SimSpeedup float64 `yaml:"-"`
+}
+
+// TelemetryConfig picks the telemetry source.
+type TelemetryConfig struct {
+	// Source: auto, tegrastats, nvidia-smi, host, simulated or off.
+	Source   string          `yaml:"source"`
+	Interval engine.Duration `yaml:"interval"`
+}
+
+// DeploymentConfig is one model this agent can serve.
+type DeploymentConfig struct {
+	ID           string        `yaml:"id"`
+	Model        string        `yaml:"model"`
+	ParamsB      float64       `yaml:"params_b"`
+	Quantization string        `yaml:"quantization"`
+	Engine       engine.Config `yaml:"engine"`
+}
+
+// LoadConfig reads a YAML configuration file. Errors name the file, the line
+// and the field.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("agent config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses YAML configuration; unknown fields are errors so that a
+// typo is not silently ignored.
+func ParseConfig(data []byte) (Config, error) {
+	var cfg Config
+	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("the configuration is empty")
+		}
+		return Config{}, errors.New(yaml.FormatError(err, false, true))
+	}
+	return cfg, nil
+}
+
+// withDefaults fills what the operator left out.
+func (c Config) withDefaults(hostname string) Config {
+	if c.ID == "" {
+		c.ID = sanitizeID(hostname)
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = engine.Duration(3 * time.Second)
+	}
+	if c.Telemetry.Source == "" {
+		c.Telemetry.Source = "auto"
+		if c.Simulate != "" {
+			c.Telemetry.Source = "simulated"
+		}
+	}
+	if c.Telemetry.Interval == 0 {
+		c.Telemetry.Interval = engine.Duration(500 * time.Millisecond)
+	}
+	if c.SysRoot == "" {
+		c.SysRoot = "/"
+	}
+	if c.LogDir == "" {
+		c.LogDir = os.TempDir()
+	}
+	return c
+}
+
+// Validate reports the first wrong field and what is allowed.
+func (c Config) Validate(env engine.Env) error {
+	if err := protocol.ValidateAgentID(c.ID); err != nil {
+		return fmt.Errorf("id: %w", err)
+	}
+	if len(c.Deployments) == 0 {
+		return fmt.Errorf("deployments: none configured; an agent needs at least one model to serve")
+	}
+	switch c.Telemetry.Source {
+	case "auto", "tegrastats", "nvidia-smi", "host", "simulated", "off":
+	default:
+		return fmt.Errorf("telemetry.source: %q, want auto, tegrastats, nvidia-smi, host, simulated or off", c.Telemetry.Source)
+	}
+	seen := map[string]bool{}
+	for i, d := range c.Deployments {
+		where := fmt.Sprintf("deployments[%d]", i)
+		if d.ID == "" {
+			return fmt.Errorf("%s.id: empty; give each deployment a short unique id", where)
+		}
+		if err := protocol.ValidateAgentID(d.ID); err != nil {
+			return fmt.Errorf("%s.id: %w", where, err)
+		}
+		if seen[d.ID] {
+			return fmt.Errorf("%s.id: %q is used twice", where, d.ID)
+		}
+		seen[d.ID] = true
+		if strings.TrimSpace(d.Model) == "" {
+			return fmt.Errorf("%s.model: empty; name the model as people know it (e.g. Qwen3-VL-4B-Instruct)", where)
+		}
+		if err := d.Engine.Validate(env); err != nil {
+			return fmt.Errorf("%s.engine: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// sanitizeID turns a hostname into a valid agent id.
+func sanitizeID(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() == 64 {
+			break
+		}
+	}
+	id := strings.Trim(b.String(), "-_")
+	if id == "" {
+		return "agent"
+	}
+	return id
+}

@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// llamaAdapter runs llama.cpp's llama-server.
+type llamaAdapter struct{}
+
+func (llamaAdapter) kind() string        { return KindLlamaCpp }
+func (llamaAdapter) displayName() string { return "llama.cpp" }
+
+// defaultGPULayers offloads every layer; llama.cpp caps it at the model's count.
+const defaultGPULayers = 999
+
+func (llamaAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) ([]string, map[string]string) {
+	ngl := defaultGPULayers
+	if r.GPULayers != nil {
+		ngl = *r.GPULayers
+	}
+	// One slot per camera: a request beyond the slot count waits in
+	// llama-server's queue, and the wait would count as TTFT.
+	parallel := needs.MaxCameras
+	perSlot := slotTokens(needs)
+	needed := parallel * perSlot
+	nctx := needed
+	props := map[string]string{
+		"parallel":          strconv.Itoa(parallel),
+		"n_gpu_layers":      strconv.Itoa(ngl),
+		"ctx_needed":        strconv.Itoa(needed),
+		"image_tokens_est":  strconv.Itoa(imageTokens(needs.MaxWidth, needs.MaxHeight)),
+		"slot_tokens_est":   strconv.Itoa(perSlot),
+		"ctx_size_from_cfg": strconv.FormatBool(r.CtxSize > 0),
+	}
+	if r.CtxSize > 0 {
+		nctx = r.CtxSize
+		if nctx < needed {
+			log.Warn().Int("ctx_size", nctx).Int("needed", needed).Int("parallel", parallel).
+				Msg("ctx_size is below the estimate for the workload: each of the slots gets ctx_size/parallel tokens, and requests with the most images at the largest size may be refused")
+		}
+	}
+	props["ctx_size"] = strconv.Itoa(nctx)
+	a := []string{
+		"-m", r.model,
+		"--mmproj", r.mmproj,
+		"--host", "127.0.0.1",
+		"--port", strconv.Itoa(port),
+		"-ngl", strconv.Itoa(ngl),
+		"-c", strconv.Itoa(nctx),
+		"-np", strconv.Itoa(parallel),
+		"--metrics",
+		"--no-webui",
+	}
+	if r.ServedName != "" {
+		a = append(a, "--alias", r.ServedName)
+	}
+	if r.APIKey != "" {
+		a = append(a, "--api-key", r.APIKey)
+	}
+	return append(a, r.ExtraArgs...), props
+}
+
+// Context estimate. llama.cpp divides -c evenly among the -np slots, so
+// every slot must hold the largest request on its own.
+const (
+	// pixelsPerImageToken is a 14-pixel ViT patch merged 2×2 (Qwen2-VL,
+	// Qwen2.5-VL): 28×28 pixels per token. Models with 16-pixel patches
+	// (Qwen3-VL) or a fixed token count per image (Gemma) use fewer, so the
+	// estimate errs on the large side.
+	pixelsPerImageToken = 28
+	// maxImageTokens caps one image, as the projectors cap max_pixels.
+	maxImageTokens = 16384
+	// promptTokens covers the chat template, the text prompt and the image
+	// delimiters; contextMargin absorbs tokenizer differences.
+	promptTokens  = 256
+	contextMargin = 256
+)
+
+// imageTokens estimates the tokens one w×h image becomes.
+func imageTokens(w, h int) int {
+	t := ceilDiv(w, pixelsPerImageToken)*ceilDiv(h, pixelsPerImageToken) + 2 // + start/end markers
+	return min(t, maxImageTokens)
+}
+
+// requestTokens estimates the largest request with its answer.
+func requestTokens(n Needs) int {
+	return n.MaxImages*imageTokens(n.MaxWidth, n.MaxHeight) + promptTokens + n.MaxTokens + contextMargin
+}
+
+// slotTokens is requestTokens rounded up to a multiple of 256.
+func slotTokens(n Needs) int { return ceilDiv(requestTokens(n), 256) * 256 }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// ready waits for /health to answer 200; llama-server answers 503
+// {"error":{"message":"Loading model"}} while it loads.
+func (llamaAdapter) ready(ctx context.Context, p *prober, root string, r *resolved) error {
+	code, body, err := p.get(ctx, root+"/health")
+	if err != nil {
+		return fmt.Errorf("GET /health: %w", err)
+	}
+	if code == http.StatusOK {
+		return nil
+	}
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return fmt.Errorf("GET /health: HTTP %d: %s", code, e.Error.Message)
+	}
+	return fmt.Errorf("GET /health: HTTP %d %s", code, snippet(body))
+}
+
+// llamaProps is the part of GET /props vlmfleet records.
+type llamaProps struct {
+	DefaultGenerationSettings struct {
+		NCtx int `json:"n_ctx"`
+	} `json:"default_generation_settings"`
+	TotalSlots int    `json:"total_slots"`
+	BuildInfo  string `json:"build_info"`
+	ModelPath  string `json:"model_path"`
+	Modalities *struct {
+		Vision bool `json:"vision"`
+	} `json:"modalities"`
+}
+
+func (llamaAdapter) describe(ctx context.Context, p *prober, root string, r *resolved) (string, map[string]string) {
+	var lp llamaProps
+	if err := p.getJSON(ctx, root+"/props", &lp); err != nil {
+		return "", map[string]string{"props_error": err.Error()}
+	}
+	props := map[string]string{}
+	if lp.DefaultGenerationSettings.NCtx > 0 {
+		// Per slot in current builds: the context each camera's request gets.
+		props["n_ctx"] = strconv.Itoa(lp.DefaultGenerationSettings.NCtx)
+	}
+	if lp.TotalSlots > 0 {
+		props["total_slots"] = strconv.Itoa(lp.TotalSlots)
+	}
+	if lp.BuildInfo != "" {
+		props["build"] = lp.BuildInfo
+	}
+	if lp.Modalities != nil {
+		props["vision"] = strconv.FormatBool(lp.Modalities.Vision)
+	}
+	return lp.BuildInfo, props
+}
+
+// llamaVersionLine is what `llama-server --version` prints: "version: 6123 (abc1234)".
+var llamaVersionLine = regexp.MustCompile(`version:\s*(\d+)\s*\(([0-9A-Fa-f]+)\)`)
+
+// parseVersion returns the build as /props writes it: "b6123-abc1234".
+func (llamaAdapter) parseVersion(out string) string {
+	if m := llamaVersionLine.FindStringSubmatch(out); m != nil {
+		return "b" + m[1] + "-" + m[2]
+	}
+	return strings.TrimSpace(lastLines(out, 1))
+}

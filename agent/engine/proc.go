@@ -1,0 +1,429 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// adapter is what differs between engines vlmfleet starts as processes.
+type adapter interface {
+	kind() string
+	displayName() string
+	// args are the arguments after the command prefix, and the properties
+	// they imply (for Info().Props).
+	args(r *resolved, port int, needs Needs, log zerolog.Logger) ([]string, map[string]string)
+	// ready makes one readiness check against root ("http://127.0.0.1:P");
+	// nil means ready, an error says what is still missing.
+	ready(ctx context.Context, p *prober, root string, r *resolved) error
+	// describe reads version and properties from the ready engine.
+	describe(ctx context.Context, p *prober, root string, r *resolved) (string, map[string]string)
+	// parseVersion reads `<command> --version` output.
+	parseVersion(out string) string
+}
+
+// procEngine runs an adapter's engine as a child process group.
+type procEngine struct {
+	r      *resolved
+	env    Env
+	ad     adapter
+	exited chan error
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	run     *running
+	info    protocol.EngineInfo
+	logPath string
+}
+
+// running is one spawned engine process.
+type running struct {
+	cmd      *exec.Cmd
+	pgid     int
+	done     chan struct{} // closed once Wait returns
+	state    *os.ProcessState
+	waitErr  error
+	stopping atomic.Bool
+}
+
+func newProcEngine(r *resolved, env Env, ad adapter) *procEngine {
+	return &procEngine{
+		r: r, env: env, ad: ad,
+		exited: make(chan error, 1),
+		info: protocol.EngineInfo{
+			Kind:  ad.kind(),
+			Name:  ad.displayName(),
+			Model: r.model,
+		},
+	}
+}
+
+func (e *procEngine) Exited() <-chan error { return e.exited }
+
+func (e *procEngine) Info() protocol.EngineInfo {
+	e.mu.Lock()
+	info := e.info
+	info.Command = append([]string(nil), e.info.Command...)
+	info.Props = make(map[string]string, len(e.info.Props))
+	for k, v := range e.info.Props {
+		info.Props[k] = v
+	}
+	path := e.logPath
+	e.mu.Unlock()
+	info.LogTail = readTail(path, tailLines, tailBytes)
+	return info
+}
+
+func (e *procEngine) LogTail(n int) string {
+	e.mu.Lock()
+	path := e.logPath
+	e.mu.Unlock()
+	return readTail(path, n, min(max(tailBytes, n*256), 1<<20))
+}
+
+func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return Endpoint{}, fmt.Errorf("%s: Start called twice; make a new engine with New", e.ad.kind())
+	}
+	e.started = true
+	e.mu.Unlock()
+	needs = needs.normalized()
+	log := e.env.Log.With().Str("engine", e.ad.kind()).Logger()
+
+	props := map[string]string{}
+	if e.r.DropPageCache {
+		if err := dropPageCache(e.env.SysRoot); err != nil {
+			return Endpoint{}, fmt.Errorf("%s: drop_page_cache: %w", e.ad.kind(), err)
+		}
+		props["dropped_page_cache"] = "true"
+		log.Info().Msg("dropped the page cache before starting")
+	}
+	f, err := openLog(e.env.LogDir, e.ad.kind())
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("%s: %w", e.ad.kind(), err)
+	}
+	defer f.Close() // the child holds its own descriptor
+	e.mu.Lock()
+	e.logPath = f.Name()
+	e.mu.Unlock()
+
+	timeout := e.r.timeout
+	var run *running
+	var root string
+	for attempt := 0; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("%s: %w", e.ad.kind(), err)
+		}
+		args, argProps := e.ad.args(e.r, port, needs, log)
+		argv := append(append([]string(nil), e.r.command...), args...)
+		for k, v := range argProps {
+			props[k] = v
+		}
+		e.mu.Lock()
+		e.info.Command = redact(argv)
+		e.info.Props = props
+		e.mu.Unlock()
+		fmt.Fprintf(f, "vlmfleet: starting %s\n", strings.Join(redact(argv), " "))
+		run, err = e.spawn(argv, f)
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("%s: start %s: %w", e.ad.kind(), argv[0], err)
+		}
+		e.mu.Lock()
+		e.run = run
+		stopped := e.stopped
+		e.mu.Unlock()
+		if stopped { // Stop raced with Start
+			_ = run.stop(context.Background(), e.env.stopGrace)
+			return Endpoint{}, fmt.Errorf("%s: stopped while starting", e.ad.kind())
+		}
+		log.Info().Strs("argv", redact(argv)).Int("pid", run.cmd.Process.Pid).Str("log", f.Name()).Msg("engine starting")
+		root = fmt.Sprintf("http://127.0.0.1:%d", port)
+		err = e.waitReady(ctx, run, root, timeout)
+		if err == nil {
+			break
+		}
+		var ee *Error
+		if attempt == 0 && errors.As(err, &ee) && ee.Phase == PhaseStartup && bindFailed(ee.LogTail) {
+			log.Warn().Int("port", port).Msg("engine could not bind its port; retrying once on another")
+			continue
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), e.env.stopGrace+5*time.Second)
+		_ = run.stop(stopCtx, e.env.stopGrace)
+		cancel()
+		return Endpoint{}, err
+	}
+
+	version, more := e.ad.describe(ctx, newProber(e.r.APIKey), root, e.r)
+	if version == "" {
+		version = e.versionFromCommand(ctx)
+	}
+	for k, v := range more {
+		props[k] = v
+	}
+	props["served_name"] = e.r.served
+	e.mu.Lock()
+	e.info.Version = version
+	e.info.Endpoint = root + "/v1"
+	e.info.Props = props
+	e.mu.Unlock()
+	log.Info().Str("version", version).Str("endpoint", root+"/v1").Msg("engine ready")
+
+	go e.watch(run)
+	return Endpoint{BaseURL: root + "/v1", Model: e.r.served, APIKey: e.r.APIKey}, nil
+}
+
+// spawn starts argv with the log file as stdout and stderr.
+func (e *procEngine) spawn(argv []string, logf *os.File) (*running, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.Stdin = nil
+	cmd.Env = mergeEnv(os.Environ(), e.r.Env)
+	// A hub id that happens to name a directory in the agent's working
+	// directory would be read from there; the log dir holds no models.
+	cmd.Dir = filepath.Dir(logf.Name())
+	inNewGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	run := &running{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() {
+		run.waitErr = cmd.Wait()
+		run.state = cmd.ProcessState
+		close(run.done)
+	}()
+	return run, nil
+}
+
+// waitReady polls the adapter's readiness check until it passes, the
+// process exits, the timeout passes or ctx ends.
+func (e *procEngine) waitReady(ctx context.Context, run *running, root string, timeout time.Duration) error {
+	p := newProber(e.r.APIKey)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(e.env.pollEvery)
+	defer tick.Stop()
+	var last error
+	for {
+		select {
+		case <-run.done:
+			return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
+		default:
+		}
+		last = e.ad.ready(ctx, p, root, e.r)
+		if last == nil {
+			// A port another server took could answer for us; only a live child counts.
+			select {
+			case <-run.done:
+				return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
+			default:
+				return nil
+			}
+		}
+		select {
+		case <-run.done:
+			return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
+		case <-ctx.Done():
+			stopCtx, cancel := context.WithTimeout(context.Background(), e.env.stopGrace+5*time.Second)
+			_ = run.stop(stopCtx, e.env.stopGrace)
+			cancel()
+			return fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), ctx.Err())
+		case <-deadline.C:
+			return e.failure(run, PhaseStartup, fmt.Sprintf("not ready after %s (startup_timeout; last check: %v)", timeout, last))
+		case <-tick.C:
+		}
+	}
+}
+
+// watch reports an exit that nobody asked for.
+func (e *procEngine) watch(run *running) {
+	<-run.done
+	if run.stopping.Load() {
+		return
+	}
+	err := e.failure(run, PhaseRunning, "exited while running: "+exitStatus(run))
+	e.env.Log.Error().Err(err).Str("engine", e.ad.kind()).Msg("engine exited")
+	e.exited <- err
+}
+
+// failure builds the error for a failed engine with its log tail.
+func (e *procEngine) failure(run *running, phase, reason string) *Error {
+	e.mu.Lock()
+	path := e.logPath
+	e.mu.Unlock()
+	tail := readTail(path, tailLines, tailBytes)
+	oom := looksOOM(tail)
+	if run != nil && run.state != nil && !run.stopping.Load() {
+		if ws, ok := waitStatus(run.state); ok && ws.Signaled() && ws.Signal() == sigKill() {
+			// Nobody here sent it: on a Jetson that is the kernel's OOM killer.
+			oom = true
+			reason += " (SIGKILL from outside vlmfleet, usually the kernel's out-of-memory killer)"
+		}
+	}
+	return &Error{Kind: e.ad.kind(), Phase: phase, Reason: reason, OOM: oom, LogFile: path, LogTail: tail}
+}
+
+func (e *procEngine) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	e.stopped = true
+	run := e.run
+	e.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	if err := run.stop(ctx, e.env.stopGrace); err != nil {
+		return fmt.Errorf("%s: stop: %w", e.ad.kind(), err)
+	}
+	return nil
+}
+
+// stop sends SIGTERM to the group, waits up to grace for the whole group to
+// end, then sends SIGKILL. Safe to call again and after the process exited
+// on its own (its workers may still hold GPU memory).
+func (r *running) stop(ctx context.Context, grace time.Duration) error {
+	r.stopping.Store(true)
+	if r.gone() {
+		return nil
+	}
+	if err := signalGroup(r.pgid, sigTerm()); err != nil {
+		return fmt.Errorf("SIGTERM process group %d: %w", r.pgid, err)
+	}
+	if r.waitGone(ctx, grace) {
+		return nil
+	}
+	if err := signalGroup(r.pgid, sigKill()); err != nil {
+		return fmt.Errorf("SIGKILL process group %d: %w", r.pgid, err)
+	}
+	if r.waitGone(ctx, 5*time.Second) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("process group %d: %w", r.pgid, ctx.Err())
+	}
+	return fmt.Errorf("process group %d still has live processes after SIGKILL", r.pgid)
+}
+
+func (r *running) gone() bool {
+	select {
+	case <-r.done:
+		return !groupAlive(r.pgid)
+	default:
+		return false
+	}
+}
+
+// waitGone waits until the leader is reaped and the group is empty.
+func (r *running) waitGone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if r.gone() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return r.gone()
+		case <-tick.C:
+		}
+	}
+}
+
+// versionFromCommand runs `<command> --version` when the engine's HTTP API
+// did not say.
+func (e *procEngine) versionFromCommand(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	argv := append(append([]string(nil), e.r.command...), "--version")
+	if len(argv) >= 2 && argv[len(argv)-2] == "serve" {
+		argv = append(argv[:len(argv)-2], "--version")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = mergeEnv(os.Environ(), e.r.Env)
+	inNewGroup(cmd)
+	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, sigKill()) }
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		e.env.Log.Warn().Err(err).Strs("argv", redact(argv)).Msg("engine version unknown")
+		return ""
+	}
+	return e.ad.parseVersion(string(out))
+}
+
+// mergeEnv overrides base with extra, in a stable order.
+func mergeEnv(base []string, extra map[string]string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := extra[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+// redact hides secrets in an argv before it is logged or recorded: the
+// values of --api-key and --hf-token, and of a container's -e/--env NAME=value.
+func redact(argv []string) []string {
+	out := append([]string(nil), argv...)
+	for i := 0; i < len(out); i++ {
+		name, _, hasEq := strings.Cut(out[i], "=")
+		switch name {
+		case "--api-key", "--hf-token":
+			if hasEq {
+				out[i] = name + "=***"
+			} else if i+1 < len(out) {
+				i++
+				out[i] = "***"
+			}
+		case "-e", "--env":
+			if !hasEq && i+1 < len(out) {
+				i++
+				if k, _, ok := strings.Cut(out[i], "="); ok {
+					out[i] = k + "=***"
+				}
+			}
+		}
+	}
+	return out
+}
+
+func exitStatus(run *running) string {
+	if run.state != nil {
+		return run.state.String()
+	}
+	if run.waitErr != nil {
+		return run.waitErr.Error()
+	}
+	return "unknown status"
+}

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// vllmAdapter runs `vllm serve`.
+type vllmAdapter struct{}
+
+func (vllmAdapter) kind() string        { return KindVLLM }
+func (vllmAdapter) displayName() string { return "vLLM" }
+
+// args builds `serve MODEL ...`. Each setting is one argv element, so the
+// JSON of --limit-mm-per-prompt needs no shell quoting.
+func (vllmAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) ([]string, map[string]string) {
+	var a []string
+	if len(r.command) == 0 || r.command[len(r.command)-1] != "serve" {
+		a = append(a, "serve")
+	}
+	a = append(a, r.model,
+		"--host", "127.0.0.1",
+		"--port", strconv.Itoa(port),
+		"--served-model-name", r.served)
+	if r.MaxModelLen > 0 {
+		a = append(a, "--max-model-len", strconv.Itoa(r.MaxModelLen))
+		if est := requestTokens(needs); r.MaxModelLen < est {
+			log.Warn().Int("max_model_len", r.MaxModelLen).Int("estimated_request_tokens", est).
+				Msg("max_model_len may be too small for the largest request of the workload; vLLM will refuse those requests")
+		}
+	}
+	if r.GPUMemoryUtilization > 0 {
+		a = append(a, "--gpu-memory-utilization", strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64))
+	}
+	// Every camera keeps one request in flight: fewer sequences than cameras
+	// would queue requests inside vLLM and count the queueing as TTFT.
+	seqs := needs.MaxCameras
+	mm := fmt.Sprintf(`{"image":%d}`, needs.MaxImages)
+	a = append(a,
+		"--max-num-seqs", strconv.Itoa(seqs),
+		"--limit-mm-per-prompt", mm)
+	if r.Quantization != "" {
+		a = append(a, "--quantization", r.Quantization)
+	}
+	if r.Dtype != "" {
+		a = append(a, "--dtype", r.Dtype)
+	}
+	// A prefix cache would recognise the shared prompt and repeated frames
+	// and flatter TTFT; a real camera never sends the same frame twice.
+	if r.EnablePrefixCaching {
+		a = append(a, "--enable-prefix-caching")
+	} else {
+		a = append(a, "--no-enable-prefix-caching")
+	}
+	if r.APIKey != "" {
+		a = append(a, "--api-key", r.APIKey)
+	}
+	a = append(a, r.ExtraArgs...)
+	props := map[string]string{
+		"max_num_seqs":        strconv.Itoa(seqs),
+		"limit_mm_per_prompt": mm,
+		"prefix_caching":      strconv.FormatBool(r.EnablePrefixCaching),
+	}
+	return a, props
+}
+
+// ready needs /health to answer 200 and /v1/models to list the served name:
+// the API server can accept connections before the engine is built.
+func (vllmAdapter) ready(ctx context.Context, p *prober, root string, r *resolved) error {
+	code, body, err := p.get(ctx, root+"/health")
+	if err != nil {
+		return fmt.Errorf("GET /health: %w", err)
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET /health: HTTP %d %s", code, snippet(body))
+	}
+	_, err = p.listsModel(ctx, root+"/v1", r.served)
+	return err
+}
+
+func (vllmAdapter) describe(ctx context.Context, p *prober, root string, r *resolved) (string, map[string]string) {
+	props := map[string]string{}
+	if ml, err := p.listsModel(ctx, root+"/v1", r.served); err == nil {
+		for _, m := range ml.Data {
+			if m.ID == r.served && m.MaxModelLen > 0 {
+				props["max_model_len"] = strconv.Itoa(m.MaxModelLen)
+			}
+		}
+	}
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := p.getJSON(ctx, root+"/version", &v); err != nil {
+		return "", props
+	}
+	return strings.TrimSpace(v.Version), props
+}
+
+// parseVersion takes the last non-empty line: `vllm --version` may log
+// INFO lines before the bare version.
+func (vllmAdapter) parseVersion(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return ""
+}

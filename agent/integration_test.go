@@ -1,0 +1,202 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// TestLabEndToEnd runs the real parts together: the controller with its
+// embedded NATS server and a bbolt file in a temp dir, an agent with the
+// simulated engine (a real HTTP server on loopback), a sweep, and the stored
+// result read back through the HTTP API. It then redelivers a result message
+// and shows that it is stored once.
+func TestLabEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+
+	ctrl, err := controller.New(controller.Options{DataDir: dir, NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	if err := ctrl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const device = "Jetson AGX Orin"
+	deps, err := agent.SimulatedDeployments(device, 50, "Cosmos3-Edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{ID: "it-agx", NATSURL: ctrl.NATSURL(), Deployments: deps, Simulate: device, SimSpeedup: 50, LogDir: dir},
+		agent.Options{Log: log, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- a.Run(agentCtx) }()
+	defer func() { stopAgent(); <-agentDone }()
+
+	states := make(chan protocol.JobStateChange, 64)
+	announced := make(chan struct{}, 1)
+	cancelEv := ctrl.OnEvent(func(ev controller.Event) {
+		switch d := ev.Data.(type) {
+		case protocol.JobStateChange:
+			states <- d
+		}
+		if ev.Kind == "agent" {
+			select {
+			case announced <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer cancelEv()
+
+	w := protocol.DefaultWorkload()
+	w.Sizes = []string{"720p"}
+	w.Cameras = []int{1, 2}
+	w.RequestsPerLevel = 2
+	w.MultiImageSizes = []string{"720p"}
+	w.ImagesPerRequest = []int{1, 3}
+	w.MultiImageRequests = 2
+	var sweep protocol.Sweep
+	for {
+		sweep, err = ctrl.SubmitSweep(ctx, protocol.Sweep{Name: "it", Agents: []string{"it-agx"}, Workload: w})
+		if err == nil {
+			break
+		}
+		select {
+		case <-announced:
+		case <-time.After(500 * time.Millisecond): // the hello may have landed before we subscribed
+		case <-ctx.Done():
+			t.Fatalf("agent never announced itself: %v", err)
+		}
+	}
+	if len(sweep.Jobs) != 1 {
+		t.Fatalf("sweep made %d jobs, want 1", len(sweep.Jobs))
+	}
+	var final protocol.JobStateChange
+	for final.State == "" || !final.State.Terminal() {
+		select {
+		case final = <-states:
+		case <-ctx.Done():
+			t.Fatal("job never finished")
+		}
+	}
+	if final.State != protocol.JobCompleted {
+		t.Fatalf("job ended %s: %s", final.State, final.Error)
+	}
+	run := fetchRun(t, ctrl.HTTPURL(), final.RunID)
+	if !run.Simulated || run.Status != protocol.RunCompleted {
+		t.Fatalf("run simulated=%v status=%s", run.Simulated, run.Status)
+	}
+	if got, want := len(run.Combinations), len(w.Plan()); got != want {
+		t.Fatalf("stored %d combinations, want %d", got, want)
+	}
+	for _, c := range run.Combinations {
+		if c.Completed != 2 || c.Failed != 0 {
+			t.Errorf("%s: completed %d failed %d, want 2 and 0 (errors %v)", c.ComboKey, c.Completed, c.Failed, c.Errors)
+		}
+		if c.TTFT.Mean <= 0 || c.TPS.Mean <= 0 {
+			t.Errorf("%s: TTFT %g TPS %g", c.ComboKey, c.TTFT.Mean, c.TPS.Mean)
+		}
+		if c.MaxInFlight > c.Cameras {
+			t.Errorf("%s: %d in flight", c.ComboKey, c.MaxInFlight)
+		}
+		if c.Telemetry == nil {
+			t.Errorf("%s: no telemetry summary", c.ComboKey)
+		}
+	}
+	if run.Engine.Name == "" || run.Device.Name != device || run.Client.ImageSetHash == "" {
+		t.Errorf("run metadata missing: engine %+v device %q client %+v", run.Engine, run.Device.Name, run.Client)
+	}
+
+	// Redeliver one result message: JetStream stores it again (no message
+	// id), the controller ingests it again, and the store still has it once.
+	nc, err := nats.Connect(ctrl.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	dup := run.Combinations[0]
+	hdr := run
+	hdr.Combinations = nil
+	data, _ := json.Marshal(protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "it-agx", Run: hdr, Combination: &dup})
+	ack, err := js.Publish(ctx, protocol.AgentSubject("it-agx", protocol.KindResult), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitIngested(ctx, t, js, ack.Sequence)
+	again := fetchRun(t, ctrl.HTTPURL(), final.RunID)
+	if len(again.Combinations) != len(run.Combinations) {
+		t.Fatalf("after redelivery %d combinations, want %d", len(again.Combinations), len(run.Combinations))
+	}
+	if again.Combinations[0].Completed != run.Combinations[0].Completed {
+		t.Fatalf("redelivery changed the counts")
+	}
+	var list []protocol.Run
+	getJSON(t, ctrl.HTTPURL()+"/api/runs", &list)
+	if len(list) != 1 || !list[0].Simulated {
+		t.Fatalf("/api/runs = %d runs (simulated %v), want the one simulated run", len(list), len(list) > 0 && list[0].Simulated)
+	}
+}
+
+// waitIngested waits until the controller's durable consumer has acknowledged
+// the stream sequence seq.
+func waitIngested(ctx context.Context, t *testing.T, js jetstream.JetStream, seq uint64) {
+	t.Helper()
+	for {
+		cons, err := js.Consumer(ctx, protocol.StreamEvents, "controller")
+		if err != nil {
+			t.Fatalf("controller consumer: %v", err)
+		}
+		info, err := cons.Info(ctx)
+		if err == nil && info.AckFloor.Stream >= seq {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("message %d never acknowledged by the controller", seq)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func fetchRun(t *testing.T, base, id string) protocol.Run {
+	t.Helper()
+	var r protocol.Run
+	getJSON(t, fmt.Sprintf("%s/api/runs/%s", base, id), &r)
+	return r
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}

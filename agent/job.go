@@ -1,0 +1,345 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// progressEvery bounds how often live progress is published per job.
+const progressEvery = 250 * time.Millisecond
+
+// jobRun is the state of one job while it runs.
+type jobRun struct {
+	a       *Agent
+	job     *protocol.Job
+	attempt int
+	run     protocol.Run
+
+	lastProgress time.Time
+	progressMu   sync.Mutex
+	inFlight     atomic.Int64
+	level        atomic.Int64
+}
+
+// runJob measures one job. Failures of the job (an unknown deployment, an
+// engine that does not start or crashes) are reported as job states and a
+// failed run, and return nil: the sweep goes on. An error is returned only
+// when the agent itself is stopping.
+func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) error {
+	j := &jobRun{a: a, job: job, attempt: attempt}
+	log := a.log.With().Str("job", job.ID).Int("attempt", attempt).Logger()
+	if err := j.state(ctx, protocol.JobAccepted, ""); err != nil {
+		return err
+	}
+	dep, ok := a.deployment(job.Deployment)
+	if !ok {
+		msg := fmt.Sprintf("deployment %q is not configured on agent %s; it offers %s",
+			job.Deployment, a.cfg.ID, strings.Join(a.deploymentIDs(), ", "))
+		log.Error().Msg(msg)
+		return j.state(ctx, protocol.JobRejected, msg)
+	}
+	imgs, err := a.imageSet(job.Workload.ImageSet)
+	if err != nil {
+		log.Error().Err(err).Msg("rejecting job")
+		return j.state(ctx, protocol.JobRejected, err.Error())
+	}
+
+	simulated := dep.Engine.Kind == "sim" || a.cfg.Simulate != ""
+	speedup := 0.0
+	if dep.Engine.Kind == "sim" && dep.Engine.SimSpeedup > 1 {
+		speedup = dep.Engine.SimSpeedup
+	}
+	now := time.Now().UTC()
+	j.run = protocol.Run{
+		Schema:     protocol.SchemaVersion,
+		ID:         fmt.Sprintf("%s-a%d", job.ID, attempt),
+		JobID:      job.ID,
+		SweepID:    job.SweepID,
+		AgentID:    a.cfg.ID,
+		Simulated:  simulated,
+		SimSpeedup: speedup,
+		Source:     protocol.SourceLab,
+		Config: protocol.Configuration{
+			Model:        dep.Model,
+			ParamsB:      dep.ParamsB,
+			Quantization: dep.Quantization,
+			Engine:       engineDisplayName(dep.Engine),
+			Device:       a.device.Name,
+		},
+		Workload:  job.Workload,
+		Status:    protocol.RunRunning,
+		CreatedAt: now,
+		StartedAt: now,
+		Device:    a.device,
+		Client:    loadgen.ClientInfo(imgs, a.opt.Version),
+	}
+
+	eng, err := engine.New(dep.Engine, a.env)
+	if err != nil {
+		return j.fail(ctx, nil, fmt.Errorf("engine configuration: %w", err))
+	}
+	if err := j.state(ctx, protocol.JobStarting, ""); err != nil {
+		return err
+	}
+	j.progress(protocol.Progress{Phase: protocol.PhaseEngineStart, Message: "starting " + j.run.Config.Engine}, true)
+	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("starting engine")
+	ep, err := eng.Start(ctx, needsOf(job.Workload))
+	if err != nil {
+		j.run.Engine = eng.Info()
+		stopEngine(eng)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return j.fail(ctx, nil, fmt.Errorf("engine did not start: %w", err))
+	}
+	defer stopEngine(eng)
+	j.run.Engine = eng.Info()
+	if j.run.Engine.Name != "" {
+		j.run.Config.Engine = j.run.Engine.Name
+	}
+	if err := j.state(ctx, protocol.JobRunning, ""); err != nil {
+		return err
+	}
+
+	target := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: dep.Engine.APIKey, ExtraBody: ep.ExtraBody}
+	if job.Workload.CachePrompt != nil && (dep.Engine.Kind == "llamacpp" || dep.Engine.SimEngine == "llama.cpp") {
+		target.ExtraBody = mergeBody(target.ExtraBody, "cache_prompt", *job.Workload.CachePrompt)
+	}
+
+	// The engine may die while it is measured (out of memory is common on a
+	// 16 GB Orin NX): that ends the run as failed, with the engine's words.
+	mctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case err := <-eng.Exited():
+			if err == nil {
+				err = errors.New("engine exited")
+			}
+			cancel(fmt.Errorf("engine exited while measuring: %w", err))
+		case <-mctx.Done():
+		}
+	}()
+
+	tel := newTelemetryRecorder(a, job.ID, simulated, func() float64 {
+		lvl := j.level.Load()
+		if lvl <= 0 {
+			return 0
+		}
+		return float64(j.inFlight.Load()) / float64(lvl)
+	})
+	tel.start(mctx)
+	defer tel.stop()
+
+	plan := job.Workload.Plan()
+	published := 0
+	hooks := loadgen.Hooks{
+		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
+			j.level.Store(int64(pc.Cameras))
+			phase := protocol.PhaseMeasure
+			if warmup {
+				phase = protocol.PhaseWarmup
+			} else {
+				tel.mark()
+			}
+			j.progress(protocol.Progress{Phase: phase, Combo: pc.ComboKey, ComboIdx: idx, ComboN: n, Total: pc.Requests}, true)
+		},
+		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
+			j.inFlight.Store(int64(p.InFlight))
+			last := rec.TTFT
+			mean := p.MeanTTFT
+			if speedup > 1 {
+				last *= speedup
+				mean *= speedup
+			}
+			j.progress(protocol.Progress{
+				Phase: protocol.PhaseMeasure, Combo: k, ComboN: len(plan),
+				Done: p.Done, Failed: p.Failed, Total: p.Total, InFlight: p.InFlight,
+				LastTTFT: last, MeanTTFT: mean,
+			}, p.Done+p.Failed == p.Total)
+		},
+		ComboDone: func(idx int, c *protocol.Combination) error {
+			c.TelemetrySeries, c.Telemetry = tel.window()
+			scaleCombination(c, speedup)
+			if err := j.publishCombination(ctx, c); err != nil {
+				return err
+			}
+			published++
+			log.Info().Str("combo", c.ComboKey.String()).Int("completed", c.Completed).Int("failed", c.Failed).
+				Float64("ttft_mean_s", c.TTFT.Mean).Float64("tps_mean", c.TPS.Mean).Msg("combination measured")
+			return nil
+		},
+	}
+	_, err = loadgen.Measure(mctx, target, job.Workload, imgs, hooks)
+	if cause := context.Cause(mctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		j.run.Engine.LogTail = eng.LogTail(40)
+		return j.fail(ctx, &published, err)
+	}
+	j.run.Status = protocol.RunCompleted
+	j.run.FinishedAt = time.Now().UTC()
+	if err := j.publishFinal(ctx, published); err != nil {
+		return err
+	}
+	j.progress(protocol.Progress{Phase: protocol.PhaseDone, ComboIdx: len(plan), ComboN: len(plan)}, true)
+	log.Info().Int("combinations", published).Msg("job completed")
+	return j.state(ctx, protocol.JobCompleted, "")
+}
+
+// fail ends the run as failed with the reason, keeping what was measured.
+func (j *jobRun) fail(ctx context.Context, published *int, cause error) error {
+	j.a.log.Error().Err(cause).Str("job", j.job.ID).Msg("job failed")
+	j.run.Status = protocol.RunFailed
+	j.run.Error = cause.Error()
+	j.run.FinishedAt = time.Now().UTC()
+	n := 0
+	if published != nil {
+		n = *published
+	}
+	if err := j.publishFinal(ctx, n); err != nil {
+		return err
+	}
+	j.progress(protocol.Progress{Phase: protocol.PhaseDone, Message: cause.Error()}, true)
+	return j.state(ctx, protocol.JobFailed, cause.Error())
+}
+
+func (j *jobRun) state(ctx context.Context, s protocol.JobState, msg string) error {
+	ch := protocol.JobStateChange{
+		Schema: protocol.SchemaVersion, JobID: j.job.ID, SweepID: j.job.SweepID, RunID: j.run.ID,
+		AgentID: j.a.cfg.ID, State: s, Error: msg, Time: time.Now().UTC(), Attempt: j.attempt,
+	}
+	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindState),
+		protocol.StateMsgID(j.job.ID, s, j.attempt), ch)
+}
+
+// header is the run without combinations, carried by every result message.
+func (j *jobRun) header() protocol.Run {
+	h := j.run
+	h.Combinations = nil
+	return h
+}
+
+func (j *jobRun) publishCombination(ctx context.Context, c *protocol.Combination) error {
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: j.header(), Combination: c}
+	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
+		protocol.ResultMsgID(j.run.ID, c.ComboKey.String()), m)
+}
+
+func (j *jobRun) publishFinal(ctx context.Context, expected int) error {
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: j.header(), Final: true, Expected: expected}
+	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
+		protocol.ResultMsgID(j.run.ID, "final"), m)
+}
+
+// progress publishes live progress, at most every progressEvery unless force.
+func (j *jobRun) progress(p protocol.Progress, force bool) {
+	j.progressMu.Lock()
+	now := time.Now()
+	if !force && now.Sub(j.lastProgress) < progressEvery {
+		j.progressMu.Unlock()
+		return
+	}
+	j.lastProgress = now
+	j.progressMu.Unlock()
+	p.Schema = protocol.SchemaVersion
+	p.AgentID = j.a.cfg.ID
+	p.JobID = j.job.ID
+	p.RunID = j.run.ID
+	p.Time = now.UTC()
+	p.Simulated = j.run.Simulated
+	j.a.publishLive(protocol.KindProgress, p)
+}
+
+func (a *Agent) deployment(id string) (DeploymentConfig, bool) {
+	for _, d := range a.cfg.Deployments {
+		if d.ID == id {
+			return d, true
+		}
+	}
+	return DeploymentConfig{}, false
+}
+
+func (a *Agent) deploymentIDs() []string {
+	ids := make([]string, 0, len(a.cfg.Deployments))
+	for _, d := range a.cfg.Deployments {
+		ids = append(ids, d.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// imageSet resolves a workload's image set: the built-in pictures, or a
+// directory by name under one of the agent's image roots. A job cannot name
+// an arbitrary path.
+func (a *Agent) imageSet(name string) (*imageset.Set, error) {
+	if name == "" || name == "builtin" {
+		return imageset.Builtin()
+	}
+	if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsAny(name, `/\`) {
+		return nil, fmt.Errorf("image_set %q: want \"builtin\" or the name of a directory under the agent's image roots", name)
+	}
+	for _, root := range a.cfg.ImageRoots {
+		dir := filepath.Join(root, name)
+		if set, err := imageset.FromDir(dir); err == nil {
+			return set, nil
+		}
+	}
+	return nil, fmt.Errorf("image_set %q: not found under the agent's image roots %v", name, a.cfg.ImageRoots)
+}
+
+// needsOf tells the engine what the workload will ask of it.
+func needsOf(w protocol.Workload) engine.Needs {
+	n := engine.Needs{MaxCameras: w.MaxCameras(), MaxImages: w.MaxImages(), MaxTokens: w.MaxTokens}
+	for _, names := range [][]string{w.Sizes, w.MultiImageSizes} {
+		for _, name := range names {
+			if s, err := protocol.LookupImageSize(name); err == nil && s.Width*s.Height > n.MaxWidth*n.MaxHeight {
+				n.MaxWidth, n.MaxHeight = s.Width, s.Height
+			}
+		}
+	}
+	return n
+}
+
+func engineDisplayName(c engine.Config) string {
+	switch c.Kind {
+	case "vllm":
+		return "vLLM"
+	case "llamacpp":
+		return "llama.cpp"
+	case "sim":
+		return c.SimEngine
+	}
+	return c.Kind
+}
+
+func mergeBody(m map[string]any, k string, v any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for mk, mv := range m {
+		out[mk] = mv
+	}
+	out[k] = v
+	return out
+}
+
+func stopEngine(e engine.Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = e.Stop(ctx)
+}

@@ -1,0 +1,122 @@
+// Package loadgen measures a vision-language model endpoint the way the
+// method of 000_aae2cc4e092a415f.txt does: closed-loop cameras sending
+// streamed chat completions with base64 images, timed from just before each
+// request is written to its first real token.
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Target is the OpenAI-compatible endpoint under measurement.
+type Target struct {
+	// BaseURL ends in /v1; requests go to BaseURL+"/chat/completions".
+	BaseURL string
+	Model   string
+	// APIKey, when set, is sent as a Bearer token.
+	APIKey string
+	// ExtraBody is merged into every request body (e.g. "cache_prompt": false).
+	ExtraBody map[string]any
+}
+
+// Images is the picture set requests carry; *imageset.Set satisfies it.
+type Images interface {
+	Name() string
+	Hash() string
+	Len() int
+	// DataURL is picture i mod Len at size as a base64 JPEG data URL.
+	DataURL(size string, i int) (string, error)
+	// UniqueDataURLs is n pictures whose pixels differ from each other and
+	// from the plain set, cycling the pictures from index start.
+	UniqueDataURLs(size string, start, n int, seed uint64) ([]string, error)
+}
+
+// Hooks are optional callbacks. They run on the measuring goroutines
+// (Request concurrently from several cameras), so they must be cheap.
+type Hooks struct {
+	ComboStart func(idx, n int, pc protocol.PlannedCombo, warmup bool)
+	Request    func(k protocol.ComboKey, rec protocol.RequestRecord, p Progress)
+	// ComboDone may attach telemetry before the combination is kept; an
+	// error aborts Measure.
+	ComboDone func(idx int, c *protocol.Combination) error
+}
+
+// Progress is a combination's state after a measured request.
+type Progress struct {
+	Done, Failed, Total, InFlight int
+	// MeanTTFT is the mean TTFT in seconds of the requests completed so far.
+	MeanTTFT float64
+}
+
+// ClientName names this client in result documents.
+const ClientName = "vlmfleet-loadgen"
+
+// ClientInfo says what measured: this client and the picture set.
+func ClientInfo(imgs Images, version string) protocol.ClientInfo {
+	ci := protocol.ClientInfo{Name: ClientName, Version: version, Go: runtime.Version()}
+	if imgs != nil {
+		ci.ImageSet, ci.ImageSetHash, ci.ImageCount = imgs.Name(), imgs.Hash(), imgs.Len()
+	}
+	return ci
+}
+
+// Measure runs w.Plan() in order: for each combination a discarded warm-up
+// (WarmupRequests per camera, all cameras at once), then the measured closed
+// loop. A combination whose requests all fail is still returned with its
+// failures counted. Measure stops early only when ctx ends or ComboDone
+// fails, and then returns the combinations measured so far with the error.
+func Measure(ctx context.Context, t Target, w protocol.Workload, imgs Images, h Hooks) ([]protocol.Combination, error) {
+	if imgs == nil || imgs.Len() == 0 {
+		return nil, errors.New("loadgen: the image set is empty")
+	}
+	r, err := newRunner(t, w, imgs)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	plan := w.Plan()
+	out := make([]protocol.Combination, 0, len(plan))
+	for i, pc := range plan {
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("loadgen: stopped before %s: %w", pc.ComboKey, err)
+		}
+		c, err := r.combo(ctx, i, len(plan), pc, h)
+		if err != nil {
+			return out, err
+		}
+		if h.ComboDone != nil {
+			if err := h.ComboDone(i, &c); err != nil {
+				return out, fmt.Errorf("loadgen: after %s: %w", pc.ComboKey, err)
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// MeasureCombo measures one planned combination on its own, warm-up included.
+func MeasureCombo(ctx context.Context, t Target, w protocol.Workload, imgs Images, pc protocol.PlannedCombo, h Hooks) (protocol.Combination, error) {
+	if imgs == nil || imgs.Len() == 0 {
+		return protocol.Combination{}, errors.New("loadgen: the image set is empty")
+	}
+	r, err := newRunner(t, w, imgs)
+	if err != nil {
+		return protocol.Combination{}, err
+	}
+	defer r.close()
+	return r.combo(ctx, 0, 1, pc, h)
+}
+
+// requestTimeout is the workload's bound on one request, 0 for none.
+func requestTimeout(w protocol.Workload) time.Duration {
+	if w.RequestTimeoutSec <= 0 {
+		return 0
+	}
+	return time.Duration(w.RequestTimeoutSec * float64(time.Second))
+}

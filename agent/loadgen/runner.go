@@ -1,0 +1,173 @@
+package loadgen
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// runner holds what stays the same across the combinations of one run:
+// the prebuilt request layout and the cameras with their connections.
+type runner struct {
+	t       Target
+	w       protocol.Workload
+	imgs    Images
+	url     string
+	host    string
+	header  http.Header
+	parts   bodyParts
+	timeout time.Duration
+	cams    []*camera
+}
+
+func newRunner(t Target, w protocol.Workload, imgs Images) (*runner, error) {
+	base := strings.TrimRight(t.BaseURL, "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("loadgen: base URL %q: want http(s)://HOST:PORT/v1", t.BaseURL)
+	}
+	if t.Model == "" {
+		return nil, fmt.Errorf("loadgen: the model name is empty")
+	}
+	parts, err := buildBodyParts(t, w)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	if t.APIKey != "" {
+		h.Set("Authorization", "Bearer "+t.APIKey)
+	}
+	return &runner{
+		t: t, w: w, imgs: imgs,
+		url: base + "/chat/completions", host: u.Host, header: h,
+		parts: parts, timeout: requestTimeout(w),
+	}, nil
+}
+
+func (r *runner) close() {
+	for _, c := range r.cams {
+		c.close()
+	}
+}
+
+// cameras returns n cameras, keeping the connections of earlier combinations.
+func (r *runner) cameras(n int) []*camera {
+	for len(r.cams) < n {
+		r.cams = append(r.cams, newCamera())
+	}
+	return r.cams[:n]
+}
+
+// pictures gives the data URL of image j of request r.
+type pictures func(req, j int) string
+
+// picturesFor prepares every image a phase will send, before it is timed:
+// request r carries pictures (r*images + j) mod Len, or in unique mode its
+// own perturbed copies of them.
+func (r *runner) picturesFor(size string, images, requests int, unique bool, seed uint64) (pictures, error) {
+	if unique {
+		urls, err := r.imgs.UniqueDataURLs(size, 0, requests*images, seed)
+		if err != nil {
+			return nil, fmt.Errorf("unique %s images: %w", size, err)
+		}
+		if len(urls) < requests*images {
+			return nil, fmt.Errorf("unique %s images: got %d, want %d", size, len(urls), requests*images)
+		}
+		for i := range urls {
+			urls[i] = jsonSafe(urls[i])
+		}
+		return func(req, j int) string { return urls[req*images+j] }, nil
+	}
+	n := r.imgs.Len()
+	urls := make([]string, n)
+	for i := range urls {
+		u, err := r.imgs.DataURL(size, i)
+		if err != nil {
+			return nil, fmt.Errorf("%s image %d: %w", size, i, err)
+		}
+		urls[i] = jsonSafe(u)
+	}
+	return func(req, j int) string { return urls[(req*images+j)%n] }, nil
+}
+
+func (r *runner) segments(pics pictures, req, images int) []string {
+	segs := make([]string, 0, 2*images+1)
+	segs = append(segs, r.parts.prefix)
+	for j := 0; j < images; j++ {
+		if j > 0 {
+			segs = append(segs, r.parts.sep)
+		}
+		segs = append(segs, pics(req, j))
+	}
+	return append(segs, r.parts.suffix)
+}
+
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// combo measures one combination: warm-up, then the closed loop.
+func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo, h Hooks) (protocol.Combination, error) {
+	size, err := protocol.LookupImageSize(pc.Size)
+	if err != nil {
+		return protocol.Combination{}, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
+	}
+	if pc.Cameras < 1 || pc.Images < 1 || pc.Requests < 1 {
+		return protocol.Combination{}, fmt.Errorf("loadgen: %s: cameras, images and requests must be at least 1", pc.ComboKey)
+	}
+	cams := r.cameras(pc.Cameras)
+	c := protocol.Combination{ComboKey: pc.ComboKey, Width: size.Width, Height: size.Height}
+
+	// The seed differs on every run so that an engine left running between
+	// runs cannot recognise last run's perturbed frames either.
+	seed := randomSeed()
+	if warm := r.w.WarmupRequests * pc.Cameras; warm > 0 {
+		pics, err := r.picturesFor(size.Name, pc.Images, warm, r.w.UniqueImages, seed^0x9e3779b97f4a7c15)
+		if err != nil {
+			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)
+		}
+		if h.ComboStart != nil {
+			h.ComboStart(idx, n, pc, true)
+		}
+		r.loop(ctx, cams, pc, warm, pics, nil, nil, nil)
+		c.Warmup = warm
+		if err := ctx.Err(); err != nil {
+			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)
+		}
+	}
+	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.w.UniqueImages, seed)
+	if err != nil {
+		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
+	}
+	if h.ComboStart != nil {
+		h.ComboStart(idx, n, pc, false)
+	}
+	recs := make([]protocol.RequestRecord, pc.Requests)
+	c.StartedAt = time.Now()
+	var maxInFlight atomic.Int64
+	r.loop(ctx, cams, pc, pc.Requests, pics, recs, func(rec protocol.RequestRecord, p Progress) {
+		if h.Request != nil {
+			h.Request(pc.ComboKey, rec, p)
+		}
+	}, &maxInFlight)
+	c.FinishedAt = time.Now()
+	if err := ctx.Err(); err != nil {
+		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
+	}
+	c.WallSec = c.FinishedAt.Sub(c.StartedAt).Seconds()
+	c.MaxInFlight = int(maxInFlight.Load())
+	summarize(&c, recs)
+	return c, nil
+}

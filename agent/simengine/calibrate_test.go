@@ -1,0 +1,66 @@
+package simengine
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestCalibration runs the seed's sweep through every profile's model and
+// checks that the published figures come out: single-camera TTFT and TPS,
+// the multi-image and large-image TTFT within 10%, Max Cameras exactly.
+func TestCalibration(t *testing.T) {
+	refit := os.Getenv("VLMFLEET_SIM_REFIT") != ""
+	var table strings.Builder
+	for _, p := range Profiles() {
+		if refit {
+			x, ok, why := FitContention(p)
+			fmt.Fprintf(&table, "%-22s %-32s %-7s %-10s contention %.4f ok=%v %s\n", p.Device, p.Model, p.Quantization, p.Engine, x, ok, why)
+			p.Contention = x
+		}
+		checkProfile(t, p)
+	}
+	if refit {
+		t.Logf("fitted contention:\n%s", table.String())
+	}
+}
+
+func within(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol*want {
+		t.Errorf("%s: simulated %.3f, seed %.3f (more than %.0f%% off)", what, got, want, 100*tol)
+	}
+}
+
+func checkProfile(t *testing.T, p Profile) {
+	t.Helper()
+	name := p.Key()
+	one := func(size string, images int) SweepResult {
+		r, err := Simulate(p, p.Contention, Sweep{Size: size, Images: images, Cameras: 1, Requests: 5, Warmup: 1}, calibrationSeed)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return r
+	}
+	r := one("720p", 1)
+	within(t, name+" TTFT 720p", r.TTFT, p.TTFT720, 0.10)
+	within(t, name+" TPS", r.TPS, p.TPS, 0.10)
+	within(t, fmt.Sprintf("%s TTFT %d×720p", name, p.MultiN), one("720p", p.MultiN).TTFT, p.TTFTMulti, 0.10)
+	within(t, name+" TTFT "+p.BigSize, one(p.BigSize, 1).TTFT, p.TTFTBig, 0.10)
+	ttft := func(c int) float64 { return levelTTFT(p, p.Contention, c) }
+	for _, tg := range p.Targets {
+		got := MaxCameras(p.Levels(), ttft, tg.TargetS)
+		if got != tg.Max {
+			var lv []string
+			for _, l := range p.Levels() {
+				lv = append(lv, fmt.Sprintf("%d:%.2fs", l, ttft(l)))
+			}
+			t.Errorf("%s: Max Cameras at %gs = %d, seed %d (levels %s)", name, tg.TargetS, got, tg.Max, strings.Join(lv, " "))
+		}
+	}
+	for _, lp := range p.LoadPoints {
+		within(t, fmt.Sprintf("%s TTFT at %d cameras", name, lp.Cameras), ttft(lp.Cameras), lp.TTFT, 0.10)
+	}
+}

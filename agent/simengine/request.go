@@ -1,0 +1,204 @@
+package simengine
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/jpeg" // the method's images are JPEG
+	_ "image/png"  // a user's snapshots may be PNG
+	"strings"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// chatRequest is the part of an OpenAI chat completion request the
+// simulated engine reads.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type contentPart struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// parsedRequest is a validated request: what the model needs to time it.
+type parsedRequest struct {
+	model        string
+	stream       bool
+	includeUsage bool
+	maxTokens    int
+	textTokens   int
+	images       []image.Point // pixel dimensions, in order
+}
+
+// requestError is a client mistake, answered with 400 (or code) and an
+// OpenAI-style error body.
+type requestError struct {
+	code int
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &requestError{code: 400, msg: fmt.Sprintf(format, args...)}
+}
+
+// maxTokensLimit is the largest answer the simulated engines accept.
+const maxTokensLimit = protocol.MaxTokensLimit
+
+// parseRequest decodes and validates a chat completion body. Images are
+// checked only as far as their headers: the pixel dimensions are all the
+// timing model needs.
+func parseRequest(body []byte) (parsedRequest, error) {
+	var req chatRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return parsedRequest{}, badRequest("invalid JSON body: %v", err)
+	}
+	if len(req.Messages) == 0 {
+		return parsedRequest{}, badRequest("messages: at least one message is required")
+	}
+	out := parsedRequest{model: req.Model, stream: req.Stream, maxTokens: defaultMaxTokens}
+	if req.StreamOptions != nil {
+		out.includeUsage = req.StreamOptions.IncludeUsage
+	}
+	for _, mt := range []*int{req.MaxTokens, req.MaxCompletionTokens} {
+		if mt == nil {
+			continue
+		}
+		if *mt < 1 || *mt > maxTokensLimit {
+			return parsedRequest{}, badRequest("max_tokens: %d, want 1..%d", *mt, maxTokensLimit)
+		}
+		out.maxTokens = *mt
+	}
+	for i, m := range req.Messages {
+		// The chat template adds a few tokens per message.
+		out.textTokens += 4
+		if err := out.addContent(i, m.Content); err != nil {
+			return parsedRequest{}, err
+		}
+	}
+	return out, nil
+}
+
+func (r *parsedRequest) addContent(i int, raw json.RawMessage) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return badRequest("messages[%d].content: %v", i, err)
+		}
+		r.textTokens += textTokens(s)
+		return nil
+	}
+	var parts []contentPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return badRequest("messages[%d].content: want a string or an array of parts: %v", i, err)
+	}
+	for k, p := range parts {
+		switch p.Type {
+		case "text":
+			r.textTokens += textTokens(p.Text)
+		case "image_url":
+			dim, err := imageDims(p.ImageURL)
+			if err != nil {
+				return badRequest("messages[%d].content[%d].image_url: %v", i, k, err)
+			}
+			r.images = append(r.images, dim)
+		default:
+			return badRequest("messages[%d].content[%d].type: %q, want text or image_url", i, k, p.Type)
+		}
+	}
+	return nil
+}
+
+// textTokens estimates a text's tokens: about four characters each.
+func textTokens(s string) int { return (len(s) + 3) / 4 }
+
+// imageDims reads the pixel size of a base64 data URL image from its header.
+func imageDims(raw json.RawMessage) (image.Point, error) {
+	var url string
+	var obj struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(raw, &obj); err == nil {
+		url = obj.URL
+	} else if err := json.Unmarshal(raw, &url); err != nil {
+		return image.Point{}, fmt.Errorf("want {\"url\": \"data:image/...;base64,...\"}")
+	}
+	if !strings.HasPrefix(url, "data:") {
+		return image.Point{}, fmt.Errorf("only base64 data URLs are accepted (this engine cannot fetch %.40q)", url)
+	}
+	meta, data, ok := strings.Cut(url[len("data:"):], ",")
+	if !ok {
+		return image.Point{}, fmt.Errorf("data URL without a comma")
+	}
+	mime, enc, _ := strings.Cut(meta, ";")
+	if !strings.HasPrefix(mime, "image/") {
+		return image.Point{}, fmt.Errorf("data URL of type %q, want image/jpeg or image/png", mime)
+	}
+	if enc != "base64" {
+		return image.Point{}, fmt.Errorf("data URL encoding %q, want base64", enc)
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return image.Point{}, fmt.Errorf("bad base64: %v", err)
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return image.Point{}, fmt.Errorf("not a JPEG or PNG image: %v", err)
+	}
+	if format != "jpeg" && format != "png" {
+		return image.Point{}, fmt.Errorf("image format %s, want jpeg or png", format)
+	}
+	if cfg.Width < 1 || cfg.Height < 1 {
+		return image.Point{}, fmt.Errorf("image of %d×%d pixels", cfg.Width, cfg.Height)
+	}
+	return image.Pt(cfg.Width, cfg.Height), nil
+}
+
+// imageTokens is what one image costs in prompt tokens for the profile.
+func (p Profile) imageTokens(dim image.Point) int {
+	if p.FixedImageTokens > 0 {
+		return p.FixedImageTokens
+	}
+	ppt := max(1, p.PixelsPerToken)
+	return ((dim.X + ppt - 1) / ppt) * ((dim.Y + ppt - 1) / ppt)
+}
+
+// checkLimits refuses what the configuration was not measured with, the
+// way the engine refuses it.
+func (p Profile) checkLimits(r parsedRequest) error {
+	if p.MaxImages > 0 && len(r.images) > p.MaxImages {
+		return badRequest("At most %d image(s) may be provided in one request.", p.MaxImages)
+	}
+	if big, err := protocol.LookupImageSize(p.MaxSize); err == nil {
+		for i, d := range r.images {
+			if d.X*d.Y > big.Width*big.Height {
+				return badRequest("image %d of %d×%d pixels exceeds this configuration's largest input (%s, %d×%d)",
+					i, d.X, d.Y, big.Name, big.Width, big.Height)
+			}
+		}
+	}
+	return nil
+}

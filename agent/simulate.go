@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// SimulatedDevices lists the device names the simulator has profiles for.
+func SimulatedDevices() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range simengine.Profiles() {
+		if !seen[p.Device] {
+			seen[p.Device] = true
+			out = append(out, p.Device)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SimulatedDeployments returns one deployment per calibrated profile of the
+// device; models narrows them to the given model names when not empty.
+func SimulatedDeployments(device string, speedup float64, models ...string) ([]DeploymentConfig, error) {
+	var out []DeploymentConfig
+	for _, p := range simengine.Profiles() {
+		if !strings.EqualFold(p.Device, device) {
+			continue
+		}
+		if len(models) > 0 && !containsFold(models, p.Model) {
+			continue
+		}
+		out = append(out, DeploymentConfig{
+			ID:           DeploymentID(p.Model, p.Quantization, p.Engine),
+			Model:        p.Model,
+			ParamsB:      p.ParamsB,
+			Quantization: p.Quantization,
+			Engine: engine.Config{
+				Kind:            "sim",
+				SimDevice:       p.Device,
+				SimModel:        p.Model,
+				SimQuantization: p.Quantization,
+				SimEngine:       p.Engine,
+				SimSpeedup:      speedup,
+			},
+		})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no simulated profile for device %q (models %v); simulated devices: %s",
+			device, models, strings.Join(SimulatedDevices(), ", "))
+	}
+	return out, nil
+}
+
+// DeploymentID makes a short id from a model, quantization and engine:
+// "qwen3-vl-4b-instruct-q8_0-llama-cpp".
+func DeploymentID(model, quant, eng string) string {
+	id := strings.ToLower(model + "-" + quant + "-" + eng)
+	id = sanitizeID(strings.NewReplacer(".", "-", " ", "-").Replace(id))
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	return id
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// scaleCombination turns the times measured against a simulated engine that
+// ran Speedup times faster than real back into the device's own time scale.
+// Only simulated runs are scaled, and the run records the factor.
+func scaleCombination(c *protocol.Combination, s float64) {
+	if s <= 1 {
+		return
+	}
+	for _, st := range []*protocol.Stats{&c.TTFT, &c.E2E, &c.ITL, &c.TTFB, &c.RoleChunk} {
+		scaleStats(st, s)
+	}
+	scaleStats(&c.TPS, 1/s)
+	c.OutputTokensPerSec /= s
+	c.WallSec *= s
+	for i := range c.Requests {
+		r := &c.Requests[i]
+		r.Start *= s
+		r.TTFB *= s
+		r.RoleChunk *= s
+		r.TTFT *= s
+		r.LastToken *= s
+		r.E2E *= s
+		r.ITL *= s
+		r.TPS /= s
+	}
+}
+
+func scaleStats(st *protocol.Stats, s float64) {
+	st.Mean *= s
+	st.P50 *= s
+	st.P90 *= s
+	st.P99 *= s
+	st.Min *= s
+	st.Max *= s
+}

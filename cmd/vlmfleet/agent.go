@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vlmfleet/vlmfleet/agent"
+)
+
+func cmdAgent(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet(c, "agent")
+	configPath := fs.String("config", "", "agent configuration file (YAML): id, model_roots, deployments, telemetry")
+	natsURL := fs.String("nats-url", "", "NATS URL of the controller, e.g. nats://controller:4222 (overrides the config)")
+	id := fs.String("id", "", "agent id (default: from the config, else the hostname)")
+	simulate := fs.String("simulate", "", `simulate a device and its engines, e.g. "Jetson AGX Orin" (results are labelled simulated)`)
+	simModels := fs.String("sim-models", "", "with --simulate: comma-separated model names to offer (default: every calibrated profile)")
+	speedup := fs.Float64("sim-speedup", 1, "with --simulate: run the simulated engine this many times faster than the device (times are scaled back and recorded)")
+	logDir := fs.String("log-dir", "", "directory for engine logs (default: the system temp dir)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var cfg agent.Config
+	switch {
+	case *configPath != "":
+		var err error
+		if cfg, err = agent.LoadConfig(*configPath); err != nil {
+			return err
+		}
+	case *simulate == "":
+		return usageError{fmt.Errorf("need --config FILE (a lab device) or --simulate DEVICE (one of: %s)", strings.Join(agent.SimulatedDevices(), ", "))}
+	}
+	if *simulate != "" {
+		if *speedup < 1 {
+			return usageError{fmt.Errorf("--sim-speedup %g: want 1 or more", *speedup)}
+		}
+		var models []string
+		if *simModels != "" {
+			models = strings.Split(*simModels, ",")
+		}
+		deps, err := agent.SimulatedDeployments(*simulate, *speedup, models...)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Deployments = append(cfg.Deployments, deps...)
+		cfg.Simulate = *simulate
+		cfg.SimSpeedup = *speedup
+		if cfg.ID == "" && *id == "" {
+			cfg.ID = "sim-" + agent.DeploymentID(*simulate, "", "")
+			cfg.ID = strings.Trim(cfg.ID, "-")
+		}
+	}
+	if *natsURL != "" {
+		cfg.NATSURL = *natsURL
+	}
+	if *id != "" {
+		cfg.ID = *id
+	}
+	if *logDir != "" {
+		cfg.LogDir = *logDir
+	}
+	a, err := agent.New(cfg, agent.Options{Log: c.log, Version: c.version, Getenv: c.getenv})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/termprogress"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// demoDevice is one simulated lab device of the demo, with the camera levels
+// the seed measured on that kind of device.
+type demoDevice struct {
+	id      string
+	device  string
+	models  []string
+	cameras []int
+}
+
+func demoLab() []demoDevice {
+	return []demoDevice{
+		{id: "sim-orin-nx", device: "Jetson Orin NX", models: []string{"Cosmos-Reason2-2B", "Gemma-4-E2B-it"}, cameras: []int{1, 2, 4}},
+		{id: "sim-agx-orin", device: "Jetson AGX Orin", models: []string{"Cosmos3-Edge", "Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8}},
+		{id: "sim-rtx-pro-6000", device: "RTX PRO 6000", models: []string{"Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8, 16}},
+	}
+}
+
+func cmdDemo(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet(c, "demo")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the explorer and the API on")
+	speedup := fs.Float64("speedup", 40, "run the simulated engines this many times faster than the devices they simulate (times are scaled back; results are labelled simulated)")
+	requests := fs.Int("requests", 8, "measured requests per camera level (the seed used 8 on a Jetson)")
+	dataDir := fs.String("data-dir", "", "keep the demo's store here (default: a temporary directory, removed on exit)")
+	exit := fs.Bool("exit-when-done", false, "stop once the sweep is done instead of serving until Ctrl-C")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *speedup < 1 {
+		return usageError{fmt.Errorf("--speedup %g: want 1 or more", *speedup)}
+	}
+	if *requests < 1 {
+		return usageError{fmt.Errorf("--requests %d: want 1 or more", *requests)}
+	}
+	dir := *dataDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "vlmfleet-demo-")
+		if err != nil {
+			return fmt.Errorf("demo data dir: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+
+	src := &lazyRuns{}
+	ctrl, err := controller.New(controller.Options{
+		DataDir:    dir,
+		NATSListen: "127.0.0.1:-1",
+		HTTPAddr:   *httpAddr,
+		Explorer:   explorer.NewHandler(src, c.log),
+		Log:        c.log,
+	})
+	if err != nil {
+		return err
+	}
+	defer ctrl.Close()
+	src.set(ctrl.Store())
+	if err := ctrl.Start(ctx); err != nil {
+		return fmt.Errorf("start controller: %w", err)
+	}
+	c.log.Info().Str("explorer", ctrl.HTTPURL()).Str("live", ctrl.HTTPURL()+"/live").Msg("controller up (embedded NATS)")
+
+	agentCtx, stopAgents := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopAgents(); wg.Wait() }()
+	lab := demoLab()
+	for _, d := range lab {
+		deps, err := agent.SimulatedDeployments(d.device, *speedup, d.models...)
+		if err != nil {
+			return err
+		}
+		a, err := agent.New(agent.Config{
+			ID: d.id, NATSURL: ctrl.NATSURL(), Deployments: deps,
+			Simulate: d.device, SimSpeedup: *speedup, LogDir: dir,
+		}, agent.Options{Log: c.log.With().Str("component", "agent").Logger(), Version: c.version, Getenv: c.getenv})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(agentCtx); err != nil {
+				c.log.Error().Err(err).Str("agent", d.id).Msg("agent stopped")
+			}
+		}()
+	}
+
+	bars := termprogress.New(c.stderr, c.tty)
+	cancelEvents := ctrl.OnEvent(func(ev controller.Event) {
+		if p, ok := ev.Data.(protocol.Progress); ok {
+			showProgress(bars, p)
+		}
+	})
+	defer cancelEvents()
+
+	var sweeps []protocol.Sweep
+	for _, d := range lab {
+		w := protocol.DefaultWorkload()
+		w.Cameras = d.cameras
+		w.RequestsPerLevel = *requests
+		s, err := submitWhenReady(ctx, ctrl, protocol.Sweep{Name: "demo " + d.device, Agents: []string{d.id}, Workload: w})
+		if err != nil {
+			return err
+		}
+		sweeps = append(sweeps, s)
+	}
+	c.log.Info().Int("sweeps", len(sweeps)).Float64("speedup", *speedup).Msg("demo sweep submitted to 3 simulated devices")
+
+	started := time.Now()
+	if err := waitSweeps(ctx, ctrl, sweeps); err != nil {
+		bars.Close()
+		return err
+	}
+	bars.Close()
+	c.log.Info().Dur("took", time.Since(started).Round(time.Second)).Msg("demo sweep done")
+
+	runs, err := ctrl.Store().Runs(ctx)
+	if err != nil {
+		return fmt.Errorf("read results: %w", err)
+	}
+	printDemoSummary(c, explorer.Aggregate(runs, time.Now()))
+	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", ctrl.HTTPURL(), ctrl.HTTPURL(), ctrl.HTTPURL())
+	if *exit {
+		return nil
+	}
+	fmt.Fprintln(c.stdout, "Serving until Ctrl-C.")
+	<-ctx.Done()
+	return nil
+}
+
+// lazyRuns lets the explorer be built before the controller's store exists.
+type lazyRuns struct {
+	mu  sync.Mutex
+	src explorer.RunSource
+}
+
+func (l *lazyRuns) set(s explorer.RunSource) { l.mu.Lock(); l.src = s; l.mu.Unlock() }
+
+func (l *lazyRuns) Runs(ctx context.Context) ([]protocol.Run, error) {
+	l.mu.Lock()
+	s := l.src
+	l.mu.Unlock()
+	if s == nil {
+		return nil, errors.New("store not open yet")
+	}
+	return s.Runs(ctx)
+}
+
+// submitWhenReady submits a sweep once its agent has announced itself: the
+// controller only makes jobs for deployments an agent offers.
+func submitWhenReady(ctx context.Context, ctrl *controller.Controller, s protocol.Sweep) (protocol.Sweep, error) {
+	announced := make(chan struct{}, 1)
+	cancel := ctrl.OnEvent(func(ev controller.Event) {
+		if ev.Kind == "agent" {
+			select {
+			case announced <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer cancel()
+	deadline := time.After(30 * time.Second)
+	for {
+		out, err := ctrl.SubmitSweep(ctx, s)
+		if err == nil {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return protocol.Sweep{}, ctx.Err()
+		case <-deadline:
+			return protocol.Sweep{}, fmt.Errorf("submit %s: %w", s.Name, err)
+		case <-announced:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func waitSweeps(ctx context.Context, ctrl *controller.Controller, sweeps []protocol.Sweep) error {
+	changed := make(chan struct{}, 1)
+	cancel := ctrl.OnEvent(func(ev controller.Event) {
+		if ev.Kind == "state" {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer cancel()
+	for {
+		done := true
+		for _, s := range sweeps {
+			st, err := ctrl.SweepStatus(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			done = done && st.Done
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func showProgress(bars *termprogress.Bars, p protocol.Progress) {
+	switch p.Phase {
+	case protocol.PhaseDone:
+		bars.Set(p.AgentID, p.AgentID+" done", 1, 1, p.Message)
+		return
+	case protocol.PhaseEngineStart:
+		bars.Set(p.AgentID, p.AgentID+" starting engine", 0, 1, "")
+		return
+	}
+	label := fmt.Sprintf("%s %s", p.AgentID, p.Combo)
+	if p.Phase == protocol.PhaseWarmup {
+		label += " (warm-up)"
+	}
+	suffix := fmt.Sprintf("combination %d/%d", p.ComboIdx+1, p.ComboN)
+	if p.MeanTTFT > 0 {
+		suffix += fmt.Sprintf("  TTFT %.2f s", p.MeanTTFT)
+	}
+	bars.Set(p.AgentID, label, p.Done+p.Failed, p.Total, suffix)
+}
+
+func printDemoSummary(c *cli, ds explorer.Dataset) {
+	fmt.Fprintln(c.stdout, "\nSIMULATED results: Max Cameras at 720p, one image per camera, 3 s target")
+	fmt.Fprintf(c.stdout, "%-24s %-6s %-10s %-18s %9s %9s %s\n", "Model", "Quant", "Engine", "Device", "TTFT 1cam", "TPS", "Max Cameras")
+	for _, r := range ds.Rows {
+		ttft, tps := "-", "-"
+		for _, p := range r.Points {
+			if p.Size == "720p" && p.Images == 1 && p.Cameras == 1 {
+				ttft, tps = fmt.Sprintf("%.2f s", p.TTFT), fmt.Sprintf("%.1f", p.TPS)
+			}
+		}
+		n, plus := explorer.MaxCameras(r.Points, "720p", 1, 3)
+		label := fmt.Sprint(n)
+		if plus {
+			label += "+"
+		}
+		fmt.Fprintf(c.stdout, "%-24s %-6s %-10s %-18s %9s %9s %s\n", trunc(r.Model, 24), r.Quantization, r.Engine, r.Device, ttft, tps, label)
+	}
+	for _, r := range ds.Rows {
+		if len(r.Explanation) > 0 {
+			fmt.Fprintf(c.stdout, "\n%s\n", strings.Join(r.Explanation, "\n"))
+		}
+	}
+}
+
+func trunc(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

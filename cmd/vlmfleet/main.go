@@ -1,0 +1,128 @@
+// Command vlmfleet measures how many cameras a device can watch with a
+// vision-language model, across a lab of devices. Run `vlmfleet help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/rs/zerolog"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// cli carries what every subcommand needs instead of package-level state.
+type cli struct {
+	stdout io.Writer
+	stderr io.Writer
+	// tty is whether stderr is a terminal: progress bars and colour logs then.
+	tty     bool
+	log     zerolog.Logger
+	version string
+	getenv  func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, c *cli, args []string) error
+}
+
+func commands() map[string]command {
+	return map[string]command{
+		"demo":       {"run a controller and three simulated agents, sweep them and serve the explorer", cmdDemo},
+		"controller": {"run the controller: embedded NATS, store, scheduler, API and explorer", cmdController},
+		"agent":      {"run an agent that measures the engines of this device", cmdAgent},
+		"sweep":      {"submit a sweep to a controller", cmdSweep},
+		"bench":      {"measure an endpoint you already run (no lab needed)", cmdBench},
+		"device":     {"print the detected device and one telemetry sample", cmdDevice},
+		"sim":        {"serve the simulated engine on its own", cmdSim},
+		"explorer":   {"explorer table | export: the explorer for scripts and for publishing", cmdExplorer},
+		"results":    {"results import FILE...: load result documents into a controller", cmdResults},
+		"version":    {"print the version", cmdVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	c := &cli{stdout: stdout, stderr: stderr, version: version, getenv: getenv}
+	c.tty = isTerminal(stderr)
+	c.log = newLogger(stderr, c.tty, getenv("VLMFLEET_LOG_LEVEL"))
+
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "vlmfleet: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.run(ctx, c, args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// usageError marks a mistake in how a command was called (exit status 2).
+type usageError struct{ error }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "vlmfleet: how many cameras can this device watch with this vision-language model?")
+	fmt.Fprintln(w, "\nUsage: vlmfleet COMMAND [flags]\n\nCommands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-11s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'vlmfleet COMMAND -h' for a command's flags.")
+}
+
+// newFlagSet makes a flag set whose errors come back as usage errors.
+func newFlagSet(c *cli, name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("vlmfleet "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	return fs
+}
+
+// parseFlags parses and turns flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	return nil
+}
+
+func cmdVersion(_ context.Context, c *cli, _ []string) error {
+	fmt.Fprintln(c.stdout, "vlmfleet", c.version)
+	return nil
+}

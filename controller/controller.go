@@ -1,0 +1,236 @@
+// Package controller is the lab's centre: it embeds (or connects to) NATS
+// with JetStream, ingests what agents report durably into the store, turns
+// sweeps into jobs for agents, fans live progress out to web clients and
+// serves the JSON API, the live page and the explorer.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+)
+
+// Options configure a Controller.
+type Options struct {
+	// DataDir holds the bbolt file <DataDir>/vlmfleet.db and the embedded
+	// JetStream store <DataDir>/nats.
+	DataDir string
+	// NATSURL is an external NATS server; empty embeds one.
+	NATSURL string
+	// NATSListen is the embedded server's client address ("127.0.0.1:4222"
+	// by default; port -1 or 0 picks a free port).
+	NATSListen string
+	// HTTPAddr is where the API and pages are served ("127.0.0.1:8080"; port 0 picks one).
+	HTTPAddr string
+	// Explorer is mounted at "/"; nil serves a small page linking /live and /api/runs.
+	Explorer http.Handler
+	Log      zerolog.Logger
+	// HeartbeatTimeout is how long an agent stays online without a heartbeat (default 15 s).
+	HeartbeatTimeout time.Duration
+	// Version is reported by /api/health.
+	Version string
+}
+
+// Controller runs the lab. Create it with New, then Start; Close ends it.
+type Controller struct {
+	opt   Options
+	log   zerolog.Logger
+	store *store.Store
+
+	ns       *server.Server
+	nc       *nats.Conn
+	ncClosed chan struct{}
+	js       jetstream.JetStream
+	natsURL  string
+
+	consume jetstream.ConsumeContext
+	subs    []*nats.Subscription
+
+	httpSrv *http.Server
+	httpURL string
+
+	events *fanout
+	live   *liveState
+
+	publishKick chan struct{}
+	bgCancel    context.CancelFunc
+	bg          sync.WaitGroup
+	// done is closed when Close begins, so long-lived handlers (SSE) return.
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	startMu   sync.Mutex
+	started   bool
+}
+
+// New checks the options and opens the store. Nothing listens until Start.
+func New(opt Options) (*Controller, error) {
+	if opt.DataDir == "" {
+		return nil, errors.New("controller: DataDir is empty")
+	}
+	if opt.NATSListen == "" {
+		opt.NATSListen = "127.0.0.1:4222"
+	}
+	if opt.HTTPAddr == "" {
+		opt.HTTPAddr = "127.0.0.1:8080"
+	}
+	if opt.HeartbeatTimeout <= 0 {
+		opt.HeartbeatTimeout = 15 * time.Second
+	}
+	st, err := store.Open(filepath.Join(opt.DataDir, "vlmfleet.db"), store.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	c := &Controller{
+		opt:         opt,
+		log:         opt.Log.With().Str("component", "controller").Logger(),
+		store:       st,
+		events:      newFanout(),
+		live:        newLiveState(),
+		publishKick: make(chan struct{}, 1),
+		done:        make(chan struct{}),
+	}
+	return c, nil
+}
+
+// Store is the controller's database.
+func (c *Controller) Store() *store.Store { return c.store }
+
+// NATSURL is the URL agents connect to.
+func (c *Controller) NATSURL() string { return c.natsURL }
+
+// HTTPURL is the base URL of the API and pages.
+func (c *Controller) HTTPURL() string { return c.httpURL }
+
+// Start brings up NATS, the streams, ingestion, live subscriptions, job
+// publishing and HTTP, and returns once all of them serve. ctx bounds the
+// start-up only; the controller runs until Close.
+func (c *Controller) Start(ctx context.Context) error {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.started {
+		return errors.New("controller: already started")
+	}
+	c.started = true
+	bgCtx, cancel := context.WithCancel(context.Background())
+	c.bgCancel = cancel
+	c.bg.Add(1)
+	go func() { defer c.bg.Done(); c.events.run(bgCtx) }()
+
+	if err := c.startNATS(ctx); err != nil {
+		return err
+	}
+	if err := ensureStreams(ctx, c.js); err != nil {
+		return err
+	}
+	if err := c.startIngest(ctx); err != nil {
+		return err
+	}
+	if err := c.startLive(); err != nil {
+		return err
+	}
+	c.bg.Add(2)
+	go func() { defer c.bg.Done(); c.publishLoop(bgCtx) }()
+	go func() { defer c.bg.Done(); c.watchAgents(bgCtx) }()
+	c.kickPublisher() // jobs stored but not acknowledged before a restart
+
+	if err := c.startHTTP(); err != nil {
+		return err
+	}
+	c.log.Info().Str("nats", c.natsURL).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
+	return nil
+}
+
+func (c *Controller) startHTTP() error {
+	ln, err := net.Listen("tcp", c.opt.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("controller: listen http %s: %w", c.opt.HTTPAddr, err)
+	}
+	c.httpURL = "http://" + displayAddr(ln.Addr().(*net.TCPAddr))
+	c.httpSrv = &http.Server{
+		Handler:           c.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// No WriteTimeout: /api/events streams for as long as the client stays.
+		IdleTimeout: 2 * time.Minute,
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		if err := c.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			c.log.Error().Err(err).Msg("http server stopped")
+		}
+	}()
+	return nil
+}
+
+// displayAddr turns a listen address into one a browser on this host can open.
+func displayAddr(a *net.TCPAddr) string {
+	host := a.IP.String()
+	if a.IP == nil || a.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, fmt.Sprint(a.Port))
+}
+
+// Close stops serving HTTP, stops ingestion, drains NATS, shuts the embedded
+// server down and closes the store. It is safe to call more than once and
+// on a controller whose Start failed.
+func (c *Controller) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		var errs []error
+		if c.httpSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := c.httpSrv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+			}
+			cancel()
+		}
+		if c.consume != nil {
+			c.consume.Drain()
+			select {
+			case <-c.consume.Closed():
+			case <-time.After(5 * time.Second):
+				c.consume.Stop()
+			}
+		}
+		for _, s := range c.subs {
+			_ = s.Unsubscribe()
+		}
+		if c.bgCancel != nil {
+			c.bgCancel()
+		}
+		c.bg.Wait()
+		if c.nc != nil {
+			if err := c.nc.Drain(); err != nil {
+				c.nc.Close()
+			}
+			select {
+			case <-c.ncClosed:
+			case <-time.After(5 * time.Second):
+				c.nc.Close()
+			}
+		}
+		if c.ns != nil {
+			c.ns.Shutdown()
+			c.ns.WaitForShutdown()
+		}
+		if err := c.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}

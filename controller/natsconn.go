@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Stream settings. Both keep message ids for an hour so that a publisher's
+// retry (the same id) is stored once.
+const (
+	duplicateWindow = time.Hour
+	eventsMaxAge    = 30 * 24 * time.Hour
+	jobsMaxAge      = 30 * 24 * time.Hour
+	// ConsumerName is the controller's durable consumer on the events stream.
+	ConsumerName = "controller"
+)
+
+// JobsStreamConfig is the stream of jobs. Work-queue retention removes a
+// job once its agent acknowledged it; each agent's consumer filters on its
+// own subject, so the consumers never overlap.
+func JobsStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        protocol.StreamJobs,
+		Description: "vlmfleet jobs addressed to agents",
+		Subjects:    []string{protocol.JobSubjectAll},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  duplicateWindow,
+		MaxAge:      jobsMaxAge,
+		MaxMsgSize:  protocol.MaxMessageBytes,
+	}
+}
+
+// EventsStreamConfig is the stream of what agents report durably.
+func EventsStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        protocol.StreamEvents,
+		Description: "vlmfleet agent announcements, job states and results",
+		Subjects: []string{
+			protocol.AgentSubjectAll(protocol.KindHello),
+			protocol.AgentSubjectAll(protocol.KindState),
+			protocol.AgentSubjectAll(protocol.KindResult),
+		},
+		Retention:  jetstream.LimitsPolicy,
+		Storage:    jetstream.FileStorage,
+		Duplicates: duplicateWindow,
+		MaxAge:     eventsMaxAge,
+		MaxMsgSize: protocol.MaxMessageBytes,
+	}
+}
+
+// startNATS embeds a JetStream server under the data dir, or connects to
+// the external one, and opens the controller's connection.
+func (c *Controller) startNATS(ctx context.Context) error {
+	url := c.opt.NATSURL
+	var connOpts []nats.Option
+	if url == "" {
+		ns, err := c.embedNATS()
+		if err != nil {
+			return err
+		}
+		c.ns = ns
+		url = ns.ClientURL()
+		connOpts = append(connOpts, nats.InProcessServer(ns))
+	}
+	c.natsURL = url
+	c.ncClosed = make(chan struct{})
+	closed := c.ncClosed
+	log := c.log
+	connOpts = append(connOpts,
+		nats.Name("vlmfleet-controller"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info().Str("url", nc.ConnectedUrl()).Msg("nats reconnected") }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("nats error")
+		}),
+	)
+	nc, err := nats.Connect(url, connOpts...)
+	if err != nil {
+		return fmt.Errorf("controller: connect to nats %s: %w", url, err)
+	}
+	c.nc = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("controller: jetstream: %w", err)
+	}
+	c.js = js
+	return nil
+}
+
+func (c *Controller) embedNATS() (*server.Server, error) {
+	host, portStr, err := net.SplitHostPort(c.opt.NATSListen)
+	if err != nil {
+		return nil, fmt.Errorf("controller: nats listen address %q: want host:port: %w", c.opt.NATSListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < -1 || port > 65535 {
+		return nil, fmt.Errorf("controller: nats listen address %q: port must be 0..65535 or -1", c.opt.NATSListen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT // nats-server reads 0 as its default 4222
+	}
+	opts := &server.Options{
+		ServerName: "vlmfleet-controller",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(c.opt.DataDir, "nats"),
+		NoSigs:     true,
+		// Results carry per-request records; allow what the protocol allows.
+		MaxPayload: protocol.MaxMessageBytes,
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("controller: embedded nats: %w", err)
+	}
+	ns.SetLogger(natsLogger{c.log.With().Str("component", "nats").Logger()}, false, false)
+	ns.Start()
+	if !ns.ReadyForConnections(15 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("controller: embedded nats did not start listening on %s within 15 s (is the port in use?)", c.opt.NATSListen)
+	}
+	return ns, nil
+}
+
+func ensureStreams(ctx context.Context, js jetstream.JetStream) error {
+	for _, cfg := range []jetstream.StreamConfig{JobsStreamConfig(), EventsStreamConfig()} {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("controller: create or update stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
+
+// natsLogger sends the embedded server's log to zerolog; its start-up
+// banner is debug-level noise for a vlmfleet user.
+type natsLogger struct{ log zerolog.Logger }
+
+func (l natsLogger) Noticef(format string, v ...any) { l.log.Debug().Msgf(format, v...) }
+func (l natsLogger) Warnf(format string, v ...any)   { l.log.Warn().Msgf(format, v...) }
+func (l natsLogger) Fatalf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
+func (l natsLogger) Errorf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
+func (l natsLogger) Debugf(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
+func (l natsLogger) Tracef(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }

@@ -1,0 +1,95 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Agent is what the controller keeps about one agent: its latest
+// announcement and when it was last heard from.
+type Agent struct {
+	Hello     protocol.AgentHello `json:"hello"`
+	FirstSeen time.Time           `json:"first_seen"`
+	HelloAt   time.Time           `json:"hello_at"`
+	LastSeen  time.Time           `json:"last_seen"`
+}
+
+// PutAgentHello upserts the agent from its announcement, received at at.
+func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAgents)
+		var a Agent
+		if _, err := getJSON(b, h.AgentID, &a); err != nil {
+			return err
+		}
+		if a.FirstSeen.IsZero() {
+			a.FirstSeen = at
+		}
+		a.Hello = h
+		a.HelloAt = at
+		if at.After(a.LastSeen) {
+			a.LastSeen = at
+		}
+		return putJSON(b, h.AgentID, &a)
+	})
+	if err != nil {
+		return fmt.Errorf("store: agent %s: %w", h.AgentID, err)
+	}
+	return nil
+}
+
+// TouchAgent records that the agent was heard from at at. An agent that
+// never announced itself has no record and is left alone.
+func (s *Store) TouchAgent(id string, at time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAgents)
+		var a Agent
+		ok, err := getJSON(b, id, &a)
+		if err != nil || !ok || !at.After(a.LastSeen) {
+			return err
+		}
+		a.LastSeen = at
+		return putJSON(b, id, &a)
+	})
+	if err != nil {
+		return fmt.Errorf("store: touch agent %s: %w", id, err)
+	}
+	return nil
+}
+
+// Agent returns one agent or ErrNotFound.
+func (s *Store) Agent(id string) (Agent, error) {
+	var a Agent
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bucketAgents), id, &a)
+		if err == nil && !ok {
+			err = ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return Agent{}, fmt.Errorf("store: agent %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// Agents lists every agent by id.
+func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
+	var out []Agent
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucketAgents), func(_ string, a *Agent) error {
+			out = append(out, *a)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: agents: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Hello.AgentID < out[j].Hello.AgentID })
+	return out, nil
+}

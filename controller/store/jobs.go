@@ -1,0 +1,286 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+	bolt "go.etcd.io/bbolt"
+)
+
+// JobRecord is a job with where it stands.
+type JobRecord struct {
+	Job protocol.Job `json:"job"`
+	// State and Attempt are the job's current position; see ApplyJobState.
+	State   protocol.JobState `json:"state"`
+	Attempt int               `json:"attempt"`
+	Error   string            `json:"error,omitempty"`
+	RunID   string            `json:"run_id,omitempty"`
+	// Published is set once JetStream acknowledged the job; jobs stored but
+	// not yet published are published again when the controller starts.
+	Published   bool      `json:"published"`
+	PublishedAt time.Time `json:"published_at,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	// History holds every state report once, keyed by state and attempt.
+	History []JobHistoryEntry `json:"history,omitempty"`
+}
+
+// JobHistoryEntry is one reported state.
+type JobHistoryEntry struct {
+	State      protocol.JobState `json:"state"`
+	Attempt    int               `json:"attempt"`
+	Time       time.Time         `json:"time"`
+	ReceivedAt time.Time         `json:"received_at"`
+	Error      string            `json:"error,omitempty"`
+}
+
+// JobQuery filters Jobs; empty fields match everything.
+type JobQuery struct {
+	SweepID string
+	AgentID string
+	State   protocol.JobState
+	// Active keeps only jobs that are not terminal.
+	Active bool
+}
+
+// CreateSweep stores a sweep and its jobs in one transaction.
+func (s *Store) CreateSweep(sw protocol.Sweep, jobs []JobRecord) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(bucketSweeps)
+		if sb.Get([]byte(sw.ID)) != nil {
+			return fmt.Errorf("sweep %s exists", sw.ID)
+		}
+		if err := putJSON(sb, sw.ID, &sw); err != nil {
+			return err
+		}
+		jb := tx.Bucket(bucketJobs)
+		for i := range jobs {
+			if jb.Get([]byte(jobs[i].Job.ID)) != nil {
+				return fmt.Errorf("job %s exists", jobs[i].Job.ID)
+			}
+			if err := putJSON(jb, jobs[i].Job.ID, &jobs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: create sweep %s: %w", sw.ID, err)
+	}
+	return nil
+}
+
+// Sweep returns one sweep or ErrNotFound.
+func (s *Store) Sweep(id string) (protocol.Sweep, error) {
+	var sw protocol.Sweep
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bucketSweeps), id, &sw)
+		if err == nil && !ok {
+			err = ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return protocol.Sweep{}, fmt.Errorf("store: sweep %s: %w", id, err)
+	}
+	return sw, nil
+}
+
+// Sweeps lists every sweep, oldest first.
+func (s *Store) Sweeps(ctx context.Context) ([]protocol.Sweep, error) {
+	var out []protocol.Sweep
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucketSweeps), func(_ string, sw *protocol.Sweep) error {
+			out = append(out, *sw)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: sweeps: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// PutJob writes a job record as it is.
+func (s *Store) PutJob(j JobRecord) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketJobs), j.Job.ID, &j)
+	})
+	if err != nil {
+		return fmt.Errorf("store: put job %s: %w", j.Job.ID, err)
+	}
+	return nil
+}
+
+// Job returns one job or ErrNotFound.
+func (s *Store) Job(id string) (JobRecord, error) {
+	var j JobRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bucketJobs), id, &j)
+		if err == nil && !ok {
+			err = ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return JobRecord{}, fmt.Errorf("store: job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// Jobs lists the jobs matching q, oldest first.
+func (s *Store) Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error) {
+	var out []JobRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucketJobs), func(_ string, j *JobRecord) error {
+			switch {
+			case q.SweepID != "" && j.Job.SweepID != q.SweepID,
+				q.AgentID != "" && j.Job.AgentID != q.AgentID,
+				q.State != "" && j.State != q.State,
+				q.Active && j.State.Terminal():
+				return nil
+			}
+			out = append(out, *j)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: jobs: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Job.CreatedAt.Equal(out[j].Job.CreatedAt) {
+			return out[i].Job.CreatedAt.Before(out[j].Job.CreatedAt)
+		}
+		return out[i].Job.ID < out[j].Job.ID
+	})
+	return out, nil
+}
+
+// UnpublishedJobs lists the jobs JetStream has not acknowledged yet.
+func (s *Store) UnpublishedJobs(ctx context.Context) ([]JobRecord, error) {
+	all, err := s.Jobs(ctx, JobQuery{})
+	if err != nil {
+		return nil, err
+	}
+	var out []JobRecord
+	for _, j := range all {
+		if !j.Published {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// MarkPublished records that JetStream acknowledged the job.
+func (s *Store) MarkPublished(id string, at time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		var j JobRecord
+		ok, err := getJSON(b, id, &j)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		if j.Published {
+			return nil
+		}
+		j.Published = true
+		j.PublishedAt = at
+		return putJSON(b, id, &j)
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark job %s published: %w", id, err)
+	}
+	return nil
+}
+
+// stateRank orders states within one attempt.
+func stateRank(s protocol.JobState) int {
+	switch s {
+	case protocol.JobQueued:
+		return 0
+	case protocol.JobAccepted:
+		return 1
+	case protocol.JobStarting:
+		return 2
+	case protocol.JobRunning:
+		return 3
+	}
+	return 4 // terminal
+}
+
+// ApplyJobState records a state report. Every (state, attempt) enters the
+// history once. The current state moves only forward in (attempt, state
+// order): a late redelivery of an earlier state is kept in the history but
+// never moves a job back, in particular never out of a terminal state,
+// while a higher attempt (the job redelivered to a restarted agent) may.
+// It reports whether the current state changed. A report by an agent other
+// than the job's is refused with a RejectError.
+func (s *Store) ApplyJobState(ch protocol.JobStateChange, received time.Time) (JobRecord, bool, error) {
+	var rec JobRecord
+	changed := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		ok, err := getJSON(b, ch.JobID, &rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// A job this controller did not create (its database was
+			// replaced, or another controller published it): keep what the
+			// agent reports so the work is not lost from view.
+			rec = JobRecord{
+				Job:   protocol.Job{Schema: protocol.SchemaVersion, ID: ch.JobID, SweepID: ch.SweepID, AgentID: ch.AgentID, CreatedAt: ch.Time},
+				State: protocol.JobQueued, Published: true,
+			}
+		}
+		if rec.Job.AgentID != ch.AgentID {
+			return rejectf("job %s belongs to agent %s, not %s", ch.JobID, rec.Job.AgentID, ch.AgentID)
+		}
+		seen := false
+		for _, h := range rec.History {
+			if h.State == ch.State && h.Attempt == ch.Attempt {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			rec.History = append(rec.History, JobHistoryEntry{State: ch.State, Attempt: ch.Attempt, Time: ch.Time, ReceivedAt: received, Error: ch.Error})
+			sort.SliceStable(rec.History, func(i, j int) bool {
+				a, b := rec.History[i], rec.History[j]
+				if a.Attempt != b.Attempt {
+					return a.Attempt < b.Attempt
+				}
+				return stateRank(a.State) < stateRank(b.State)
+			})
+		}
+		if ch.RunID != "" && rec.RunID == "" {
+			rec.RunID = ch.RunID
+		}
+		forward := ch.Attempt > rec.Attempt ||
+			(ch.Attempt == rec.Attempt && stateRank(ch.State) > stateRank(rec.State))
+		if forward {
+			rec.State = ch.State
+			rec.Attempt = ch.Attempt
+			rec.Error = ch.Error
+			if ch.RunID != "" {
+				rec.RunID = ch.RunID
+			}
+			rec.UpdatedAt = received
+			changed = true
+		}
+		if !forward && seen {
+			return nil // a pure redelivery: nothing to write
+		}
+		return putJSON(b, ch.JobID, &rec)
+	})
+	if err != nil {
+		return JobRecord{}, false, fmt.Errorf("store: job %s state %s: %w", ch.JobID, ch.State, err)
+	}
+	return rec, changed, nil
+}

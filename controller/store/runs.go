@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+	bolt "go.etcd.io/bbolt"
+)
+
+// runRecord is the stored run header. The combinations live in the combos
+// bucket and their per-request records in the requests bucket.
+type runRecord struct {
+	Run protocol.Run `json:"run"`
+	// Expected is, once the final message arrived, how many combinations the
+	// agent said it published.
+	Expected  int       `json:"expected,omitempty"`
+	Final     bool      `json:"final,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// RunQuery filters run listings; empty fields match everything.
+type RunQuery struct {
+	AgentID string
+	Status  string
+	SweepID string
+	Source  string
+	// Requests includes the per-request records (large).
+	Requests bool
+}
+
+// ApplyResult stores one result message. The run header is upserted, the
+// combination written at run/combination so a redelivery rewrites the same
+// record, and a final message sets the run's closing status. A header that
+// arrives late (a redelivered "running" after the final "completed") does
+// not reopen the run. A message about a run that belongs to another agent
+// or was imported is refused with a RejectError.
+func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error {
+	run := m.Run
+	run.Combinations = nil
+	if run.AgentID == "" {
+		run.AgentID = m.AgentID
+	}
+	if run.AgentID != m.AgentID {
+		return &RejectError{Reason: fmt.Sprintf("run %s names agent %s but was sent by %s", run.ID, run.AgentID, m.AgentID)}
+	}
+	// Everything that arrives over the lab's NATS was measured by the lab.
+	run.Source = protocol.SourceLab
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		rb := tx.Bucket(bucketRuns)
+		var rec runRecord
+		exists, err := getJSON(rb, run.ID, &rec)
+		if err != nil {
+			return err
+		}
+		if exists {
+			if rec.Run.Source != protocol.SourceLab {
+				return rejectf("run id %s is already used by a run from %s (%s)", run.ID, rec.Run.Source, rec.Run.Origin)
+			}
+			if rec.Run.AgentID != m.AgentID {
+				return rejectf("run %s belongs to agent %s, not %s", run.ID, rec.Run.AgentID, m.AgentID)
+			}
+		}
+		prevClosed := exists && rec.Run.Status != protocol.RunRunning
+		switch {
+		case m.Final:
+			rec.Run = run
+			rec.Final = true
+			rec.Expected = m.Expected
+		case prevClosed:
+			// Keep the closing status of the final message; only fill what it lacked.
+			closed := rec.Run
+			rec.Run = run
+			rec.Run.Status, rec.Run.Error, rec.Run.FinishedAt = closed.Status, closed.Error, closed.FinishedAt
+		default:
+			rec.Run = run
+		}
+		rec.UpdatedAt = received
+		if err := putJSON(rb, run.ID, &rec); err != nil {
+			return err
+		}
+		if m.Combination == nil {
+			return nil
+		}
+		return putCombination(tx, run.ID, *m.Combination)
+	})
+	if err != nil {
+		return fmt.Errorf("store: result for run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+func putCombination(tx *bolt.Tx, runID string, c protocol.Combination) error {
+	cb, err := tx.Bucket(bucketCombos).CreateBucketIfNotExists([]byte(runID))
+	if err != nil {
+		return fmt.Errorf("combos of %s: %w", runID, err)
+	}
+	qb, err := tx.Bucket(bucketRequests).CreateBucketIfNotExists([]byte(runID))
+	if err != nil {
+		return fmt.Errorf("requests of %s: %w", runID, err)
+	}
+	key := c.ComboKey.String()
+	reqs := c.Requests
+	c.Requests = nil
+	if err := putJSON(cb, key, &c); err != nil {
+		return err
+	}
+	if len(reqs) == 0 {
+		return qb.Delete([]byte(key))
+	}
+	return putJSON(qb, key, reqs)
+}
+
+// Runs lists every run with its combinations and per-request records.
+func (s *Store) Runs(ctx context.Context) ([]protocol.Run, error) {
+	return s.ListRuns(ctx, RunQuery{Requests: true})
+}
+
+// RunsSummary lists every run with its combinations but no per-request records.
+func (s *Store) RunsSummary(ctx context.Context) ([]protocol.Run, error) {
+	return s.ListRuns(ctx, RunQuery{})
+}
+
+// ListRuns lists the runs matching q, oldest first, each with its
+// combinations in plan order.
+func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]protocol.Run, error) {
+	var out []protocol.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucketRuns), func(_ string, rec *runRecord) error {
+			r := rec.Run
+			switch {
+			case q.AgentID != "" && r.AgentID != q.AgentID,
+				q.Status != "" && r.Status != q.Status,
+				q.SweepID != "" && r.SweepID != q.SweepID,
+				q.Source != "" && r.Source != q.Source:
+				return nil
+			}
+			if err := loadCombinations(tx, &r, q.Requests); err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: runs: %w", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Run returns one run with everything, or ErrNotFound.
+func (s *Store) Run(ctx context.Context, id string) (protocol.Run, error) {
+	return s.getRun(id, true)
+}
+
+// RunSummary returns one run without per-request records, or ErrNotFound.
+func (s *Store) RunSummary(ctx context.Context, id string) (protocol.Run, error) {
+	return s.getRun(id, false)
+}
+
+func (s *Store) getRun(id string, requests bool) (protocol.Run, error) {
+	var r protocol.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var rec runRecord
+		ok, err := getJSON(tx.Bucket(bucketRuns), id, &rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		r = rec.Run
+		return loadCombinations(tx, &r, requests)
+	})
+	if err != nil {
+		return protocol.Run{}, fmt.Errorf("store: run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func loadCombinations(tx *bolt.Tx, r *protocol.Run, requests bool) error {
+	r.Combinations = []protocol.Combination{}
+	cb := tx.Bucket(bucketCombos).Bucket([]byte(r.ID))
+	if cb == nil {
+		return nil
+	}
+	var qb *bolt.Bucket
+	if requests {
+		qb = tx.Bucket(bucketRequests).Bucket([]byte(r.ID))
+	}
+	err := cb.ForEach(func(k, v []byte) error {
+		var c protocol.Combination
+		if err := json.Unmarshal(v, &c); err != nil {
+			return fmt.Errorf("run %s combination %s: %w", r.ID, k, err)
+		}
+		if qb != nil {
+			if data := qb.Get(k); data != nil {
+				if err := json.Unmarshal(data, &c.Requests); err != nil {
+					return fmt.Errorf("run %s requests of %s: %w", r.ID, k, err)
+				}
+			}
+		}
+		r.Combinations = append(r.Combinations, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	SortCombinations(r.Workload, r.Combinations)
+	return nil
+}
+
+// SortCombinations orders combinations as the workload's plan runs them;
+// combinations outside the plan follow, by size, images and cameras.
+func SortCombinations(w protocol.Workload, cs []protocol.Combination) {
+	order := map[protocol.ComboKey]int{}
+	for i, p := range w.Plan() {
+		order[p.ComboKey] = i
+	}
+	rank := func(k protocol.ComboKey) int {
+		if i, ok := order[k]; ok {
+			return i
+		}
+		return len(order)
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		a, b := cs[i].ComboKey, cs[j].ComboKey
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		if sa, sb := protocol.SizeRank(a.Size), protocol.SizeRank(b.Size); sa != sb {
+			return sa < sb
+		}
+		if a.Images != b.Images {
+			return a.Images < b.Images
+		}
+		return a.Cameras < b.Cameras
+	})
+}
+
+// RunCombinationCount is how many combinations are stored for a run.
+func (s *Store) RunCombinationCount(id string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if cb := tx.Bucket(bucketCombos).Bucket([]byte(id)); cb != nil {
+			n = cb.Stats().KeyN
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,183 @@
+// Package store keeps the controller's state in one bbolt file: the agents
+// that announced themselves, sweeps and their jobs, the runs with their
+// measured combinations and per-request records, and the messages that were
+// rejected. Every write that a redelivered message may repeat is keyed by
+// that message's identity, so repeating it stores the same bytes once.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout of the database file. A file written by a
+// newer layout is refused rather than misread.
+const SchemaVersion = 1
+
+// Bucket names. combos and requests hold one nested bucket per run id, keyed
+// by the combination's ComboKey.String(), so a run's parts are found without
+// parsing composite keys.
+var (
+	bucketAgents   = []byte("agents")
+	bucketSweeps   = []byte("sweeps")
+	bucketJobs     = []byte("jobs")
+	bucketRuns     = []byte("runs")
+	bucketCombos   = []byte("combos")
+	bucketRequests = []byte("requests")
+	bucketRejected = []byte("rejected")
+	bucketMeta     = []byte("meta")
+)
+
+func allBuckets() [][]byte {
+	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta}
+}
+
+// ErrNotFound is returned when a record with the given id does not exist.
+var ErrNotFound = errors.New("not found")
+
+// RejectError says that a message is well formed but must not be stored
+// (for example an agent reporting on another agent's job). The caller
+// records it and does not retry.
+type RejectError struct{ Reason string }
+
+func (e *RejectError) Error() string { return e.Reason }
+
+func rejectf(format string, args ...any) error {
+	return &RejectError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Store is the controller's database.
+type Store struct {
+	db      *bolt.DB
+	path    string
+	pidPath string
+}
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file (default 2 s).
+	LockTimeout time.Duration
+}
+
+// Open opens or creates the database at path. If another process holds the
+// file, Open fails after the lock timeout with an error naming that process.
+func Open(path string, opt Options) (*Store, error) {
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = 2 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
+	}
+	pidPath := path + ".pid"
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			holder := "another process"
+			if b, rerr := os.ReadFile(pidPath); rerr == nil {
+				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+					holder = fmt.Sprintf("another vlmfleet (pid %d)", pid)
+				}
+			}
+			return nil, fmt.Errorf("store: database %s is locked by %s; stop it or use another --data-dir", path, holder)
+		}
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, pidPath: pidPath}
+	if err := s.init(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	// The pid file only improves the lock error of a second process.
+	_ = os.WriteFile(pidPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	return s, nil
+}
+
+func (s *Store) init() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets() {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("store: create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		v := meta.Get([]byte("schema"))
+		if v == nil {
+			return meta.Put([]byte("schema"), []byte(strconv.Itoa(SchemaVersion)))
+		}
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			return fmt.Errorf("store: %s: unreadable schema version %q", s.path, v)
+		}
+		if n > SchemaVersion {
+			return fmt.Errorf("store: %s has schema %d, this build reads up to %d; use a newer vlmfleet", s.path, n, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the file.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	_ = os.Remove(s.pidPath)
+	if err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	if err := b.Put([]byte(key), data); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+func getJSON(b *bolt.Bucket, key string, v any) (bool, error) {
+	data := b.Get([]byte(key))
+	if data == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return true, fmt.Errorf("decode %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// forEachJSON decodes every value of b into a fresh T and calls fn. The
+// context is checked between records so a long listing can be abandoned.
+func forEachJSON[T any](ctx context.Context, b *bolt.Bucket, fn func(key string, v *T) error) error {
+	c := b.Cursor()
+	for k, data := c.First(); k != nil; k, data = c.Next() {
+		if data == nil {
+			continue // nested bucket
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var v T
+		if err := json.Unmarshal(data, &v); err != nil {
+			return fmt.Errorf("decode %s: %w", k, err)
+		}
+		if err := fn(string(k), &v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package explorer
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// SchemaVersion is Dataset.Schema as written by this build.
+const SchemaVersion = 1
+
+// RunSource gives the runs the explorer is built from (the controller's store).
+type RunSource interface {
+	Runs(ctx context.Context) ([]protocol.Run, error)
+}
+
+// identity is what makes a row. Simulated is part of it so that a simulated
+// run never hides, or is hidden by, a real one.
+type identity struct {
+	model, quant, engine, device string
+	paramsB                      float64
+	simulated                    bool
+}
+
+func identityOf(r *protocol.Run) identity {
+	return identity{
+		model:     strings.TrimSpace(r.Config.Model),
+		paramsB:   r.Config.ParamsB,
+		quant:     strings.TrimSpace(r.Config.Quantization),
+		engine:    firstNonEmpty(r.Config.Engine, r.Engine.Name, r.Engine.Kind),
+		device:    firstNonEmpty(r.Config.Device, r.Device.Name, r.Device.Kind),
+		simulated: isSimulated(r),
+	}
+}
+
+// id is stable across runs and builds: a hash of the identity's fields.
+func (k identity) id() string {
+	h := sha256.New()
+	for _, s := range []string{"row/v1", k.model, strconv.FormatFloat(k.paramsB, 'g', -1, 64), k.quant, k.engine, k.device, strconv.FormatBool(k.simulated)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func isSimulated(r *protocol.Run) bool {
+	return r.Simulated || r.Engine.Kind == "sim" || r.Device.Kind == protocol.DeviceSimulated
+}
+
+// runDate is when a run finished, or when it was created if it never did.
+func runDate(r *protocol.Run) time.Time {
+	if !r.FinishedAt.IsZero() {
+		return r.FinishedAt
+	}
+	return r.CreatedAt
+}
+
+// Aggregate builds the explorer's dataset: one row per configuration, showing
+// its latest completed run (a failed, cancelled or running run never replaces
+// it; a completed run in which some combinations failed is still completed),
+// with its other completed runs listed newest first in OtherRuns.
+func Aggregate(runs []protocol.Run, now time.Time) Dataset {
+	groups := map[identity][]*protocol.Run{}
+	for i := range runs {
+		r := &runs[i]
+		if r.Status != protocol.RunCompleted {
+			continue
+		}
+		k := identityOf(r)
+		if k.model == "" {
+			continue
+		}
+		groups[k] = append(groups[k], r)
+	}
+	ds := Dataset{Schema: SchemaVersion, Generated: now.UTC(), Sizes: sizeNames(), Rows: make([]Row, 0, len(groups))}
+	for k, rs := range groups {
+		slices.SortFunc(rs, func(a, b *protocol.Run) int {
+			if c := runDate(b).Compare(runDate(a)); c != 0 {
+				return c
+			}
+			return strings.Compare(b.ID, a.ID)
+		})
+		latest := rs[0]
+		row := Row{
+			ID:           k.id(),
+			Model:        k.model,
+			ParamsB:      k.paramsB,
+			Quantization: k.quant,
+			Engine:       k.engine,
+			Device:       k.device,
+			Simulated:    k.simulated,
+			Source:       latest.Source,
+			Run:          runMeta(latest),
+			Points:       points(latest),
+		}
+		for _, o := range rs[1:] {
+			row.OtherRuns = append(row.OtherRuns, runMeta(o))
+		}
+		row.Explanation = Explain(row)
+		if row.Simulated {
+			ds.SimulatedRows++
+		}
+		ds.Rows = append(ds.Rows, row)
+	}
+	slices.SortFunc(ds.Rows, compareRows)
+	return ds
+}
+
+func compareRows(a, b Row) int {
+	return cmp.Or(
+		strings.Compare(a.Device, b.Device),
+		strings.Compare(a.Model, b.Model),
+		cmp.Compare(a.ParamsB, b.ParamsB),
+		strings.Compare(a.Quantization, b.Quantization),
+		strings.Compare(a.Engine, b.Engine),
+		cmpBool(a.Simulated, b.Simulated),
+		strings.Compare(a.ID, b.ID),
+	)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
+}
+
+func sizeNames() []string {
+	var out []string
+	for _, s := range protocol.ImageSizes() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// points lists the combinations of r that have at least one completed
+// request, smallest size, fewest images and fewest cameras first. A
+// combination with an unknown size or listed twice is skipped, not trusted.
+func points(r *protocol.Run) []Point {
+	out := make([]Point, 0, len(r.Combinations))
+	seen := map[protocol.ComboKey]bool{}
+	for i := range r.Combinations {
+		c := &r.Combinations[i]
+		size, err := protocol.LookupImageSize(c.Size)
+		if err != nil || c.Completed <= 0 || c.Images < 1 || c.Cameras < 1 {
+			continue
+		}
+		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, Point{
+			Size:       size.Name,
+			Images:     c.Images,
+			Cameras:    c.Cameras,
+			TTFT:       c.TTFT.Mean,
+			TTFTP90:    c.TTFT.P90,
+			TPS:        c.TPS.Mean,
+			Completed:  c.Completed,
+			Failed:     c.Failed,
+			Throughput: c.OutputTokensPerSec,
+		})
+	}
+	slices.SortFunc(out, func(a, b Point) int {
+		return cmp.Or(
+			cmp.Compare(protocol.SizeRank(a.Size), protocol.SizeRank(b.Size)),
+			cmp.Compare(a.Images, b.Images),
+			cmp.Compare(a.Cameras, b.Cameras),
+		)
+	})
+	return out
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,70 @@
+package explorer
+
+import "time"
+
+// Dataset is what the page and `vlmfleet explorer export` receive: every row
+// with every measured point. The page computes Max Cameras from the points
+// itself so that the target acts without a round trip.
+type Dataset struct {
+	Schema    int       `json:"schema"`
+	Generated time.Time `json:"generated"`
+	// Sizes lists the image sizes in display order (480p, 720p, 1080p, 2K).
+	Sizes []string `json:"sizes"`
+	// SimulatedRows counts rows that come from simulated runs (the page shows a banner).
+	SimulatedRows int   `json:"simulated_rows"`
+	Rows          []Row `json:"rows"`
+}
+
+// Row is one deployment configuration: model, parameters, quantization,
+// engine and device, showing its latest completed run.
+type Row struct {
+	// ID is stable across runs of the same configuration.
+	ID           string  `json:"id"`
+	Model        string  `json:"model"`
+	ParamsB      float64 `json:"params_b"`
+	Quantization string  `json:"quantization"`
+	Engine       string  `json:"engine"`
+	Device       string  `json:"device"`
+	Simulated    bool    `json:"simulated"`
+	Source       string  `json:"source"`
+
+	Run       RunMeta   `json:"run"`
+	OtherRuns []RunMeta `json:"other_runs,omitempty"`
+
+	// Explanation is the row in plain language at the default settings
+	// (720p, one image per camera, 3 s target), in the seed's sentences.
+	Explanation []string `json:"explanation"`
+
+	Points []Point `json:"points"`
+}
+
+// RunMeta describes the run a row shows, for the expanded row.
+type RunMeta struct {
+	ID            string    `json:"id"`
+	Date          time.Time `json:"date"`
+	Source        string    `json:"source"`
+	Origin        string    `json:"origin,omitempty"`
+	Simulated     bool      `json:"simulated"`
+	EngineVersion string    `json:"engine_version,omitempty"`
+	EngineCommand []string  `json:"engine_command,omitempty"`
+	// Platform is the JetPack/L4T release on a Jetson, the driver and CUDA on a dGPU.
+	Platform  string `json:"platform,omitempty"`
+	PowerMode string `json:"power_mode,omitempty"`
+	// Telemetry is a one-line summary ("GPU 87% mean, 23.1 W mean, 61 °C max").
+	Telemetry string `json:"telemetry,omitempty"`
+	Requests  string `json:"requests,omitempty"`
+}
+
+// Point is the measurement at one (size, images, cameras).
+type Point struct {
+	Size      string  `json:"size"`
+	Images    int     `json:"images"`
+	Cameras   int     `json:"cameras"`
+	TTFT      float64 `json:"ttft"` // mean seconds
+	TTFTP90   float64 `json:"ttft_p90"`
+	TPS       float64 `json:"tps"` // mean tok/s per camera
+	Completed int     `json:"completed"`
+	Failed    int     `json:"failed"`
+	// Throughput is aggregate output tokens per second.
+	Throughput float64 `json:"throughput"`
+}

@@ -1,0 +1,148 @@
+package explorer
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Query is what the table is read at: the page's selectors, its target and
+// its images-per-camera assumption.
+type Query struct {
+	Size    string  `json:"size"`
+	Cameras int     `json:"cameras"`
+	Images  int     `json:"images"`
+	Target  float64 `json:"target"`
+}
+
+// MaxTargetSec bounds the target; a longer wait is a typo.
+const MaxTargetSec = 3600
+
+// DefaultQuery is the page's default view: 720p, one camera, one image, 3 s.
+func DefaultQuery() Query {
+	return Query{Size: DefaultSize, Cameras: DefaultCameras, Images: DefaultImages, Target: DefaultTarget}
+}
+
+// Normalize checks q, naming the field and what is allowed, and writes the
+// size as the method spells it ("2k" becomes "2K").
+func (q *Query) Normalize() error {
+	s, err := protocol.LookupImageSize(q.Size)
+	if err != nil {
+		return fmt.Errorf("size: %q is not one of %s", q.Size, strings.Join(sizeNames(), ", "))
+	}
+	q.Size = s.Name
+	if q.Cameras < 1 || q.Cameras > protocol.MaxCameraLevel {
+		return fmt.Errorf("cameras: %d, want a whole number 1..%d", q.Cameras, protocol.MaxCameraLevel)
+	}
+	if q.Images < 1 || q.Images > protocol.MaxImagesInRequest {
+		return fmt.Errorf("images: %d, want a whole number 1..%d (the method measures 1, 3 and 5)", q.Images, protocol.MaxImagesInRequest)
+	}
+	if math.IsNaN(q.Target) || q.Target <= 0 || q.Target > MaxTargetSec {
+		return fmt.Errorf("target: %g, want seconds above 0 and at most %d", q.Target, MaxTargetSec)
+	}
+	return nil
+}
+
+// ParseQuery reads ?size=720p&cameras=1&images=1&target=3; a missing
+// parameter takes its default, an unknown or repeated one is an error.
+func ParseQuery(v url.Values) (Query, error) {
+	q := DefaultQuery()
+	names := make([]string, 0, len(v))
+	for name := range v {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		vals := v[name]
+		if len(vals) != 1 {
+			return q, fmt.Errorf("%s: given %d times, want once", name, len(vals))
+		}
+		val := strings.TrimSpace(vals[0])
+		switch name {
+		case "size":
+			q.Size = val
+		case "cameras", "images":
+			n, err := strconv.Atoi(val)
+			if err != nil {
+				return q, fmt.Errorf("%s: %q is not a whole number", name, val)
+			}
+			if name == "cameras" {
+				q.Cameras = n
+			} else {
+				q.Images = n
+			}
+		case "target":
+			t, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				return q, fmt.Errorf("target: %q is not a number of seconds", val)
+			}
+			q.Target = t
+		default:
+			return q, fmt.Errorf("unknown parameter %q: allowed are size (%s), cameras, images and target", name, strings.Join(sizeNames(), ", "))
+		}
+	}
+	return q, q.Normalize()
+}
+
+// RowView is one row read at a Query: its figures at (size, images,
+// cameras), and Max Cameras at (size, images, target).
+type RowView struct {
+	ID           string  `json:"id"`
+	Model        string  `json:"model"`
+	ParamsB      float64 `json:"params_b"`
+	Quantization string  `json:"quantization"`
+	Engine       string  `json:"engine"`
+	Device       string  `json:"device"`
+	Simulated    bool    `json:"simulated"`
+	Source       string  `json:"source"`
+
+	TTFT      float64 `json:"ttft"`
+	TTFTP90   float64 `json:"ttft_p90"`
+	TPS       float64 `json:"tps"`
+	Completed int     `json:"completed"`
+	Failed    int     `json:"failed"`
+
+	MaxCameras      int    `json:"max_cameras"`
+	Plus            bool   `json:"plus"`
+	MaxCamerasLabel string `json:"max_cameras_label"`
+	// Pass is whether the response time at the selected cameras meets the target.
+	Pass        bool     `json:"pass"`
+	Explanation []string `json:"explanation"`
+}
+
+// RowsResponse is GET /api/explorer/rows and `vlmfleet explorer table --json`.
+type RowsResponse struct {
+	Query
+	Rows []RowView `json:"rows"`
+}
+
+// Select reads ds at q (normalized): only rows measured at (size, images,
+// cameras), as the page shows them, in the dataset's order.
+func Select(ds Dataset, q Query) RowsResponse {
+	out := RowsResponse{Query: q, Rows: []RowView{}}
+	for _, r := range ds.Rows {
+		p, ok := FindPoint(r.Points, q.Size, q.Images, q.Cameras)
+		if !ok {
+			continue
+		}
+		max, plus := MaxCameras(r.Points, q.Size, q.Images, q.Target)
+		expl := r.Explanation
+		if expl == nil {
+			expl = Explain(r)
+		}
+		out.Rows = append(out.Rows, RowView{
+			ID: r.ID, Model: r.Model, ParamsB: r.ParamsB, Quantization: r.Quantization,
+			Engine: r.Engine, Device: r.Device, Simulated: r.Simulated, Source: r.Source,
+			TTFT: p.TTFT, TTFTP90: p.TTFTP90, TPS: p.TPS, Completed: p.Completed, Failed: p.Failed,
+			MaxCameras: max, Plus: plus, MaxCamerasLabel: MaxCamerasLabel(max, plus),
+			Pass:        Passes(p, q.Target),
+			Explanation: expl,
+		})
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+// The chart in an expanded row: response time as cameras are added, one line
+// per image size (one image per camera), the target as a dashed line. It
+// uses the vendored Chart.js (window.Chart, loaded as a classic script), which
+// draws title and legend on the canvas, so the PNG download carries them.
+
+const SIZE_COLOURS = { '480p': '#2a9d8f', '720p': '#1d4ed8', '1080p': '#b45309', '2K': '#7c3aed' };
+const EXTRA_COLOURS = ['#be185d', '#4d7c0f', '#0e7490', '#57534e'];
+
+// chartWhiteBackground paints the canvas white before each draw: without it
+// the PNG has a transparent background that turns black in many viewers.
+const chartWhiteBackground = {
+  id: 'vlmfleetWhiteBackground',
+  beforeDraw(chart) {
+    const { ctx } = chart;
+    ctx.save();
+    ctx.globalCompositeOperation = 'destination-over';
+    ctx.fillStyle = '#ffffff';
+    ctx.fillRect(0, 0, chart.width, chart.height);
+    ctx.restore();
+  },
+};
+
+// chartSeries lists, per image size, the one-image points by cameras; only
+// sizes with a measurement appear.
+export function chartSeries(row, sizes) {
+  const out = [];
+  for (const size of sizes) {
+    const pts = row.points
+      .filter((p) => p.size === size && p.images === 1 && p.completed > 0)
+      .sort((a, b) => a.cameras - b.cameras)
+      .map((p) => ({ x: p.cameras, y: Math.round(p.ttft * 100) / 100 }));
+    if (pts.length) out.push({ size, pts });
+  }
+  return out;
+}
+
+// chartWorthDrawing: the chart appears where several cameras were measured.
+export function chartWorthDrawing(row) {
+  const cams = new Set();
+  for (const p of row.points) if (p.images === 1) cams.add(p.cameras);
+  return cams.size > 1;
+}
+
+export function chartTitle(row) {
+  return `${row.model} · ${row.quantization} · ${row.engine} · ${row.device}`;
+}
+
+// drawChart draws into canvas and returns the Chart instance (or null when
+// the library is missing). selectedSize is drawn thicker.
+export function drawChart(canvas, row, sizes, target, selectedSize) {
+  const ChartJS = globalThis.Chart;
+  if (!ChartJS) return null;
+  const series = chartSeries(row, sizes);
+  let xmin = Infinity;
+  let xmax = -Infinity;
+  for (const s of series) for (const p of s.pts) { xmin = Math.min(xmin, p.x); xmax = Math.max(xmax, p.x); }
+  const ticks = [...new Set(series.flatMap((s) => s.pts.map((p) => p.x)))].sort((a, b) => a - b);
+  const datasets = series.map((s, i) => {
+    const colour = SIZE_COLOURS[s.size] || EXTRA_COLOURS[i % EXTRA_COLOURS.length];
+    const sel = s.size === selectedSize;
+    return {
+      label: `${s.size}, 1 image`,
+      data: s.pts,
+      borderColor: colour,
+      backgroundColor: colour,
+      borderWidth: sel ? 3 : 2,
+      pointRadius: sel ? 4 : 3,
+      tension: 0,
+    };
+  });
+  datasets.push({
+    label: `Target ${target} s`,
+    data: [{ x: xmin, y: target }, { x: xmax, y: target }],
+    borderColor: '#dc2626',
+    backgroundColor: '#dc2626',
+    borderDash: [6, 5],
+    borderWidth: 2,
+    pointRadius: 0,
+    pointHitRadius: 0,
+  });
+  return new ChartJS(canvas, {
+    type: 'line',
+    data: { datasets },
+    plugins: [chartWhiteBackground],
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      parsing: false,
+      plugins: {
+        title: { display: true, text: [chartTitle(row), 'Response time as cameras are added'], color: '#111827', font: { size: 14 } },
+        legend: { display: true, position: 'bottom', labels: { color: '#111827' } },
+        tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)` } },
+      },
+      scales: {
+        x: {
+          type: 'linear',
+          min: xmin,
+          max: xmax,
+          title: { display: true, text: 'Cameras', color: '#374151' },
+          afterBuildTicks: (axis) => { axis.ticks = ticks.map((v) => ({ value: v })); },
+          ticks: { color: '#374151', precision: 0 },
+        },
+        y: {
+          beginAtZero: true,
+          title: { display: true, text: 'Response time (s)', color: '#374151' },
+          ticks: { color: '#374151' },
+        },
+      },
+    },
+  });
+}
+
+// chartPNG renders the chart as a PNG data URL (white background, title and
+// legend included).
+export function chartPNG(chart) {
+  chart.update('none');
+  return chart.toBase64Image('image/png', 1);
+}

@@ -1,0 +1,311 @@
+// Pure functions of the explorer: Max Cameras, the row view at a selection,
+// filters, sorting, the URL form of the view and CSV. No DOM here, so the
+// browser test can import this module and check it against the shared
+// vectors (explorer/testdata/maxcameras_vectors.json) that also check Go.
+//
+// Export bundling concatenates the modules, so every top-level name in every
+// module must be unique and imports must stay one per line.
+
+export const STANDARD_SIZES = ['480p', '720p', '1080p', '2K'];
+export const IMAGE_COUNTS = [1, 3, 5];
+export const DEFAULT_TARGET = 3;
+export const DEFAULT_SIZE = '720p';
+
+// Response-time slider stops in seconds; null (the last stop) means any.
+export const RT_STOPS = [0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 30, null];
+
+export const PARAM_BUCKETS = [
+  { id: 'lt3', label: 'under 3B', min: 0, max: 3 },
+  { id: '3-5', label: '3–5B', min: 3, max: 5 },
+  { id: '5-10', label: '5–10B', min: 5, max: 10 },
+  { id: '10-20', label: '10–20B', min: 10, max: 20 },
+  { id: '20+', label: '20B and more', min: 20, max: Infinity },
+];
+
+export const SORT_KEYS = ['model', 'params', 'quant', 'engine', 'device', 'rt', 'tps', 'maxcams', 'result'];
+
+// roundSeconds matches explorer.RoundSeconds: a response time is judged at
+// the 0.01 s it is shown with, so "3.00" on screen never fails a 3 s target.
+export function roundSeconds(s) {
+  return Math.round(s * 100) / 100;
+}
+
+// passes matches explorer.Passes: a level where every request failed was
+// tested and fails; exactly on the target passes.
+export function passes(p, target) {
+  return p.completed > 0 && roundSeconds(p.ttft) <= target;
+}
+
+// maxCameras matches explorer.MaxCameras: the highest measured number of
+// cameras at size and images that passes, plus when it is the highest tested;
+// nothing interpolated. measured says whether size and images were measured.
+export function maxCameras(points, size, images, target) {
+  let max = 0;
+  let highest = 0;
+  let measured = false;
+  for (const p of points) {
+    if (p.size !== size || p.images !== images) continue;
+    measured = true;
+    if (p.cameras > highest) highest = p.cameras;
+    if (passes(p, target) && p.cameras > max) max = p.cameras;
+  }
+  return { max, plus: max > 0 && max === highest, measured };
+}
+
+export function maxCamerasLabel(mc) {
+  if (!mc.measured) return '—';
+  return mc.plus ? `${mc.max}+` : String(mc.max);
+}
+
+export function findPoint(points, size, images, cameras) {
+  for (const p of points) {
+    if (p.size === size && p.images === images && p.cameras === cameras) return p;
+  }
+  return null;
+}
+
+// pointsAt lists the points at size and images by number of cameras.
+export function pointsAt(points, size, images) {
+  return points.filter((p) => p.size === size && p.images === images).sort((a, b) => a.cameras - b.cameras);
+}
+
+// formatParams follows the seed: "2.4B", "8.0B", "16B", "31B".
+export function formatParams(b) {
+  if (!(b > 0)) return '—';
+  return b >= 10 ? `${Math.round(b)}B` : `${b.toFixed(1)}B`;
+}
+
+export function formatSeconds(s) {
+  return s == null || !isFinite(s) ? '—' : roundSeconds(s).toFixed(2);
+}
+
+export function formatTPS(t) {
+  return t == null || !isFinite(t) || t <= 0 ? '—' : t.toFixed(1);
+}
+
+// sizesOf lists the image sizes: the standard four in their order, then any
+// other size the data carries.
+export function sizesOf(dataset) {
+  const out = STANDARD_SIZES.slice();
+  for (const s of dataset.sizes || []) if (!out.includes(s)) out.push(s);
+  for (const r of dataset.rows || []) for (const p of r.points || []) if (!out.includes(p.size)) out.push(p.size);
+  return out;
+}
+
+// availability maps "size|images" to the sorted numbers of cameras measured
+// in any row; it decides which selector buttons are dimmed.
+export function availability(rows) {
+  const m = new Map();
+  for (const r of rows) {
+    for (const p of r.points) {
+      const k = `${p.size}|${p.images}`;
+      let s = m.get(k);
+      if (!s) m.set(k, (s = new Set()));
+      s.add(p.cameras);
+    }
+  }
+  const out = new Map();
+  for (const [k, s] of m) out.set(k, [...s].sort((a, b) => a - b));
+  return out;
+}
+
+export function allCameraCounts(rows) {
+  const s = new Set();
+  for (const r of rows) for (const p of r.points) s.add(p.cameras);
+  return [...s].sort((a, b) => a - b);
+}
+
+// effectiveCameras is the number of cameras the table is read at: the one
+// asked for when it was measured at size and images, else the nearest lower
+// measured number (else the lowest). With 3 or 5 images only one camera was
+// measured, so the selector moves to 1 and comes back when images return to 1.
+export function effectiveCameras(avail, size, images, wanted) {
+  const list = avail.get(`${size}|${images}`) || [];
+  if (list.length === 0 || list.includes(wanted)) return wanted;
+  let best = null;
+  for (const c of list) if (c <= wanted) best = c;
+  return best == null ? list[0] : best;
+}
+
+// rowMeasuredAt decides whether a row is shown at the selected size and
+// cameras. The image count is deliberately not part of it: Images per Camera
+// is an assumption, and changing it leaves the rows in place.
+export function rowMeasuredAt(row, size, cameras) {
+  for (const p of row.points) if (p.size === size && p.cameras === cameras) return true;
+  return false;
+}
+
+// rowView is what the table shows for a row at a selection.
+export function rowView(row, sel) {
+  const p = findPoint(row.points, sel.size, sel.images, sel.cameras);
+  const mc = maxCameras(row.points, sel.size, sel.images, sel.target);
+  let result = null;
+  if (p) result = passes(p, sel.target);
+  return {
+    rt: p && p.completed > 0 ? p.ttft : null,
+    tps: p && p.completed > 0 ? p.tps : null,
+    mc,
+    result, // true PASS, false FAIL, null not measured
+  };
+}
+
+export function paramBucket(b) {
+  for (const k of PARAM_BUCKETS) if (b >= k.min && b < k.max) return k.id;
+  return null;
+}
+
+// matchesFilters applies the filters; they only show or hide rows.
+export function matchesFilters(row, view, f) {
+  if (f.devices.length && !f.devices.includes(row.device)) return false;
+  if (f.models.length && !f.models.includes(row.model)) return false;
+  if (f.quants.length && !f.quants.includes(row.quantization)) return false;
+  if (f.engines.length && !f.engines.includes(row.engine)) return false;
+  if (f.params.length && !f.params.includes(paramBucket(row.params_b))) return false;
+  if (f.rtMax != null && (view.rt == null || roundSeconds(view.rt) > f.rtMax)) return false;
+  if (f.minCams > 0 && view.mc.max < f.minCams) return false;
+  return true;
+}
+
+export function emptyFilters() {
+  return { devices: [], models: [], quants: [], engines: [], params: [], rtMax: null, minCams: 0 };
+}
+
+export function filtersActive(f) {
+  return f.devices.length + f.models.length + f.quants.length + f.engines.length + f.params.length > 0 ||
+    f.rtMax != null || f.minCams > 0;
+}
+
+const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
+
+function sortValue(row, view, key) {
+  switch (key) {
+    case 'model': return row.model;
+    case 'params': return row.params_b;
+    case 'quant': return row.quantization;
+    case 'engine': return row.engine;
+    case 'device': return row.device;
+    case 'rt': return view.rt;
+    case 'tps': return view.tps;
+    // A "+" sorts above the same number without it: its limit was not reached.
+    case 'maxcams': return view.mc.measured ? view.mc.max + (view.mc.plus ? 0.5 : 0) : null;
+    case 'result': return view.result == null ? null : view.result ? 1 : 0;
+  }
+  return null;
+}
+
+// compareRows orders by key and direction; missing values go last in both
+// directions, and ties keep the dataset order so sorting is stable.
+export function compareRows(a, b, key, dir) {
+  const va = sortValue(a.row, a.view, key);
+  const vb = sortValue(b.row, b.view, key);
+  if (va == null || vb == null) {
+    if (va == null && vb == null) return a.index - b.index;
+    return va == null ? 1 : -1;
+  }
+  let c = typeof va === 'string' ? collator.compare(va, vb) : va - vb;
+  if (dir === 'desc') c = -c;
+  return c || a.index - b.index;
+}
+
+// defaultState is the view a plain link opens.
+export function defaultState() {
+  return {
+    size: DEFAULT_SIZE,
+    cameras: 1,
+    images: 1,
+    target: DEFAULT_TARGET,
+    filters: emptyFilters(),
+    sort: null, // {key, dir}
+    open: null, // row id
+  };
+}
+
+function splitList(v) {
+  return v ? v.split(',').map((s) => decodeURIComponent(s)).filter((s) => s !== '') : [];
+}
+
+function joinList(a) {
+  return a.map((s) => encodeURIComponent(s)).join(',');
+}
+
+// encodeState writes the view as a URL hash ("size=1080p&cam=4&…"); only what
+// differs from the default is written, so plain links stay short.
+export function encodeState(st) {
+  const d = defaultState();
+  const parts = [];
+  const add = (k, v) => parts.push(`${k}=${v}`);
+  if (st.size !== d.size) add('size', encodeURIComponent(st.size));
+  if (st.cameras !== d.cameras) add('cam', st.cameras);
+  if (st.images !== d.images) add('img', st.images);
+  if (st.target !== d.target) add('target', st.target);
+  const f = st.filters;
+  if (f.devices.length) add('device', joinList(f.devices));
+  if (f.models.length) add('model', joinList(f.models));
+  if (f.quants.length) add('quant', joinList(f.quants));
+  if (f.engines.length) add('engine', joinList(f.engines));
+  if (f.params.length) add('params', joinList(f.params));
+  if (f.rtMax != null) add('rt', f.rtMax);
+  if (f.minCams > 0) add('mincam', f.minCams);
+  if (st.sort) add('sort', `${st.sort.key}.${st.sort.dir}`);
+  if (st.open) add('open', encodeURIComponent(st.open));
+  return parts.join('&');
+}
+
+// decodeState reads a hash written by encodeState; anything it does not
+// understand keeps its default, so an old or hand-edited link still opens.
+export function decodeState(hash) {
+  const st = defaultState();
+  const h = (hash || '').replace(/^#/, '');
+  if (!h) return st;
+  for (const part of h.split('&')) {
+    const i = part.indexOf('=');
+    if (i < 0) continue;
+    const k = part.slice(0, i);
+    const v = part.slice(i + 1);
+    const num = Number(v);
+    switch (k) {
+      case 'size': st.size = decodeURIComponent(v); break;
+      case 'cam': if (Number.isInteger(num) && num > 0) st.cameras = num; break;
+      case 'img': if (IMAGE_COUNTS.includes(num)) st.images = num; break;
+      case 'target': if (isFinite(num) && num > 0) st.target = num; break;
+      case 'device': st.filters.devices = splitList(v); break;
+      case 'model': st.filters.models = splitList(v); break;
+      case 'quant': st.filters.quants = splitList(v); break;
+      case 'engine': st.filters.engines = splitList(v); break;
+      case 'params': st.filters.params = splitList(v).filter((id) => PARAM_BUCKETS.some((b) => b.id === id)); break;
+      case 'rt': if (RT_STOPS.includes(num)) st.filters.rtMax = num; break;
+      case 'mincam': if (Number.isInteger(num) && num > 0) st.filters.minCams = num; break;
+      case 'sort': {
+        const [key, dir] = v.split('.');
+        if (SORT_KEYS.includes(key) && (dir === 'asc' || dir === 'desc')) st.sort = { key, dir };
+        break;
+      }
+      case 'open': st.open = decodeURIComponent(v) || null; break;
+    }
+  }
+  return st;
+}
+
+function csvField(v) {
+  const s = v == null ? '' : String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+// toCSV writes the rows as shown, in the order shown, with the selection
+// they were read at so the file stands on its own.
+export function toCSV(items, sel) {
+  const head = ['model', 'parameters_b', 'quantization', 'engine', 'device', 'simulated', 'image_size', 'cameras',
+    'images_per_camera', 'target_s', 'response_time_s', 'tps', 'max_cameras', 'result'];
+  const lines = [head.join(',')];
+  for (const { row, view } of items) {
+    lines.push([
+      row.model, row.params_b, row.quantization, row.engine, row.device, row.simulated ? 'yes' : 'no',
+      sel.size, sel.cameras, sel.images, sel.target,
+      view.rt == null ? '' : roundSeconds(view.rt).toFixed(2),
+      view.tps == null ? '' : view.tps.toFixed(1),
+      maxCamerasLabel(view.mc),
+      view.result == null ? '' : view.result ? 'PASS' : 'FAIL',
+    ].map(csvField).join(','));
+  }
+  return lines.join('\r\n') + '\r\n';
+}

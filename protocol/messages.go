@@ -1,0 +1,158 @@
+package protocol
+
+import "time"
+
+// Deployment is one model an agent can serve, as its local configuration
+// describes it. Jobs name a deployment by ID; the model path and the engine
+// executable never leave the agent.
+type Deployment struct {
+	ID string `json:"id"`
+	// Engine is the adapter kind: vllm, llamacpp, external or sim.
+	Engine       string  `json:"engine"`
+	Model        string  `json:"model"`
+	ParamsB      float64 `json:"params_b"`
+	Quantization string  `json:"quantization"`
+	Simulated    bool    `json:"simulated,omitempty"`
+}
+
+// AgentHello is published durably when an agent starts.
+type AgentHello struct {
+	Schema      int          `json:"schema"`
+	AgentID     string       `json:"agent_id"`
+	Hostname    string       `json:"hostname"`
+	Version     string       `json:"version"`
+	StartedAt   time.Time    `json:"started_at"`
+	Simulated   bool         `json:"simulated"`
+	Device      DeviceFacts  `json:"device"`
+	Deployments []Deployment `json:"deployments"`
+}
+
+// Agent states carried by heartbeats.
+const (
+	AgentIdle = "idle"
+	AgentBusy = "busy"
+)
+
+// Heartbeat is published on core NATS every few seconds.
+type Heartbeat struct {
+	Schema  int       `json:"schema"`
+	AgentID string    `json:"agent_id"`
+	Time    time.Time `json:"time"`
+	State   string    `json:"state"`
+	JobID   string    `json:"job_id,omitempty"`
+	Seq     uint64    `json:"seq"`
+}
+
+// Job asks one agent to measure one deployment over one workload.
+type Job struct {
+	Schema     int       `json:"schema"`
+	ID         string    `json:"id"`
+	SweepID    string    `json:"sweep_id,omitempty"`
+	AgentID    string    `json:"agent_id"`
+	Deployment string    `json:"deployment"`
+	Workload   Workload  `json:"workload"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// JobState is where a job is in its life.
+type JobState string
+
+// Job states. queued is the controller's; the others are reported by the agent.
+const (
+	JobQueued    JobState = "queued"
+	JobAccepted  JobState = "accepted"
+	JobStarting  JobState = "starting" // engine starting
+	JobRunning   JobState = "running"  // measuring
+	JobCompleted JobState = "completed"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+	JobRejected  JobState = "rejected" // invalid job, unknown deployment
+)
+
+// Terminal reports whether no further state follows.
+func (s JobState) Terminal() bool {
+	switch s {
+	case JobCompleted, JobFailed, JobCancelled, JobRejected:
+		return true
+	}
+	return false
+}
+
+// JobStateChange is published durably by the agent at each transition.
+type JobStateChange struct {
+	Schema  int       `json:"schema"`
+	JobID   string    `json:"job_id"`
+	SweepID string    `json:"sweep_id,omitempty"`
+	RunID   string    `json:"run_id,omitempty"`
+	AgentID string    `json:"agent_id"`
+	State   JobState  `json:"state"`
+	Error   string    `json:"error,omitempty"`
+	Time    time.Time `json:"time"`
+	// Attempt counts deliveries of the job to the agent, so a job redelivered
+	// after an agent restart reports its states again under new message ids.
+	Attempt int `json:"attempt"`
+}
+
+// ResultMessage carries results durably. Each message holds the run header
+// (the Run without combinations) so the receiver can store it whatever the
+// order of arrival, plus either one measured combination or, with Final, the
+// run's closing status and the number of combinations it measured.
+type ResultMessage struct {
+	Schema      int          `json:"schema"`
+	AgentID     string       `json:"agent_id"`
+	Run         Run          `json:"run"`
+	Combination *Combination `json:"combination,omitempty"`
+	Final       bool         `json:"final,omitempty"`
+	// Expected is, with Final, how many combinations were published.
+	Expected int `json:"expected,omitempty"`
+}
+
+// Progress phases.
+const (
+	PhaseEngineStart = "engine-start"
+	PhaseWarmup      = "warmup"
+	PhaseMeasure     = "measure"
+	PhaseDone        = "done"
+)
+
+// Progress is published on core NATS while a job runs; losing one is harmless.
+type Progress struct {
+	Schema    int       `json:"schema"`
+	AgentID   string    `json:"agent_id"`
+	JobID     string    `json:"job_id"`
+	RunID     string    `json:"run_id"`
+	Time      time.Time `json:"time"`
+	Phase     string    `json:"phase"`
+	Combo     ComboKey  `json:"combo"`
+	ComboIdx  int       `json:"combo_idx"`
+	ComboN    int       `json:"combo_n"`
+	Done      int       `json:"done"`
+	Failed    int       `json:"failed"`
+	Total     int       `json:"total"`
+	InFlight  int       `json:"in_flight"`
+	LastTTFT  float64   `json:"last_ttft,omitempty"`
+	MeanTTFT  float64   `json:"mean_ttft,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Simulated bool      `json:"simulated,omitempty"`
+}
+
+// TelemetryTick is one live telemetry sample on core NATS.
+type TelemetryTick struct {
+	Schema  int             `json:"schema"`
+	AgentID string          `json:"agent_id"`
+	JobID   string          `json:"job_id,omitempty"`
+	Sample  TelemetrySample `json:"sample"`
+}
+
+// Sweep asks the controller to measure deployments on agents. Agents and
+// Deployments select by id; empty means all. A job is made for every agent
+// that offers a selected deployment.
+type Sweep struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name,omitempty"`
+	Agents      []string  `json:"agents,omitempty"`
+	Deployments []string  `json:"deployments,omitempty"`
+	Workload    Workload  `json:"workload"`
+	CreatedAt   time.Time `json:"created_at"`
+	Jobs        []string  `json:"jobs,omitempty"`
+}

@@ -1,0 +1,93 @@
+package protocol
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Subjects. Every subject an agent publishes on or consumes from carries the
+// agent id as its third token, so a NATS account can confine each agent to
+// "vlmfleet.agent.<id>.>" and "vlmfleet.jobs.<id>" (see docs/architecture.md).
+const (
+	// SubjectPrefix is the root of every vlmfleet subject.
+	SubjectPrefix = "vlmfleet"
+
+	// StreamJobs holds jobs addressed to agents (subjects vlmfleet.jobs.<agent>).
+	StreamJobs = "VLMFLEET_JOBS"
+	// StreamEvents holds what agents report and must not be lost: their
+	// announcements, job state changes and results (vlmfleet.agent.<agent>.{hello,state,result}).
+	StreamEvents = "VLMFLEET_EVENTS"
+
+	// KindHello, KindState and KindResult are the durable event kinds (JetStream).
+	KindHello  = "hello"
+	KindState  = "state"
+	KindResult = "result"
+	// KindHeartbeat, KindProgress and KindTelemetry are live-only (core NATS).
+	KindHeartbeat = "heartbeat"
+	KindProgress  = "progress"
+	KindTelemetry = "telemetry"
+)
+
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+
+// ValidateAgentID checks that id can be used as one NATS subject token and as
+// a JetStream consumer name.
+func ValidateAgentID(id string) error {
+	if !agentIDPattern.MatchString(id) {
+		return fmt.Errorf("agent id %q: want 1-64 characters of letters, digits, '-' or '_', starting with a letter or digit", id)
+	}
+	return nil
+}
+
+// JobSubject is where the controller publishes jobs for one agent.
+func JobSubject(agentID string) string { return SubjectPrefix + ".jobs." + agentID }
+
+// JobSubjectAll matches the jobs of every agent (the jobs stream's subject).
+const JobSubjectAll = SubjectPrefix + ".jobs.*"
+
+// AgentSubject is where agent agentID publishes events of the given kind.
+func AgentSubject(agentID, kind string) string {
+	return SubjectPrefix + ".agent." + agentID + "." + kind
+}
+
+// AgentSubjectAll matches events of one kind from every agent ("*" for the agent token).
+func AgentSubjectAll(kind string) string { return SubjectPrefix + ".agent.*." + kind }
+
+// AgentPermissionSubjects lists the subjects an agent may publish to and
+// subscribe on, for operators writing NATS authorization blocks.
+func AgentPermissionSubjects(agentID string) (publish, subscribe []string) {
+	publish = []string{
+		SubjectPrefix + ".agent." + agentID + ".>",
+		"$JS.API.CONSUMER.INFO." + StreamJobs + "." + JobConsumerName(agentID),
+		"$JS.API.CONSUMER.MSG.NEXT." + StreamJobs + "." + JobConsumerName(agentID),
+		"$JS.API.CONSUMER.CREATE." + StreamJobs + "." + JobConsumerName(agentID) + ".>",
+		"$JS.ACK." + StreamJobs + "." + JobConsumerName(agentID) + ".>",
+		"$JS.API.STREAM.INFO." + StreamJobs,
+		"$JS.API.INFO",
+	}
+	subscribe = []string{"_INBOX.>"}
+	return publish, subscribe
+}
+
+// JobConsumerName is the durable consumer through which one agent receives its jobs.
+func JobConsumerName(agentID string) string { return "agent-" + agentID }
+
+// Message ids for JetStream deduplication. A retry of the same publish carries
+// the same id, so the stream stores it once; the controller's store is keyed by
+// the same identities, so a redelivery is also written once.
+
+// JobMsgID is the message id of a job.
+func JobMsgID(jobID string) string { return "job." + jobID }
+
+// StateMsgID is the message id of one job state change.
+func StateMsgID(jobID string, state JobState, attempt int) string {
+	return fmt.Sprintf("state.%s.%s.%d", jobID, state, attempt)
+}
+
+// ResultMsgID is the message id of one result message.
+func ResultMsgID(runID string, key string) string { return "result." + runID + "." + key }
+
+// HelloMsgID is the message id of an agent announcement; one per agent start.
+func HelloMsgID(agentID string, startedUnixNano int64) string {
+	return fmt.Sprintf("hello.%s.%d", agentID, startedUnixNano)
+}

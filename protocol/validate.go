@@ -1,0 +1,221 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// MaxMessageBytes bounds any document a receiver will decode.
+const MaxMessageBytes = 8 << 20
+
+// decode parses one JSON document of type T and checks its schema version.
+// Unknown fields are allowed (a newer minor writer may add some) but a newer
+// schema is refused.
+func decode[T any](what string, data []byte, schema func(*T) int) (*T, error) {
+	if len(data) > MaxMessageBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
+	}
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, describeJSONError(data, err))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: trailing data after the JSON document", what)
+	}
+	if s := schema(&v); s < 1 || s > SchemaVersion {
+		return nil, fmt.Errorf("%s: schema %d, this build reads schema 1..%d", what, s, SchemaVersion)
+	}
+	return &v, nil
+}
+
+// describeJSONError turns a decoder error into one that names the line and column.
+func describeJSONError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		l, c := lineCol(data, syn.Offset)
+		return fmt.Errorf("line %d column %d: %v", l, c, syn)
+	case errors.As(err, &typ):
+		l, c := lineCol(data, typ.Offset)
+		return fmt.Errorf("line %d column %d: field %q: got JSON %s, want %s", l, c, typ.Field, typ.Value, typ.Type)
+	}
+	return err
+}
+
+func lineCol(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	prefix := data[:off]
+	line := bytes.Count(prefix, []byte("\n")) + 1
+	col := int(off) - bytes.LastIndexByte(prefix, '\n')
+	return line, col
+}
+
+// DecodeRun reads and validates a result document.
+func DecodeRun(data []byte) (*Run, error) {
+	r, err := decode("result document", data, func(r *Run) int { return r.Schema })
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("result document: %w", err)
+	}
+	return r, nil
+}
+
+// DecodeJob reads and validates a job.
+func DecodeJob(data []byte) (*Job, error) {
+	j, err := decode("job", data, func(j *Job) int { return j.Schema })
+	if err != nil {
+		return nil, err
+	}
+	if err := j.Validate(); err != nil {
+		return nil, fmt.Errorf("job: %w", err)
+	}
+	return j, nil
+}
+
+// DecodeJobStateChange reads and validates a job state change.
+func DecodeJobStateChange(data []byte) (*JobStateChange, error) {
+	s, err := decode("job state", data, func(s *JobStateChange) int { return s.Schema })
+	if err != nil {
+		return nil, err
+	}
+	if s.JobID == "" {
+		return nil, fmt.Errorf("job state: job_id is empty")
+	}
+	if err := ValidateAgentID(s.AgentID); err != nil {
+		return nil, fmt.Errorf("job state: %w", err)
+	}
+	switch s.State {
+	case JobAccepted, JobStarting, JobRunning, JobCompleted, JobFailed, JobCancelled, JobRejected:
+	default:
+		return nil, fmt.Errorf("job state: state %q is not one an agent reports", s.State)
+	}
+	return s, nil
+}
+
+// DecodeResultMessage reads and validates a result message.
+func DecodeResultMessage(data []byte) (*ResultMessage, error) {
+	m, err := decode("result message", data, func(m *ResultMessage) int { return m.Schema })
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateAgentID(m.AgentID); err != nil {
+		return nil, fmt.Errorf("result message: %w", err)
+	}
+	if m.Run.Schema == 0 {
+		m.Run.Schema = m.Schema
+	}
+	if err := m.Run.validateHeader(); err != nil {
+		return nil, fmt.Errorf("result message: run: %w", err)
+	}
+	if m.Combination == nil && !m.Final {
+		return nil, fmt.Errorf("result message: carries neither a combination nor final")
+	}
+	if m.Combination != nil {
+		if err := m.Combination.Validate(); err != nil {
+			return nil, fmt.Errorf("result message: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// DecodeAgentHello reads and validates an agent announcement.
+func DecodeAgentHello(data []byte) (*AgentHello, error) {
+	h, err := decode("agent hello", data, func(h *AgentHello) int { return h.Schema })
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateAgentID(h.AgentID); err != nil {
+		return nil, fmt.Errorf("agent hello: %w", err)
+	}
+	for i, d := range h.Deployments {
+		if d.ID == "" {
+			return nil, fmt.Errorf("agent hello: deployments[%d].id is empty", i)
+		}
+	}
+	return h, nil
+}
+
+// Validate checks a job before it is published or run.
+func (j *Job) Validate() error {
+	if j.ID == "" {
+		return fmt.Errorf("id is empty")
+	}
+	if err := ValidateAgentID(j.AgentID); err != nil {
+		return err
+	}
+	if j.Deployment == "" {
+		return fmt.Errorf("deployment is empty")
+	}
+	return j.Workload.Validate()
+}
+
+func (r *Run) validateHeader() error {
+	if r.ID == "" {
+		return fmt.Errorf("id is empty")
+	}
+	if strings.TrimSpace(r.Config.Model) == "" {
+		return fmt.Errorf("config.model is empty")
+	}
+	switch r.Status {
+	case RunRunning, RunCompleted, RunFailed, RunCancelled:
+	default:
+		return fmt.Errorf("status %q: want running, completed, failed or cancelled", r.Status)
+	}
+	return nil
+}
+
+// Validate checks a whole result document.
+func (r *Run) Validate() error {
+	if err := r.validateHeader(); err != nil {
+		return err
+	}
+	if err := r.Workload.Validate(); err != nil {
+		return err
+	}
+	seen := map[ComboKey]bool{}
+	for i := range r.Combinations {
+		c := &r.Combinations[i]
+		if err := c.Validate(); err != nil {
+			return fmt.Errorf("combinations[%d]: %w", i, err)
+		}
+		if seen[c.ComboKey] {
+			return fmt.Errorf("combinations[%d]: %s is listed twice", i, c.ComboKey)
+		}
+		seen[c.ComboKey] = true
+	}
+	return nil
+}
+
+// Validate checks one combination's key and figures.
+func (c *Combination) Validate() error {
+	if _, err := LookupImageSize(c.Size); err != nil {
+		return err
+	}
+	if c.Images < 1 || c.Images > MaxImagesInRequest {
+		return fmt.Errorf("%s: images %d, want 1..%d", c.ComboKey, c.Images, MaxImagesInRequest)
+	}
+	if c.Cameras < 1 || c.Cameras > MaxCameraLevel {
+		return fmt.Errorf("%s: cameras %d, want 1..%d", c.ComboKey, c.Cameras, MaxCameraLevel)
+	}
+	if c.Completed < 0 || c.Failed < 0 {
+		return fmt.Errorf("%s: negative request count", c.ComboKey)
+	}
+	for name, s := range map[string]Stats{"ttft": c.TTFT, "tps": c.TPS, "e2e": c.E2E, "itl": c.ITL} {
+		for _, v := range []float64{s.Mean, s.P50, s.P90, s.P99, s.Min, s.Max} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return fmt.Errorf("%s: %s has a value that is negative or not a number", c.ComboKey, name)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package protocol
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ImageSize is one of the four frame sizes of the method in
+// 000_aae2cc4e092a415f.txt.
+type ImageSize struct {
+	Name   string `json:"name"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// ImageSizes returns the sizes of the method, smallest first.
+func ImageSizes() []ImageSize {
+	return []ImageSize{
+		{Name: "480p", Width: 854, Height: 480},
+		{Name: "720p", Width: 1280, Height: 720},
+		{Name: "1080p", Width: 1920, Height: 1080},
+		{Name: "2K", Width: 2560, Height: 1440},
+	}
+}
+
+// LookupImageSize finds a size by name (case-insensitive: "2k" is "2K").
+func LookupImageSize(name string) (ImageSize, error) {
+	var names []string
+	for _, s := range ImageSizes() {
+		if strings.EqualFold(s.Name, name) {
+			return s, nil
+		}
+		names = append(names, s.Name)
+	}
+	return ImageSize{}, fmt.Errorf("image size %q: want one of %s", name, strings.Join(names, ", "))
+}
+
+// SizeRank orders size names smallest first; unknown names sort last.
+func SizeRank(name string) int {
+	for i, s := range ImageSizes() {
+		if strings.EqualFold(s.Name, name) {
+			return i
+		}
+	}
+	return len(ImageSizes())
+}
+
+// DefaultPrompt is the prompt of the method.
+const DefaultPrompt = "Describe the scene."
+
+// Workload is what a run measures. Two families of combinations are
+// measured, as in the method: every camera level at each of Sizes with one
+// image per request, and one camera at each of MultiImageSizes with each of
+// ImagesPerRequest images. A combination in both families is measured once,
+// with the larger request count.
+type Workload struct {
+	Prompt    string `json:"prompt"`
+	MaxTokens int    `json:"max_tokens"`
+
+	Sizes            []string `json:"sizes"`
+	Cameras          []int    `json:"cameras"`
+	RequestsPerLevel int      `json:"requests_per_level"`
+
+	MultiImageSizes    []string `json:"multi_image_sizes,omitempty"`
+	ImagesPerRequest   []int    `json:"images_per_request,omitempty"`
+	MultiImageRequests int      `json:"multi_image_requests,omitempty"`
+
+	// WarmupRequests is the number of requests each camera sends before every
+	// combination; their figures are discarded.
+	WarmupRequests int `json:"warmup_requests"`
+
+	// UniqueImages perturbs pixels per request so that no engine cache can
+	// recognise a frame it has seen: a real camera never sends the same frame twice.
+	UniqueImages bool `json:"unique_images"`
+	// RequestTimeoutSec bounds one request; 0 means no bound.
+	RequestTimeoutSec float64 `json:"request_timeout_sec,omitempty"`
+	// CachePrompt, when set, is sent as llama.cpp's cache_prompt.
+	CachePrompt *bool `json:"cache_prompt,omitempty"`
+	// ImageSet names the pictures: "builtin" or a directory on the agent
+	// (resolved against its configured image roots).
+	ImageSet string `json:"image_set,omitempty"`
+}
+
+// DefaultWorkload is the method of 000_aae2cc4e092a415f.txt as measured on a Jetson.
+func DefaultWorkload() Workload {
+	f := false
+	return Workload{
+		Prompt:             DefaultPrompt,
+		MaxTokens:          128,
+		Sizes:              []string{"480p", "720p", "1080p"},
+		Cameras:            []int{1, 2, 4, 8, 16},
+		RequestsPerLevel:   8,
+		MultiImageSizes:    []string{"480p", "720p", "1080p", "2K"},
+		ImagesPerRequest:   []int{1, 3, 5},
+		MultiImageRequests: 5,
+		WarmupRequests:     1,
+		UniqueImages:       false,
+		RequestTimeoutSec:  300,
+		CachePrompt:        &f,
+		ImageSet:           "builtin",
+	}
+}
+
+// ComboKey identifies one measured combination.
+type ComboKey struct {
+	Size    string `json:"size"`
+	Images  int    `json:"images"`
+	Cameras int    `json:"cameras"`
+}
+
+// String is the key's stable form, also used in message ids and store keys:
+// "720p-1img-4cam".
+func (k ComboKey) String() string {
+	return fmt.Sprintf("%s-%dimg-%dcam", k.Size, k.Images, k.Cameras)
+}
+
+// PlannedCombo is one combination of a plan with its request count.
+type PlannedCombo struct {
+	ComboKey
+	Requests int `json:"requests"`
+}
+
+// Plan lists the combinations a workload measures, in the order they run:
+// the multi-camera family size by size and level by level, then the
+// one-camera multi-image family. Validate the workload first.
+func (w Workload) Plan() []PlannedCombo {
+	var out []PlannedCombo
+	index := map[ComboKey]int{}
+	add := func(k ComboKey, n int) {
+		if i, ok := index[k]; ok {
+			if n > out[i].Requests {
+				out[i].Requests = n
+			}
+			return
+		}
+		index[k] = len(out)
+		out = append(out, PlannedCombo{ComboKey: k, Requests: n})
+	}
+	cams := append([]int(nil), w.Cameras...)
+	sort.Ints(cams)
+	for _, s := range w.Sizes {
+		for _, c := range cams {
+			add(ComboKey{Size: s, Images: 1, Cameras: c}, w.RequestsPerLevel)
+		}
+	}
+	imgs := append([]int(nil), w.ImagesPerRequest...)
+	sort.Ints(imgs)
+	for _, s := range w.MultiImageSizes {
+		for _, n := range imgs {
+			add(ComboKey{Size: s, Images: n, Cameras: 1}, w.MultiImageRequests)
+		}
+	}
+	return out
+}
+
+// MaxImages is the largest number of images any request of the workload carries.
+func (w Workload) MaxImages() int {
+	m := 1
+	for _, n := range w.ImagesPerRequest {
+		if n > m {
+			m = n
+		}
+	}
+	return m
+}
+
+// MaxCameras is the highest camera level of the workload.
+func (w Workload) MaxCameras() int {
+	m := 1
+	for _, c := range w.Cameras {
+		if c > m {
+			m = c
+		}
+	}
+	return m
+}
+
+// Limits that keep a workload from a typo that would run for days.
+const (
+	MaxCameraLevel     = 1024
+	MaxImagesInRequest = 64
+	MaxRequestsPerComb = 100000
+	MaxTokensLimit     = 32768
+)
+
+// Validate reports the first field that is wrong and what is allowed.
+func (w Workload) Validate() error {
+	if strings.TrimSpace(w.Prompt) == "" {
+		return fmt.Errorf("workload.prompt: must not be empty")
+	}
+	if w.MaxTokens < 1 || w.MaxTokens > MaxTokensLimit {
+		return fmt.Errorf("workload.max_tokens: %d, want 1..%d", w.MaxTokens, MaxTokensLimit)
+	}
+	if len(w.Sizes) == 0 && len(w.MultiImageSizes) == 0 {
+		return fmt.Errorf("workload.sizes: at least one image size is needed")
+	}
+	for i, s := range w.Sizes {
+		if _, err := LookupImageSize(s); err != nil {
+			return fmt.Errorf("workload.sizes[%d]: %w", i, err)
+		}
+	}
+	for i, s := range w.MultiImageSizes {
+		if _, err := LookupImageSize(s); err != nil {
+			return fmt.Errorf("workload.multi_image_sizes[%d]: %w", i, err)
+		}
+	}
+	if len(w.Sizes) > 0 {
+		if len(w.Cameras) == 0 {
+			return fmt.Errorf("workload.cameras: at least one camera level is needed")
+		}
+		if w.RequestsPerLevel < 1 || w.RequestsPerLevel > MaxRequestsPerComb {
+			return fmt.Errorf("workload.requests_per_level: %d, want 1..%d", w.RequestsPerLevel, MaxRequestsPerComb)
+		}
+	}
+	seen := map[int]bool{}
+	for i, c := range w.Cameras {
+		if c < 1 || c > MaxCameraLevel {
+			return fmt.Errorf("workload.cameras[%d]: %d, want 1..%d", i, c, MaxCameraLevel)
+		}
+		if seen[c] {
+			return fmt.Errorf("workload.cameras[%d]: level %d is listed twice", i, c)
+		}
+		seen[c] = true
+	}
+	if len(w.MultiImageSizes) > 0 {
+		if len(w.ImagesPerRequest) == 0 {
+			return fmt.Errorf("workload.images_per_request: needed when multi_image_sizes is set")
+		}
+		if w.MultiImageRequests < 1 || w.MultiImageRequests > MaxRequestsPerComb {
+			return fmt.Errorf("workload.multi_image_requests: %d, want 1..%d", w.MultiImageRequests, MaxRequestsPerComb)
+		}
+	}
+	for i, n := range w.ImagesPerRequest {
+		if n < 1 || n > MaxImagesInRequest {
+			return fmt.Errorf("workload.images_per_request[%d]: %d, want 1..%d", i, n, MaxImagesInRequest)
+		}
+	}
+	if w.WarmupRequests < 0 || w.WarmupRequests > 100 {
+		return fmt.Errorf("workload.warmup_requests: %d, want 0..100", w.WarmupRequests)
+	}
+	if w.RequestTimeoutSec < 0 {
+		return fmt.Errorf("workload.request_timeout_sec: %g, want 0 (no bound) or more", w.RequestTimeoutSec)
+	}
+	return nil
+}
