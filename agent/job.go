@@ -133,7 +133,7 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 		}
 	}()
 
-	tel := newTelemetryRecorder(a, job.ID, simulated, func() float64 {
+	tel := newTelemetryRecorder(a, job.ID, simulated, speedup, func() float64 {
 		lvl := j.level.Load()
 		if lvl <= 0 {
 			return 0

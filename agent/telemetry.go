@@ -24,7 +24,7 @@ type telemetryRecorder struct {
 	done   chan struct{}
 }
 
-func newTelemetryRecorder(a *Agent, jobID string, simulated bool, load func() float64) *telemetryRecorder {
+func newTelemetryRecorder(a *Agent, jobID string, simulated bool, speedup float64, load func() float64) *telemetryRecorder {
 	r := &telemetryRecorder{a: a, jobID: jobID}
 	source := a.cfg.Telemetry.Source
 	if source == "off" {
@@ -33,9 +33,15 @@ func newTelemetryRecorder(a *Agent, jobID string, simulated bool, load func() fl
 	if simulated && source == "auto" {
 		source = "simulated"
 	}
+	interval := time.Duration(a.cfg.Telemetry.Interval)
+	if source == "simulated" && speedup > 1 {
+		// A simulated device running N times faster is sampled N times as
+		// often, so each combination gets as many samples as on the device.
+		interval = max(time.Duration(float64(interval)/speedup), 20*time.Millisecond)
+	}
 	s, err := telemetry.New(telemetry.Options{
 		Source:    source,
-		Interval:  time.Duration(a.cfg.Telemetry.Interval),
+		Interval:  interval,
 		SysRoot:   a.cfg.SysRoot,
 		Path:      a.opt.Getenv("PATH"),
 		SimLoad:   load,
@@ -87,11 +93,18 @@ func (r *telemetryRecorder) window() ([]protocol.TelemetrySample, *protocol.Tele
 	}
 	r.mu.Lock()
 	var w []protocol.TelemetrySample
-	if r.from <= len(r.samples) {
+	switch {
+	case r.from < len(r.samples):
 		w = append(w, r.samples[r.from:]...)
+	case len(r.samples) > 0:
+		// A combination shorter than the sampling interval: the latest
+		// reading is the best that is known about it.
+		w = append(w, r.samples[len(r.samples)-1])
 	}
-	r.samples = r.samples[:0]
-	r.from = 0
+	if n := len(r.samples); n > 0 {
+		r.samples = append(r.samples[:0], r.samples[n-1])
+	}
+	r.from = len(r.samples)
 	r.mu.Unlock()
 	if len(w) == 0 {
 		return nil, nil

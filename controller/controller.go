@@ -105,6 +105,17 @@ func New(opt Options) (*Controller, error) {
 	return c, nil
 }
 
+// SetExplorer mounts h at "/" in place of Options.Explorer. It exists
+// because an explorer usually reads this controller's store, which only
+// exists after New; call it before Start.
+func (c *Controller) SetExplorer(h http.Handler) {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if !c.started {
+		c.opt.Explorer = h
+	}
+}
+
 // Store is the controller's database.
 func (c *Controller) Store() *store.Store { return c.store }
 
@@ -206,13 +217,12 @@ func (c *Controller) Close() error {
 				c.consume.Stop()
 			}
 		}
-		for _, s := range c.subs {
-			_ = s.Unsubscribe()
-		}
 		if c.bgCancel != nil {
 			c.bgCancel()
 		}
 		c.bg.Wait()
+		// Draining the connection lets the live subscriptions' callbacks
+		// finish before the store closes.
 		if c.nc != nil {
 			if err := c.nc.Drain(); err != nil {
 				c.nc.Close()

@@ -143,16 +143,18 @@ func sizeNames() []string {
 	return out
 }
 
-// points lists the combinations of r that have at least one completed
-// request, smallest size, fewest images and fewest cameras first. A
-// combination with an unknown size or listed twice is skipped, not trusted.
+// points lists the measured combinations of r, smallest size, fewest images
+// and fewest cameras first. A combination in which every request failed is
+// kept (Completed 0, no figures): the level was tested and failed, so Max
+// Cameras must not claim "1+" below it. One in which no request ran, with an
+// unknown size or listed twice is skipped, not trusted.
 func points(r *protocol.Run) []Point {
 	out := make([]Point, 0, len(r.Combinations))
 	seen := map[protocol.ComboKey]bool{}
 	for i := range r.Combinations {
 		c := &r.Combinations[i]
 		size, err := protocol.LookupImageSize(c.Size)
-		if err != nil || c.Completed <= 0 || c.Images < 1 || c.Cameras < 1 {
+		if err != nil || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 {
 			continue
 		}
 		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras}
@@ -160,6 +162,11 @@ func points(r *protocol.Run) []Point {
 			continue
 		}
 		seen[key] = true
+		if c.Completed == 0 {
+			// The means of no request are not figures: leave them zero.
+			out = append(out, Point{Size: size.Name, Images: c.Images, Cameras: c.Cameras, Failed: c.Failed})
+			continue
+		}
 		out = append(out, Point{
 			Size:       size.Name,
 			Images:     c.Images,

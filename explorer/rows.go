@@ -101,11 +101,13 @@ type RowView struct {
 	Simulated    bool    `json:"simulated"`
 	Source       string  `json:"source"`
 
-	TTFT      float64 `json:"ttft"`
-	TTFTP90   float64 `json:"ttft_p90"`
-	TPS       float64 `json:"tps"`
-	Completed int     `json:"completed"`
-	Failed    int     `json:"failed"`
+	// TTFT, TTFTP90 and TPS are null when every request at the selected
+	// combination failed (Completed 0): the row then fails the target.
+	TTFT      *float64 `json:"ttft"`
+	TTFTP90   *float64 `json:"ttft_p90"`
+	TPS       *float64 `json:"tps"`
+	Completed int      `json:"completed"`
+	Failed    int      `json:"failed"`
 
 	MaxCameras      int    `json:"max_cameras"`
 	Plus            bool   `json:"plus"`
@@ -135,14 +137,18 @@ func Select(ds Dataset, q Query) RowsResponse {
 		if expl == nil {
 			expl = Explain(r)
 		}
-		out.Rows = append(out.Rows, RowView{
+		v := RowView{
 			ID: r.ID, Model: r.Model, ParamsB: r.ParamsB, Quantization: r.Quantization,
 			Engine: r.Engine, Device: r.Device, Simulated: r.Simulated, Source: r.Source,
-			TTFT: p.TTFT, TTFTP90: p.TTFTP90, TPS: p.TPS, Completed: p.Completed, Failed: p.Failed,
+			Completed: p.Completed, Failed: p.Failed,
 			MaxCameras: max, Plus: plus, MaxCamerasLabel: MaxCamerasLabel(max, plus),
 			Pass:        Passes(p, q.Target),
 			Explanation: expl,
-		})
+		}
+		if p.Completed > 0 {
+			v.TTFT, v.TTFTP90, v.TPS = &p.TTFT, &p.TTFTP90, &p.TPS
+		}
+		out.Rows = append(out.Rows, v)
 	}
 	return out
 }

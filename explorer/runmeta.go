@@ -129,9 +129,9 @@ func plural(n int, word string) string {
 // level, 5 per multi-image combination, 1 warm-up each, up to 128 tokens".
 func requestsLine(r *protocol.Run) string {
 	completed, failed := 0, 0
-	for _, c := range r.Combinations {
-		completed += c.Completed
-		failed += c.Failed
+	for i := range r.Combinations {
+		completed += r.Combinations[i].Completed
+		failed += r.Combinations[i].Failed
 	}
 	s := fmt.Sprintf("%d completed, %d failed in %s", completed, failed, plural(len(r.Combinations), "combination"))
 	w := r.Workload

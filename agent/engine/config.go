@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -98,21 +99,39 @@ func managedFlags(kind string) map[string]string {
 	switch kind {
 	case KindVLLM:
 		return map[string]string{
-			"--host": "", "--port": "", "--served-model-name": "served_name",
-			"--model": "model", "--max-model-len": "max_model_len",
-			"--gpu-memory-utilization": "gpu_memory_utilization",
-			"--max-num-seqs": "", "--limit-mm-per-prompt": "",
-			"--quantization": "quantization", "-q": "quantization", "--dtype": "dtype",
-			"--enable-prefix-caching": "enable_prefix_caching", "--no-enable-prefix-caching": "enable_prefix_caching",
-			"--api-key": "api_key",
+			"--host":                     "",
+			"--port":                     "",
+			"--max-num-seqs":             "",
+			"--limit-mm-per-prompt":      "",
+			"--served-model-name":        "served_name",
+			"--model":                    "model",
+			"--max-model-len":            "max_model_len",
+			"--gpu-memory-utilization":   "gpu_memory_utilization",
+			"--quantization":             "quantization",
+			"-q":                         "quantization",
+			"--dtype":                    "dtype",
+			"--enable-prefix-caching":    "enable_prefix_caching",
+			"--no-enable-prefix-caching": "enable_prefix_caching",
+			"--api-key":                  "api_key",
 		}
 	case KindLlamaCpp:
 		return map[string]string{
-			"-m": "model", "--model": "model", "--mmproj": "mmproj", "-mm": "mmproj",
-			"--host": "", "--port": "",
-			"-ngl": "gpu_layers", "--gpu-layers": "gpu_layers", "--n-gpu-layers": "gpu_layers",
-			"-c": "ctx_size", "--ctx-size": "ctx_size", "-np": "", "--parallel": "",
-			"--alias": "served_name", "-a": "served_name", "--api-key": "api_key",
+			"--host":         "",
+			"--port":         "",
+			"-np":            "",
+			"--parallel":     "",
+			"-m":             "model",
+			"--model":        "model",
+			"--mmproj":       "mmproj",
+			"-mm":            "mmproj",
+			"-ngl":           "gpu_layers",
+			"--gpu-layers":   "gpu_layers",
+			"--n-gpu-layers": "gpu_layers",
+			"-c":             "ctx_size",
+			"--ctx-size":     "ctx_size",
+			"-a":             "served_name",
+			"--alias":        "served_name",
+			"--api-key":      "api_key",
 		}
 	}
 	return nil
@@ -189,6 +208,15 @@ func (c Config) resolveProcess(env Env, r *resolved) error {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("command[%d]: contains a NUL byte", i)
 		}
+	}
+	// The engine runs in the log directory, so a relative executable path
+	// is fixed against the agent's working directory now.
+	if strings.ContainsRune(r.command[0], filepath.Separator) && !filepath.IsAbs(r.command[0]) {
+		abs, err := filepath.Abs(r.command[0])
+		if err != nil {
+			return fmt.Errorf("command[0]: %w", err)
+		}
+		r.command[0] = abs
 	}
 	for i, a := range c.ExtraArgs {
 		if strings.ContainsRune(a, 0) {
@@ -281,12 +309,13 @@ func (c Config) resolveExternal(r *resolved) error {
 	if u.User != nil {
 		return fmt.Errorf("url: carries credentials; put the key in api_key instead")
 	}
-	// The model is a name on the remote server, never a local file.
+	// The model is a name on the remote server, never a local file; with
+	// neither model nor served_name, any model the server lists will do.
 	r.model = c.Model
-	r.served = c.ServedName
-	if r.served == "" {
-		r.served = c.Model
+	if r.model == "" {
+		r.model = c.ServedName
 	}
+	r.served = r.model
 	return nil
 }
 

@@ -19,7 +19,8 @@ func ParseDuration(s string) (Duration, error) {
 		return 0, nil
 	}
 	if secs, err := strconv.ParseFloat(s, 64); err == nil {
-		if secs < 0 || secs > float64(1<<62)/float64(time.Second) {
+		// NaN fails every comparison, so test for the valid range.
+		if !(secs >= 0 && secs <= float64(1<<62)/float64(time.Second)) {
 			return 0, fmt.Errorf("duration %q: want a non-negative number of seconds", s)
 		}
 		return Duration(secs * float64(time.Second)), nil

@@ -79,9 +79,11 @@ type Env struct {
 	Getenv func(string) string
 
 	// stopGrace is the time between SIGTERM and SIGKILL (default 10 s);
-	// pollEvery is the readiness poll interval (default 250 ms). Tests shorten them.
-	stopGrace time.Duration
-	pollEvery time.Duration
+	// pollEvery is the readiness poll interval (default 250 ms);
+	// probeTimeout bounds one readiness request (default 2 s). Tests shorten them.
+	stopGrace    time.Duration
+	pollEvery    time.Duration
+	probeTimeout time.Duration
 }
 
 // Engine is one deployment's serving engine.
@@ -113,6 +115,9 @@ func New(cfg Config, env Env) (Engine, error) {
 	}
 	if env.stopGrace <= 0 {
 		env.stopGrace = 10 * time.Second
+	}
+	if env.probeTimeout <= 0 {
+		env.probeTimeout = defaultProbeTimeout
 	}
 	if env.pollEvery <= 0 {
 		env.pollEvery = 250 * time.Millisecond

@@ -31,7 +31,7 @@ func openLog(dir, kind string) (*os.File, error) {
 		if i > 0 {
 			name = fmt.Sprintf("%s-%s-%d.log", kind, stamp, i)
 		}
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o640)
 		if os.IsExist(err) && i < 100 {
 			continue
 		}
@@ -77,7 +77,7 @@ func readTail(path string, n, maxBytes int) string {
 // lastLines keeps the last n lines of s, without a trailing newline.
 func lastLines(s string, n int) string {
 	s = strings.TrimRight(s, "\n")
-	if s == "" {
+	if s == "" || n <= 0 {
 		return ""
 	}
 	end := len(s)

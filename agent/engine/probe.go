@@ -26,30 +26,32 @@ func freePort() (int, error) {
 	return port, nil
 }
 
-// probeTimeout bounds each readiness request: a socket can accept long
-// before the engine behind it answers.
-const probeTimeout = 2 * time.Second
+// defaultProbeTimeout bounds each readiness request: a socket can accept
+// long before the engine behind it answers.
+const defaultProbeTimeout = 2 * time.Second
 
 // prober makes the short HTTP requests that decide readiness and read an
 // engine's version and properties.
 type prober struct {
-	client *http.Client
-	apiKey string
+	client  *http.Client
+	apiKey  string
+	timeout time.Duration
 }
 
-func newProber(apiKey string) *prober {
+func newProber(apiKey string, timeout time.Duration) *prober {
 	return &prober{
 		client: &http.Client{Transport: &http.Transport{
 			Proxy:             nil, // loopback and configured URLs only; never through a proxy from the environment
 			DisableKeepAlives: true,
 		}},
-		apiKey: apiKey,
+		apiKey:  apiKey,
+		timeout: timeout,
 	}
 }
 
 // get fetches url with a per-request timeout and returns status and up to 1 MiB of body.
 func (p *prober) get(ctx context.Context, url string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -120,4 +122,16 @@ func snippet(b []byte) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// get200 succeeds when url answers 200.
+func (p *prober) get200(ctx context.Context, url string) error {
+	code, body, err := p.get(ctx, url)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d %s", url, code, snippet(body))
+	}
+	return nil
 }

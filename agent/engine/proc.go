@@ -76,13 +76,10 @@ func (e *procEngine) Info() protocol.EngineInfo {
 	e.mu.Lock()
 	info := e.info
 	info.Command = append([]string(nil), e.info.Command...)
-	info.Props = make(map[string]string, len(e.info.Props))
-	for k, v := range e.info.Props {
-		info.Props[k] = v
-	}
+	info.Props = copyProps(e.info.Props)
 	path := e.logPath
 	e.mu.Unlock()
-	info.LogTail = readTail(path, tailLines, tailBytes)
+	info.LogTail = e.r.scrub(readTail(path, tailLines, tailBytes))
 	return info
 }
 
@@ -90,7 +87,7 @@ func (e *procEngine) LogTail(n int) string {
 	e.mu.Lock()
 	path := e.logPath
 	e.mu.Unlock()
-	return readTail(path, n, min(max(tailBytes, n*256), 1<<20))
+	return e.r.scrub(readTail(path, n, min(max(tailBytes, n*256), 1<<20)))
 }
 
 func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
@@ -136,7 +133,7 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 		}
 		e.mu.Lock()
 		e.info.Command = redact(argv)
-		e.info.Props = props
+		e.info.Props = copyProps(props)
 		e.mu.Unlock()
 		fmt.Fprintf(f, "vlmfleet: starting %s\n", strings.Join(redact(argv), " "))
 		run, err = e.spawn(argv, f)
@@ -148,7 +145,7 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 		stopped := e.stopped
 		e.mu.Unlock()
 		if stopped { // Stop raced with Start
-			_ = run.stop(context.Background(), e.env.stopGrace)
+			e.stopAfterFailure(run)
 			return Endpoint{}, fmt.Errorf("%s: stopped while starting", e.ad.kind())
 		}
 		log.Info().Strs("argv", redact(argv)).Int("pid", run.cmd.Process.Pid).Str("log", f.Name()).Msg("engine starting")
@@ -162,15 +159,17 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 			log.Warn().Int("port", port).Msg("engine could not bind its port; retrying once on another")
 			continue
 		}
-		stopCtx, cancel := context.WithTimeout(context.Background(), e.env.stopGrace+5*time.Second)
-		_ = run.stop(stopCtx, e.env.stopGrace)
-		cancel()
+		e.stopAfterFailure(run)
 		return Endpoint{}, err
 	}
 
-	version, more := e.ad.describe(ctx, newProber(e.r.APIKey), root, e.r)
+	version, more := e.ad.describe(ctx, newProber(e.r.APIKey, e.env.probeTimeout), root, e.r)
 	if version == "" {
 		version = e.versionFromCommand(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		e.stopAfterFailure(run)
+		return Endpoint{}, fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), err)
 	}
 	for k, v := range more {
 		props[k] = v
@@ -179,7 +178,7 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 	e.mu.Lock()
 	e.info.Version = version
 	e.info.Endpoint = root + "/v1"
-	e.info.Props = props
+	e.info.Props = copyProps(props)
 	e.mu.Unlock()
 	log.Info().Str("version", version).Str("endpoint", root+"/v1").Msg("engine ready")
 
@@ -187,9 +186,32 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 	return Endpoint{BaseURL: root + "/v1", Model: e.r.served, APIKey: e.r.APIKey}, nil
 }
 
+// stopAfterFailure ends a process whose start failed, bounded so that a
+// stuck group cannot hold Start forever.
+func (e *procEngine) stopAfterFailure(run *running) {
+	ctx, cancel := context.WithTimeout(context.Background(), e.env.stopGrace+5*time.Second)
+	defer cancel()
+	if err := run.stop(ctx, e.env.stopGrace); err != nil {
+		e.env.Log.Warn().Err(err).Str("engine", e.ad.kind()).Msg("stopping the failed engine")
+	}
+}
+
+func copyProps(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // spawn starts argv with the log file as stdout and stderr.
 func (e *procEngine) spawn(argv []string, logf *os.File) (*running, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
+	path, err := lookPath(argv[0], e.env.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Stdin = nil
@@ -213,7 +235,7 @@ func (e *procEngine) spawn(argv []string, logf *os.File) (*running, error) {
 // waitReady polls the adapter's readiness check until it passes, the
 // process exits, the timeout passes or ctx ends.
 func (e *procEngine) waitReady(ctx context.Context, run *running, root string, timeout time.Duration) error {
-	p := newProber(e.r.APIKey)
+	p := newProber(e.r.APIKey, e.env.probeTimeout)
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(e.env.pollEvery)
@@ -222,7 +244,7 @@ func (e *procEngine) waitReady(ctx context.Context, run *running, root string, t
 	for {
 		select {
 		case <-run.done:
-			return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
+			return e.exitedEarly(run)
 		default:
 		}
 		last = e.ad.ready(ctx, p, root, e.r)
@@ -230,24 +252,30 @@ func (e *procEngine) waitReady(ctx context.Context, run *running, root string, t
 			// A port another server took could answer for us; only a live child counts.
 			select {
 			case <-run.done:
-				return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
+				return e.exitedEarly(run)
 			default:
 				return nil
 			}
 		}
 		select {
 		case <-run.done:
-			return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
+			return e.exitedEarly(run)
 		case <-ctx.Done():
-			stopCtx, cancel := context.WithTimeout(context.Background(), e.env.stopGrace+5*time.Second)
-			_ = run.stop(stopCtx, e.env.stopGrace)
-			cancel()
+			e.stopAfterFailure(run)
 			return fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), ctx.Err())
 		case <-deadline.C:
 			return e.failure(run, PhaseStartup, fmt.Sprintf("not ready after %s (startup_timeout; last check: %v)", timeout, last))
 		case <-tick.C:
 		}
 	}
+}
+
+// exitedEarly is the error for a process that ended before it was ready.
+func (e *procEngine) exitedEarly(run *running) error {
+	if run.stopping.Load() {
+		return fmt.Errorf("%s: stopped while starting", e.ad.kind())
+	}
+	return e.failure(run, PhaseStartup, "exited during startup: "+exitStatus(run))
 }
 
 // watch reports an exit that nobody asked for.
@@ -266,10 +294,10 @@ func (e *procEngine) failure(run *running, phase, reason string) *Error {
 	e.mu.Lock()
 	path := e.logPath
 	e.mu.Unlock()
-	tail := readTail(path, tailLines, tailBytes)
+	tail := e.r.scrub(readTail(path, tailLines, tailBytes))
 	oom := looksOOM(tail)
-	if run != nil && run.state != nil && !run.stopping.Load() {
-		if ws, ok := waitStatus(run.state); ok && ws.Signaled() && ws.Signal() == sigKill() {
+	if st := run.exitState(); st != nil && !run.stopping.Load() {
+		if ws, ok := waitStatus(st); ok && ws.Signaled() && ws.Signal() == sigKill() {
 			// Nobody here sent it: on a Jetson that is the kernel's OOM killer.
 			oom = true
 			reason += " (SIGKILL from outside vlmfleet, usually the kernel's out-of-memory killer)"
@@ -318,6 +346,16 @@ func (r *running) stop(ctx context.Context, grace time.Duration) error {
 	return fmt.Errorf("process group %d still has live processes after SIGKILL", r.pgid)
 }
 
+// exitState is how the process ended, or nil while it runs.
+func (r *running) exitState() *os.ProcessState {
+	select {
+	case <-r.done:
+		return r.state
+	default:
+		return nil
+	}
+}
+
 func (r *running) gone() bool {
 	select {
 	case <-r.done:
@@ -356,7 +394,12 @@ func (e *procEngine) versionFromCommand(ctx context.Context) string {
 	if len(argv) >= 2 && argv[len(argv)-2] == "serve" {
 		argv = append(argv[:len(argv)-2], "--version")
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	path, err := lookPath(argv[0], e.env.Getenv)
+	if err != nil {
+		return ""
+	}
+	cmd := exec.CommandContext(ctx, path, argv[1:]...)
+	cmd.Args[0] = argv[0]
 	cmd.Env = mergeEnv(os.Environ(), e.r.Env)
 	inNewGroup(cmd)
 	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, sigKill()) }
@@ -367,6 +410,28 @@ func (e *procEngine) versionFromCommand(ctx context.Context) string {
 		return ""
 	}
 	return e.ad.parseVersion(string(out))
+}
+
+// lookPath finds a command name in the PATH that getenv reports (the
+// agent's own when getenv is nil); a name with a slash is used as it is.
+func lookPath(name string, getenv func(string) string) (string, error) {
+	if strings.ContainsRune(name, filepath.Separator) || getenv == nil {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("executable %q: %w", name, err)
+		}
+		return p, nil
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // an empty or relative PATH entry would mean the working directory
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in PATH %q", name, getenv("PATH"))
 }
 
 // mergeEnv overrides base with extra, in a stable order.
@@ -416,6 +481,26 @@ func redact(argv []string) []string {
 		}
 	}
 	return out
+}
+
+// scrub masks secrets from the config in engine output before it is
+// attached to errors or recorded: engines log their arguments (vLLM prints
+// its non-default args, api_key included).
+func (r *resolved) scrub(s string) string {
+	var secrets []string
+	if r.APIKey != "" {
+		secrets = append(secrets, r.APIKey)
+	}
+	for k, v := range r.Env {
+		u := strings.ToUpper(k)
+		if len(v) >= 6 && (strings.Contains(u, "TOKEN") || strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD")) {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, sec := range secrets {
+		s = strings.ReplaceAll(s, sec, "***")
+	}
+	return s
 }
 
 func exitStatus(run *running) string {

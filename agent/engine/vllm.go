@@ -62,6 +62,7 @@ func (vllmAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) 
 	}
 	a = append(a, r.ExtraArgs...)
 	props := map[string]string{
+		"request_tokens_est":  strconv.Itoa(requestTokens(needs)),
 		"max_num_seqs":        strconv.Itoa(seqs),
 		"limit_mm_per_prompt": mm,
 		"prefix_caching":      strconv.FormatBool(r.EnablePrefixCaching),

@@ -21,6 +21,9 @@ func refChunk(b []byte) (chunkInfo, error) {
 	if err := json.Unmarshal(b, &top); err != nil {
 		return ci, err
 	}
+	if !bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{")) {
+		return ci, fmt.Errorf("not an object")
+	}
 	if bytes.HasPrefix(top.Choices, []byte("[")) {
 		var elems []json.RawMessage
 		if err := json.Unmarshal(top.Choices, &elems); err != nil {

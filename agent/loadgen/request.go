@@ -8,7 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -17,67 +18,93 @@ import (
 // camera is one closed-loop client with its own keep-alive connection, so
 // that cameras never queue behind each other inside the client.
 type camera struct {
-	client *http.Client
-	sc     *sseScanner
-	ci     chunkInfo
+	conn *conn
+	sc   *sseScanner
+	ci   chunkInfo
+	head []byte
+	bufs net.Buffers
 }
 
 func newCamera() *camera {
-	tr := &http.Transport{
-		Proxy:               nil, // the endpoint is measured directly, never through a proxy
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        1,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     5 * time.Minute,
-		DisableCompression:  true,
-		// A larger write buffer sends a 150 KB image body in fewer syscalls.
-		WriteBufferSize: 64 << 10,
-		ReadBufferSize:  16 << 10,
-	}
-	return &camera{client: &http.Client{Transport: tr}, sc: newSSEScanner(16 << 10)}
+	return &camera{sc: newSSEScanner(16 << 10), head: make([]byte, 0, 512)}
 }
 
-func (c *camera) close() { c.client.CloseIdleConnections() }
+func (c *camera) close() {
+	c.conn.close()
+	c.conn = nil
+}
 
-// do sends one request and reads its stream into rec. TTFT and every other
-// time run from just before client.Do, which acquires this camera's idle
-// connection and writes the prebuilt body: the moment the camera "sends".
+// do sends one request and reads its stream into rec. The connection is
+// made (or reused) first; every time then runs from t0, taken just before
+// the request's bytes are written: connecting is the client's business, not
+// the engine's latency.
 func (c *camera) do(ctx context.Context, r *runner, segs []string, rec *protocol.RequestRecord) {
-	rctx, cancel := ctx, context.CancelFunc(func() {})
-	if r.timeout > 0 {
-		rctx, cancel = context.WithTimeout(ctx, r.timeout)
-	}
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.url, &bodyReader{segs: segs})
-	if err != nil {
-		rec.Error = fmt.Sprintf("building the request: %v", err)
-		return
-	}
-	req.ContentLength = bodyLen(segs)
-	req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{segs: segs}, nil }
-	req.Header = r.header
-
-	t0 := time.Now()
-	resp, err := c.client.Do(req)
-	if err != nil {
-		rec.E2E = time.Since(t0).Seconds()
-		rec.Error = r.describe(ctx, rctx, err)
-		return
+	var (
+		resp *http.Response
+		t0   time.Time
+		err  error
+	)
+	for attempt := 0; attempt < 2; attempt++ {
+		if c.conn == nil {
+			if c.conn, err = r.ep.dial(ctx); err != nil {
+				rec.Error = r.describe(ctx, err)
+				return
+			}
+		}
+		if r.timeout > 0 {
+			_ = c.conn.nc.SetDeadline(time.Now().Add(r.timeout))
+		}
+		nc := c.conn.nc
+		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+		t0 = time.Now()
+		resp, err = c.conn.send(r.ep, c, segs)
+		if err == nil {
+			defer stop()
+			break
+		}
+		stop()
+		reused := c.conn.reused
+		c.close()
+		if !reused || !staleConn(err) || ctx.Err() != nil {
+			rec.E2E = time.Since(t0).Seconds()
+			rec.Error = r.describe(ctx, err)
+			return
+		}
 	}
 	rec.TTFB = time.Since(t0).Seconds()
-	defer resp.Body.Close()
+	keep := false
+	defer func() {
+		if keep && !resp.Close {
+			resp.Body.Close() // read to its end already
+			_ = c.conn.nc.SetDeadline(time.Time{})
+			c.conn.reused = true
+			return
+		}
+		// Closing the connection first: Body.Close would otherwise read
+		// whatever the engine still sends.
+		c.close()
+		resp.Body.Close()
+	}()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		rec.E2E = time.Since(t0).Seconds()
 		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, excerpt(b, 200))
 		return
 	}
-	c.stream(ctx, rctx, r, resp.Body, t0, rec)
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		// The engine answered in one piece: it ignored "stream": true.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		rec.E2E = time.Since(t0).Seconds()
+		rec.Error = fmt.Sprintf("HTTP 200 but not a stream (Content-Type %s): %s", ct, excerpt(b, 200))
+		return
+	}
+	keep = c.stream(ctx, r, resp.Body, t0, rec)
 }
 
 // stream parses the SSE body as it arrives. Every event completed by one
-// read gets the time that read returned.
-func (c *camera) stream(ctx, rctx context.Context, r *runner, body io.Reader, t0 time.Time, rec *protocol.RequestRecord) {
+// read gets the time that read returned. It reports whether the body was read to its end, so that the connection
+// can carry the camera's next request.
+func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.Time, rec *protocol.RequestRecord) bool {
 	sc := c.sc
 	sc.reset()
 	var (
@@ -160,11 +187,7 @@ func (c *camera) stream(ctx, rctx context.Context, r *runner, body io.Reader, t0
 			break
 		}
 	}
-	if done && failure == "" {
-		// Read to the end so that the connection goes back to the camera
-		// for its next request instead of being closed.
-		_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
-	}
+	drained := readErr == nil && failure == "" && (!done || drain(body))
 
 	rec.FinishReason = finish
 	rec.CompletionTokens = chunks
@@ -189,7 +212,7 @@ func (c *camera) stream(ctx, rctx context.Context, r *runner, body io.Reader, t0
 	case failure != "":
 		rec.Error = failure
 	case readErr != nil:
-		rec.Error = fmt.Sprintf("stream broken after %d token chunks: %s", chunks, r.describe(ctx, rctx, readErr))
+		rec.Error = fmt.Sprintf("stream broken after %d token chunks: %s", chunks, r.describe(ctx, readErr))
 	case !done && finish == "":
 		rec.Error = fmt.Sprintf("stream ended without [DONE] or finish_reason after %d token chunks", chunks)
 	case chunks == 0:
@@ -198,25 +221,22 @@ func (c *camera) stream(ctx, rctx context.Context, r *runner, body io.Reader, t0
 			rec.Error += " (finish_reason " + finish + ")"
 		}
 	}
+	return drained && rec.Error == ""
 }
 
 // describe turns a transport error into a short text that is the same for
 // every camera, so that identical failures count together.
-func (r *runner) describe(ctx, rctx context.Context, err error) string {
+func (r *runner) describe(ctx context.Context, err error) string {
 	switch {
 	case ctx.Err() != nil:
 		return "cancelled"
-	case rctx.Err() != nil && errors.Is(rctx.Err(), context.DeadlineExceeded):
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		return fmt.Sprintf("request timed out after %s", r.timeout)
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Err != nil {
 		if oe.Op == "dial" {
-			return fmt.Sprintf("dial %s: %v", r.host, innerMost(oe.Err))
+			return fmt.Sprintf("dial %s: %v", r.ep.addr, innerMost(oe.Err))
 		}
 		return fmt.Sprintf("%s: %v", oe.Op, innerMost(oe.Err))
 	}
@@ -224,6 +244,13 @@ func (r *runner) describe(ctx, rctx context.Context, err error) string {
 		return "connection closed by the server"
 	}
 	return err.Error()
+}
+
+// drain reads what follows [DONE] (the end of the chunked body) so that the
+// connection can be used again.
+func drain(body io.Reader) bool {
+	n, err := io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	return err == nil && n < 1<<20
 }
 
 func innerMost(err error) error {

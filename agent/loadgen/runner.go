@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,19 +18,16 @@ type runner struct {
 	t       Target
 	w       protocol.Workload
 	imgs    Images
-	url     string
-	host    string
-	header  http.Header
+	ep      *endpoint
 	parts   bodyParts
 	timeout time.Duration
 	cams    []*camera
 }
 
 func newRunner(t Target, w protocol.Workload, imgs Images) (*runner, error) {
-	base := strings.TrimRight(t.BaseURL, "/")
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("loadgen: base URL %q: want http(s)://HOST:PORT/v1", t.BaseURL)
+	ep, err := newEndpoint(strings.TrimRight(t.BaseURL, "/"), t.APIKey)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: %w", err)
 	}
 	if t.Model == "" {
 		return nil, fmt.Errorf("loadgen: the model name is empty")
@@ -41,17 +36,7 @@ func newRunner(t Target, w protocol.Workload, imgs Images) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: %w", err)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "text/event-stream")
-	if t.APIKey != "" {
-		h.Set("Authorization", "Bearer "+t.APIKey)
-	}
-	return &runner{
-		t: t, w: w, imgs: imgs,
-		url: base + "/chat/completions", host: u.Host, header: h,
-		parts: parts, timeout: requestTimeout(w),
-	}, nil
+	return &runner{t: t, w: w, imgs: imgs, ep: ep, parts: parts, timeout: requestTimeout(w)}, nil
 }
 
 func (r *runner) close() {
@@ -133,23 +118,26 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	// The seed differs on every run so that an engine left running between
 	// runs cannot recognise last run's perturbed frames either.
 	seed := randomSeed()
+	// Every picture is ready before the first request: the measured ones
+	// first, so that no image work sits between warm-up and measurement
+	// (where an engine could also drop the idle keep-alive connections).
+	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.w.UniqueImages, seed)
+	if err != nil {
+		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
+	}
 	if warm := r.w.WarmupRequests * pc.Cameras; warm > 0 {
-		pics, err := r.picturesFor(size.Name, pc.Images, warm, r.w.UniqueImages, seed^0x9e3779b97f4a7c15)
+		wpics, err := r.picturesFor(size.Name, pc.Images, warm, r.w.UniqueImages, seed^0x9e3779b97f4a7c15)
 		if err != nil {
 			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)
 		}
 		if h.ComboStart != nil {
 			h.ComboStart(idx, n, pc, true)
 		}
-		r.loop(ctx, cams, pc, warm, pics, nil, nil, nil)
+		r.loop(ctx, cams, pc, warm, wpics, nil, nil, nil)
 		c.Warmup = warm
 		if err := ctx.Err(); err != nil {
 			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)
 		}
-	}
-	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.w.UniqueImages, seed)
-	if err != nil {
-		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
 	}
 	if h.ComboStart != nil {
 		h.ComboStart(idx, n, pc, false)

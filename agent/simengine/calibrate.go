@@ -223,9 +223,17 @@ func FitContention(p Profile) (x float64, ok bool, why string) {
 	// Balance the margins of the passing and the failing levels, but ask no
 	// more than maxMargin of the failing one: the least contention that
 	// gives it keeps the model's behaviour beyond the measured levels sane.
-	const maxMargin = 0.15
-	x = bisect(xLo, xHi, func(x float64) bool { return margin(x, le) >= margin(x, gt) })
-	want := math.Min(maxMargin, math.Min(margin(x, le), margin(x, gt)))
+	const maxMargin = 0.25
+	// A single camera's margin does not move with contention: balance
+	// against the levels that do.
+	var leLoaded []constraint
+	for _, c := range le {
+		if c.cams > 1 {
+			leLoaded = append(leLoaded, c)
+		}
+	}
+	x = bisect(xLo, xHi, func(x float64) bool { return margin(x, leLoaded) >= margin(x, gt) })
+	want := math.Min(maxMargin, math.Min(margin(x, leLoaded), margin(x, gt)))
 	if margin(xLo, gt) < want {
 		x = bisectUp(xLo, x, func(x float64) bool { return margin(x, gt) >= want })
 	} else {

@@ -25,6 +25,35 @@ func TestCalibration(t *testing.T) {
 	if refit {
 		t.Logf("fitted contention:\n%s", table.String())
 	}
+	if testing.Verbose() {
+		t.Logf("seed vs simulated (virtual time, seed's sweep):\n%s", calibrationTable())
+	}
+}
+
+// calibrationTable prints the seed's figures beside the model's.
+func calibrationTable() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-52s %13s %13s %15s %15s %9s  %s\n", "profile", "TTFT720 s", "TPS", "multi-image s", "large image s", "MaxCam@3", "TTFT by cameras (simulated)")
+	for _, p := range Profiles() {
+		one := func(size string, n int) SweepResult {
+			r, _ := Simulate(p, p.Contention, Sweep{Size: size, Images: n, Cameras: 1, Requests: 5, Warmup: 1}, calibrationSeed)
+			return r
+		}
+		r := one("720p", 1)
+		var lv []string
+		ttft := func(c int) float64 { return levelTTFT(p, p.Contention, c) }
+		for _, l := range p.Levels() {
+			lv = append(lv, fmt.Sprintf("%d:%.2f", l, ttft(l)))
+		}
+		seedMax := fmt.Sprint(p.Targets[0].Max)
+		if p.Targets[0].Plus {
+			seedMax += "+"
+		}
+		fmt.Fprintf(&b, "%-52s %6.2f/%6.2f %6.1f/%6.1f %7.2f/%7.2f %7.2f/%7.2f %4s/%-4d  %s\n", p.Key(),
+			p.TTFT720, r.TTFT, p.TPS, r.TPS, p.TTFTMulti, one("720p", p.MultiN).TTFT, p.TTFTBig, one(p.BigSize, 1).TTFT,
+			seedMax, MaxCameras(p.Levels(), ttft, 3), strings.Join(lv, " "))
+	}
+	return b.String()
 }
 
 func within(t *testing.T, what string, got, want, tol float64) {

@@ -2,10 +2,435 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
+	"github.com/vlmfleet/vlmfleet/internal/termprogress"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// STUB: the owner replaces this file.
+// benchOptions are the flags of `vlmfleet bench`.
+type benchOptions struct {
+	url, model, apiKey        string
+	sizes, multiSizes         []string
+	cameras, images           []int
+	requests, multiRequests   int
+	warmup, maxTokens         int
+	target                    float64
+	unique                    bool
+	timeout                   time.Duration
+	cachePrompt               *bool
+	prompt, imageDir          string
+	jsonOut, csvOut           string
+	device, engineName, quant string
+	modelName                 string
+	params                    float64
+}
+
+func benchUsage(fs *flag.FlagSet) func() {
+	return func() {
+		w := fs.Output()
+		fmt.Fprint(w, `Usage: vlmfleet bench --url http://HOST:PORT/v1 --model NAME [flags]
+
+Measures an OpenAI-compatible endpoint you already run, with the method of
+the explorer: closed-loop cameras at every level of --cameras and size of
+--sizes with one image per request, then one camera at every size of
+--multi-sizes with each count of --images. Each combination starts with a
+discarded warm-up of --warmup requests per camera. Prints TTFT and TPS per
+combination and Max Cameras per size: the highest measured number of
+cameras whose mean TTFT is at most --target seconds with no failed request
+("+" when the highest level tested passes, 0 when none does).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+}
+
+func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
+	fs := newFlagSet(c, "bench")
+	fs.Usage = benchUsage(fs)
+	def := protocol.DefaultWorkload()
+	o := &benchOptions{}
+	fs.StringVar(&o.url, "url", "", "endpoint base URL ending in /v1 (required)")
+	fs.StringVar(&o.model, "model", "", "model name the endpoint serves (required)")
+	fs.StringVar(&o.apiKey, "api-key", "", "Bearer token (default $VLMFLEET_API_KEY)")
+	sizes := fs.String("sizes", "480p,720p,1080p,2K", "image sizes measured at every camera level, one image per request")
+	multiSizes := fs.String("multi-sizes", "", "image sizes measured with one camera and several images (default: --sizes)")
+	cameras := fs.String("cameras", "1,2,4,8,16", "camera levels (concurrent closed-loop clients)")
+	images := fs.String("images", "1,3,5", "images per request for the one-camera family")
+	fs.IntVar(&o.requests, "requests", def.RequestsPerLevel, "measured requests per camera level")
+	fs.IntVar(&o.multiRequests, "multi-requests", def.MultiImageRequests, "measured requests per one-camera multi-image combination")
+	fs.IntVar(&o.warmup, "warmup", def.WarmupRequests, "discarded warm-up requests per camera before each combination")
+	fs.IntVar(&o.maxTokens, "max-tokens", def.MaxTokens, "max_tokens of every request")
+	fs.Float64Var(&o.target, "target", 3, "response-time target in seconds for Max Cameras")
+	fs.BoolVar(&o.unique, "unique-images", false, "perturb pixels per request so that no engine cache can help")
+	fs.DurationVar(&o.timeout, "timeout", 300*time.Second, "bound on one request (0: none)")
+	cache := fs.String("cache-prompt", "unset", "send llama.cpp's cache_prompt: true, false or unset (not sent)")
+	fs.StringVar(&o.prompt, "prompt", protocol.DefaultPrompt, "the text sent with the images")
+	fs.StringVar(&o.imageDir, "image-dir", "", "use your own camera snapshots (JPEG/PNG) from `DIR` instead of the built-in pictures")
+	fs.StringVar(&o.jsonOut, "json", "", "write the result document to `FILE` (importable with `vlmfleet results import`)")
+	fs.StringVar(&o.csvOut, "csv", "", "write one line per combination to `FILE`")
+	fs.StringVar(&o.device, "device", "", "device display name (default: detected)")
+	fs.StringVar(&o.engineName, "engine-name", "external", "engine display name, e.g. vLLM or llama.cpp")
+	fs.StringVar(&o.quant, "quantization", "", "number format of the model, e.g. BF16, FP8, Q4_K_M")
+	fs.Float64Var(&o.params, "params", 0, "model parameters in billions, vision encoder included")
+	fs.StringVar(&o.modelName, "model-name", "", "model display name (default: --model)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	u, err := url.Parse(o.url)
+	switch {
+	case o.url == "":
+		return nil, usageError{errors.New("--url is required, e.g. --url http://127.0.0.1:8000/v1")}
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return nil, usageError{fmt.Errorf("--url %q: want http(s)://HOST:PORT/v1", o.url)}
+	case strings.TrimSpace(o.model) == "":
+		return nil, usageError{errors.New("--model is required: the model name the endpoint serves")}
+	}
+	if o.sizes, err = parseSizes("--sizes", *sizes); err != nil {
+		return nil, err
+	}
+	o.multiSizes = o.sizes
+	if set["multi-sizes"] {
+		if o.multiSizes, err = parseSizes("--multi-sizes", *multiSizes); err != nil {
+			return nil, err
+		}
+	}
+	if o.cameras, err = parseInts("--cameras", *cameras, 1, protocol.MaxCameraLevel); err != nil {
+		return nil, err
+	}
+	if o.images, err = parseInts("--images", *images, 1, protocol.MaxImagesInRequest); err != nil {
+		return nil, err
+	}
+	switch *cache {
+	case "unset", "":
+	case "true", "false":
+		v := *cache == "true"
+		o.cachePrompt = &v
+	default:
+		return nil, usageError{fmt.Errorf("--cache-prompt %q: want true, false or unset", *cache)}
+	}
+	switch {
+	case o.target <= 0 || math.IsNaN(o.target) || math.IsInf(o.target, 0):
+		return nil, usageError{fmt.Errorf("--target %g: want a positive number of seconds", o.target)}
+	case o.timeout < 0:
+		return nil, usageError{fmt.Errorf("--timeout %s: want 0 (no bound) or more", o.timeout)}
+	case o.params < 0 || math.IsNaN(o.params):
+		return nil, usageError{fmt.Errorf("--params %g: want billions of parameters, 0 or more", o.params)}
+	}
+	if o.apiKey == "" {
+		o.apiKey = c.getenv("VLMFLEET_API_KEY")
+	}
+	if o.modelName == "" {
+		o.modelName = o.model
+	}
+	if err := o.workload().Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return o, nil
+}
+
+func parseSizes(flagName, v string) ([]string, error) {
+	var out []string
+	for _, s := range splitList(v) {
+		sz, err := protocol.LookupImageSize(s)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("%s: %w", flagName, err)}
+		}
+		for _, have := range out {
+			if have == sz.Name {
+				return nil, usageError{fmt.Errorf("%s: %s is listed twice", flagName, sz.Name)}
+			}
+		}
+		out = append(out, sz.Name)
+	}
+	if len(out) == 0 {
+		return nil, usageError{fmt.Errorf("%s: at least one size is needed (480p, 720p, 1080p, 2K)", flagName)}
+	}
+	return out, nil
+}
+
+func parseInts(flagName, v string, lo, hi int) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, s := range splitList(v) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < lo || n > hi {
+			return nil, usageError{fmt.Errorf("%s: %q is not a whole number in %d..%d", flagName, s, lo, hi)}
+		}
+		if seen[n] {
+			return nil, usageError{fmt.Errorf("%s: %d is listed twice", flagName, n)}
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, usageError{fmt.Errorf("%s: at least one number is needed", flagName)}
+	}
+	return out, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (o *benchOptions) workload() protocol.Workload {
+	set := "builtin"
+	if o.imageDir != "" {
+		set = o.imageDir
+	}
+	return protocol.Workload{
+		Prompt:             o.prompt,
+		MaxTokens:          o.maxTokens,
+		Sizes:              o.sizes,
+		Cameras:            o.cameras,
+		RequestsPerLevel:   o.requests,
+		MultiImageSizes:    o.multiSizes,
+		ImagesPerRequest:   o.images,
+		MultiImageRequests: o.multiRequests,
+		WarmupRequests:     o.warmup,
+		UniqueImages:       o.unique,
+		RequestTimeoutSec:  o.timeout.Seconds(),
+		CachePrompt:        o.cachePrompt,
+		ImageSet:           set,
+	}
+}
+
 func cmdBench(ctx context.Context, c *cli, args []string) error {
-	return errors.New("not implemented yet")
+	o, err := parseBenchFlags(c, args)
+	if err != nil {
+		return err
+	}
+	w := o.workload()
+	var imgs *imageset.Set
+	if o.imageDir != "" {
+		imgs, err = imageset.FromDir(o.imageDir)
+	} else {
+		imgs, err = imageset.Builtin()
+	}
+	if err != nil {
+		return fmt.Errorf("loading the pictures: %w", err)
+	}
+
+	facts := devicefacts.Detect(ctx, devicefacts.Options{SysRoot: c.getenv("VLMFLEET_SYSROOT")})
+	if o.device != "" {
+		facts.Name = o.device
+	}
+	if facts.Name == "" {
+		facts.Name = "unknown device"
+	}
+	run := protocol.Run{
+		Schema: protocol.SchemaVersion,
+		ID:     newRunID(),
+		Source: protocol.SourceBench,
+		Config: protocol.Configuration{
+			Model: o.modelName, ParamsB: o.params, Quantization: o.quant,
+			Engine: o.engineName, Device: facts.Name,
+		},
+		Workload:  w,
+		Status:    protocol.RunRunning,
+		CreatedAt: time.Now().UTC(),
+		Engine:    protocol.EngineInfo{Kind: "external", Name: o.engineName, Endpoint: o.url, Model: o.model},
+		Device:    facts,
+		Client:    loadgen.ClientInfo(imgs, c.version),
+	}
+	run.StartedAt = run.CreatedAt
+	plan := w.Plan()
+	c.log.Info().Str("url", o.url).Str("model", o.model).Int("combinations", len(plan)).
+		Str("images", run.Client.ImageSet).Msg("bench starting")
+
+	bars := termprogress.New(c.stderr, c.tty)
+	hooks := loadgen.Hooks{
+		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
+			label := fmt.Sprintf("[%d/%d] %s", idx+1, n, pc.ComboKey)
+			if warmup {
+				bars.Set(pc.ComboKey.String(), label, 0, 0, "warm-up")
+				return
+			}
+			bars.Set(pc.ComboKey.String(), label, 0, pc.Requests, "")
+		},
+		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
+			suffix := "TTFT -"
+			if p.Done > 0 {
+				suffix = fmt.Sprintf("TTFT %.2f s", p.MeanTTFT)
+			}
+			if p.Failed > 0 {
+				suffix += fmt.Sprintf(", %d failed", p.Failed)
+			}
+			bars.Set(k.String(), labelFor(plan, k), p.Done+p.Failed, p.Total, suffix)
+		},
+		ComboDone: func(idx int, cb *protocol.Combination) error {
+			bars.Finish(cb.ComboKey.String())
+			return nil
+		},
+	}
+	target := loadgen.Target{BaseURL: o.url, Model: o.model, APIKey: o.apiKey}
+	combos, merr := loadgen.Measure(ctx, target, w, imgs, hooks)
+	bars.Close()
+
+	run.Combinations = combos
+	run.FinishedAt = time.Now().UTC()
+	run.Status = protocol.RunCompleted
+	if merr != nil {
+		run.Status, run.Error = protocol.RunFailed, merr.Error()
+		if ctx.Err() != nil {
+			run.Status = protocol.RunCancelled
+		}
+	}
+	printBenchSummary(c.stdout, &run, o.target)
+	if err := writeBenchFiles(o, &run); err != nil {
+		return err
+	}
+	if merr != nil {
+		return fmt.Errorf("measuring: %w", merr)
+	}
+	return nil
+}
+
+// labelFor is the progress label of a combination: its place in the plan and its key.
+func labelFor(plan []protocol.PlannedCombo, k protocol.ComboKey) string {
+	for i, pc := range plan {
+		if pc.ComboKey == k {
+			return fmt.Sprintf("[%d/%d] %s", i+1, len(plan), k)
+		}
+	}
+	return k.String()
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// maxCameras is the explorer's Max Cameras over one size's one-image
+// combinations: the highest measured level whose mean TTFT meets the target
+// with no failure; plus is set when that is the highest level tested.
+func maxCameras(combos []protocol.Combination, size string, target float64) (best int, plus, measured bool) {
+	highest := 0
+	for _, cb := range combos {
+		if cb.Size != size || cb.Images != 1 {
+			continue
+		}
+		measured = true
+		if cb.Cameras > highest {
+			highest = cb.Cameras
+		}
+		if cb.Completed > 0 && cb.Failed == 0 && cb.TTFT.Mean <= target && cb.Cameras > best {
+			best = cb.Cameras
+		}
+	}
+	return best, best > 0 && best == highest, measured
+}
+
+func printBenchSummary(w io.Writer, run *protocol.Run, target float64) {
+	fmt.Fprintf(w, "\n%s on %s (%s), %s\n", run.Config.Model, run.Config.Device, run.Engine.Endpoint, run.Status)
+	fmt.Fprintf(w, "%-6s %4s %4s %5s %6s %10s %10s %8s %10s\n", "Size", "Imgs", "Cams", "Done", "Failed", "TTFT mean", "TTFT p90", "TPS", "Out tok/s")
+	for _, cb := range run.Combinations {
+		if cb.Completed == 0 {
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, "-", "-", "-", "-")
+		} else {
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8.1f %10.1f\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, cb.TPS.Mean, cb.OutputTokensPerSec)
+		}
+		for _, e := range cb.Errors {
+			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
+		}
+	}
+	fmt.Fprintf(w, "\nMax Cameras at target %g s (mean TTFT, one image per request):\n", target)
+	var sizes []string
+	for _, s := range protocol.ImageSizes() {
+		sizes = append(sizes, s.Name)
+	}
+	for _, s := range sizes {
+		best, plus, measured := maxCameras(run.Combinations, s, target)
+		if !measured {
+			continue
+		}
+		v := strconv.Itoa(best)
+		if plus {
+			v += "+"
+		}
+		fmt.Fprintf(w, "  %-6s %s\n", s, v)
+	}
+}
+
+func writeBenchFiles(o *benchOptions, run *protocol.Run) error {
+	if o.jsonOut != "" {
+		b, err := json.MarshalIndent(run, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding the result document: %w", err)
+		}
+		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing --json: %w", err)
+		}
+	}
+	if o.csvOut != "" {
+		f, err := os.Create(o.csvOut)
+		if err != nil {
+			return fmt.Errorf("writing --csv: %w", err)
+		}
+		if err := writeBenchCSV(f, run); err != nil {
+			f.Close()
+			return fmt.Errorf("writing --csv %s: %w", o.csvOut, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("writing --csv %s: %w", o.csvOut, err)
+		}
+	}
+	return nil
+}
+
+func writeBenchCSV(w io.Writer, run *protocol.Run) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
+		"completed", "failed", "ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_min", "ttft_max",
+		"tps_mean", "tps_p50", "e2e_mean", "e2e_p90", "itl_mean", "ttfb_mean", "role_chunk_mean",
+		"prompt_tokens_mean", "completion_tokens_mean", "output_tokens_per_sec", "max_in_flight", "wall_sec",
+		"warmup", "errors"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, cb := range run.Combinations {
+		var errs []string
+		for _, e := range cb.Errors {
+			errs = append(errs, fmt.Sprintf("%dx %s", e.Count, e.Error))
+		}
+		_ = cw.Write([]string{run.Config.Model, run.Config.Engine, run.Config.Device, cb.Size,
+			strconv.Itoa(cb.Width), strconv.Itoa(cb.Height), strconv.Itoa(cb.Images), strconv.Itoa(cb.Cameras),
+			strconv.Itoa(cb.Completed), strconv.Itoa(cb.Failed),
+			f(cb.TTFT.Mean), f(cb.TTFT.P50), f(cb.TTFT.P90), f(cb.TTFT.P99), f(cb.TTFT.Min), f(cb.TTFT.Max),
+			f(cb.TPS.Mean), f(cb.TPS.P50), f(cb.E2E.Mean), f(cb.E2E.P90), f(cb.ITL.Mean), f(cb.TTFB.Mean),
+			f(cb.RoleChunk.Mean), f(cb.PromptTokens.Mean), f(cb.CompletionTokens.Mean), f(cb.OutputTokensPerSec),
+			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")})
+	}
+	cw.Flush()
+	return cw.Error()
 }

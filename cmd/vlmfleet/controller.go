@@ -2,10 +2,47 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/vlmfleet/vlmfleet/controller"
 )
 
-// STUB: the owner replaces this file.
+// explorerHandler is the web explorer mounted at "/" of the controller.
+// EXPLORER MOUNT POINT: return explorer.NewHandler(...) here; nil serves a
+// placeholder page linking /live and /api/runs.
+func explorerHandler(c *controller.Controller) http.Handler {
+	return nil
+}
+
 func cmdController(ctx context.Context, c *cli, args []string) error {
-	return errors.New("not implemented yet")
+	fs := newFlagSet(c, "controller")
+	dataDir := fs.String("data-dir", "./vlmfleet-data", "directory for the database (vlmfleet.db) and the embedded NATS store")
+	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
+	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
+	natsListen := fs.String("nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server (use 0.0.0.0:4222 to accept agents on other hosts)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	ctl, err := controller.New(controller.Options{
+		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr,
+		Log: c.log, Version: c.version,
+	})
+	if err != nil {
+		return err
+	}
+	// The explorer needs the controller's store, so it is mounted after New.
+	ctl.SetExplorer(explorerHandler(ctl))
+	if err := ctl.Start(ctx); err != nil {
+		_ = ctl.Close()
+		return err
+	}
+	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
+		Str("api", ctl.HTTPURL()+"/api/").Str("nats", ctl.NATSURL()).Msg("controller ready; agents connect with: vlmfleet agent --nats-url " + ctl.NATSURL())
+	<-ctx.Done()
+	c.log.Info().Msg("shutting down")
+	return ctl.Close()
 }

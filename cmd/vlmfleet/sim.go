@@ -3,9 +3,86 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
 )
 
-// STUB: the owner replaces this file.
+// cmdSim serves one simulated engine profile on its own, for trying a client
+// (or `vlmfleet bench`) against a device one does not have.
 func cmdSim(ctx context.Context, c *cli, args []string) error {
-	return errors.New("not implemented yet")
+	fs := newFlagSet(c, "sim")
+	device := fs.String("device", "", `simulated device, e.g. "Jetson AGX Orin" (see --list)`)
+	model := fs.String("model", "", "model, e.g. Qwen3-VL-4B-Instruct")
+	quant := fs.String("quantization", "", "quantization (empty: the first profile of the model on the device)")
+	engine := fs.String("engine", "", "engine: llama.cpp or vLLM (empty: the first)")
+	listen := fs.String("listen", "127.0.0.1:8000", "address to serve the OpenAI-compatible API on")
+	served := fs.String("served-name", "", "model name served at /v1/models (default: the model)")
+	speedup := fs.Float64("speedup", 1, "divide every delay by this (1: real time)")
+	seed := fs.Int64("seed", 1, "seed of the timing jitter")
+	list := fs.Bool("list", false, "print the calibrated profiles and exit")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *list {
+		return printProfiles(c, simengine.Profiles())
+	}
+	if *device == "" || *model == "" {
+		return usageError{errors.New("--device and --model are required (or --list)")}
+	}
+	if *speedup < 1 {
+		return usageError{fmt.Errorf("--speedup %g: want 1 or more", *speedup)}
+	}
+	p, err := simengine.Lookup(*device, *model, *quant, *engine)
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	s := simengine.New(p, simengine.Options{ServedName: *served, Speedup: *speedup, Seed: *seed, Log: c.log})
+	name := *served
+	if name == "" {
+		name = p.Model
+	}
+	c.log.Warn().Str("device", p.Device).Str("model", p.Model).Str("quantization", p.Quantization).
+		Str("engine", p.Engine).Float64("speedup", *speedup).Str("served_name", name).
+		Str("url", "http://"+ln.Addr().String()+"/v1").
+		Msg("SIMULATED engine serving: its timings are a model of the device, not a measurement")
+	if err := s.Serve(ctx, ln); err != nil {
+		return err
+	}
+	c.log.Info().Msg("SIMULATED engine stopped")
+	return nil
+}
+
+func printProfiles(c *cli, ps []simengine.Profile) error {
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tMODEL\tPARAMS\tQUANT\tENGINE\tTTFT 720p\tTPS\tMAX CAM @3s\tMAX IMAGES\tMAX SIZE")
+	for _, p := range ps {
+		maxCam := "-"
+		for _, t := range p.Targets {
+			if t.TargetS == 3 {
+				maxCam = fmt.Sprint(t.Max)
+				if t.Plus {
+					maxCam += "+"
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%gB\t%s\t%s\t%.2fs\t%.1f\t%s\t%d\t%s\n", p.Device, p.Model, p.ParamsB,
+			p.Quantization, p.Engine, p.TTFT720, p.TPS, maxCam, p.MaxImages, p.MaxSize)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("writing profiles: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "%d profiles (%s), calibrated from the published figures; every run on them is SIMULATED.\n",
+		len(ps), strings.Join(simengine.Devices(), ", "))
+	return nil
 }

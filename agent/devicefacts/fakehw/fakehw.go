@@ -65,7 +65,6 @@ func Build(dir string) (string, error) {
 	}
 	out := filepath.Join(dir, "fakehw")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw/cmd/fakehw")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build fake tools: %w: %s", err, b)
 	}

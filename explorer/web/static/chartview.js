@@ -69,7 +69,7 @@ export function drawChart(canvas, row, sizes, target, selectedSize) {
     };
   });
   datasets.push({
-    label: `Target ${target} s`,
+    label: `Target ${target} s (dashed)`,
     data: [{ x: xmin, y: target }, { x: xmax, y: target }],
     borderColor: '#dc2626',
     backgroundColor: '#dc2626',
@@ -89,7 +89,7 @@ export function drawChart(canvas, row, sizes, target, selectedSize) {
       parsing: false,
       plugins: {
         title: { display: true, text: [chartTitle(row), 'Response time as cameras are added'], color: '#111827', font: { size: 14 } },
-        legend: { display: true, position: 'bottom', labels: { color: '#111827' } },
+        legend: { display: true, position: 'bottom', labels: { color: '#111827', usePointStyle: true, pointStyle: 'line', pointStyleWidth: 28 } },
         tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)` } },
       },
       scales: {

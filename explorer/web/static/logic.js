@@ -177,13 +177,26 @@ export function filtersActive(f) {
 
 const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
 
-function sortValue(row, view, key) {
+// stringRanks numbers the values of each text column in collation order once,
+// so that sorting compares numbers rather than strings.
+export function stringRanks(rows) {
+  const cols = { model: 'model', quant: 'quantization', engine: 'engine', device: 'device' };
+  const out = {};
+  for (const [key, field] of Object.entries(cols)) {
+    const values = [...new Set(rows.map((r) => r[field] || ''))].sort(collator.compare);
+    out[key] = new Map(values.map((v, i) => [v, i]));
+  }
+  return out;
+}
+
+// sortValue is the number a row sorts by in a column (null when missing).
+export function sortValue(row, view, key, ranks) {
   switch (key) {
-    case 'model': return row.model;
-    case 'params': return row.params_b;
-    case 'quant': return row.quantization;
-    case 'engine': return row.engine;
-    case 'device': return row.device;
+    case 'model': return ranks.model.get(row.model || '');
+    case 'quant': return ranks.quant.get(row.quantization || '');
+    case 'engine': return ranks.engine.get(row.engine || '');
+    case 'device': return ranks.device.get(row.device || '');
+    case 'params': return row.params_b > 0 ? row.params_b : null;
     case 'rt': return view.rt;
     case 'tps': return view.tps;
     // A "+" sorts above the same number without it: its limit was not reached.
@@ -193,17 +206,16 @@ function sortValue(row, view, key) {
   return null;
 }
 
-// compareRows orders by key and direction; missing values go last in both
-// directions, and ties keep the dataset order so sorting is stable.
-export function compareRows(a, b, key, dir) {
-  const va = sortValue(a.row, a.view, key);
-  const vb = sortValue(b.row, b.view, key);
+// compareKeyed orders items carrying {sortKey, index}: missing values go
+// last in both directions, and ties keep the dataset order (a stable sort).
+export function compareKeyed(a, b, dir) {
+  const va = a.sortKey;
+  const vb = b.sortKey;
   if (va == null || vb == null) {
     if (va == null && vb == null) return a.index - b.index;
     return va == null ? 1 : -1;
   }
-  let c = typeof va === 'string' ? collator.compare(va, vb) : va - vb;
-  if (dir === 'desc') c = -c;
+  const c = dir === 'desc' ? vb - va : va - vb;
   return c || a.index - b.index;
 }
 

@@ -1,0 +1,289 @@
+package engine
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+func intp(n int) *int { return &n }
+
+// The argv each adapter builds, element by element.
+func TestArgs(t *testing.T) {
+	env := newTestEnv(t)
+	root := env.root
+	needs := Needs{MaxCameras: 8, MaxImages: 5, MaxTokens: 128, MaxWidth: 2560, MaxHeight: 1440}
+	per := slotTokens(needs)
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{
+			name: "vllm defaults",
+			cfg:  Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct"},
+			want: []string{"vllm", "serve", root + "/Qwen3-VL-4B-Instruct", "--host", "127.0.0.1", "--port", "8123",
+				"--served-model-name", "Qwen3-VL-4B-Instruct", "--max-num-seqs", "8", "--limit-mm-per-prompt", `{"image":5}`,
+				"--no-enable-prefix-caching"},
+		},
+		{
+			name: "vllm every setting, container wrapper ending in serve",
+			cfg: Config{Kind: KindVLLM, Command: []string{"docker", "run", "--rm", "--runtime", "nvidia", "--network", "host", "dustynv/vllm:r36.4.0", "vllm", "serve"},
+				Model: filepath.Join(root, "Qwen3-VL-4B-Instruct"), ServedName: "qwen", MaxModelLen: 32768, GPUMemoryUtilization: 0.75,
+				Quantization: "fp8", Dtype: "bfloat16", EnablePrefixCaching: true, APIKey: "k", ExtraArgs: []string{"--enforce-eager", "--trust-remote-code"}},
+			want: []string{"docker", "run", "--rm", "--runtime", "nvidia", "--network", "host", "dustynv/vllm:r36.4.0", "vllm", "serve",
+				root + "/Qwen3-VL-4B-Instruct", "--host", "127.0.0.1", "--port", "8123", "--served-model-name", "qwen",
+				"--max-model-len", "32768", "--gpu-memory-utilization", "0.75", "--max-num-seqs", "8", "--limit-mm-per-prompt", `{"image":5}`,
+				"--quantization", "fp8", "--dtype", "bfloat16", "--enable-prefix-caching", "--api-key", "k", "--enforce-eager", "--trust-remote-code"},
+		},
+		{
+			name: "vllm hub id",
+			cfg:  Config{Kind: KindVLLM, Model: "Qwen/Qwen3-VL-8B-Instruct"},
+			want: []string{"vllm", "serve", "Qwen/Qwen3-VL-8B-Instruct", "--host", "127.0.0.1", "--port", "8123",
+				"--served-model-name", "Qwen3-VL-8B-Instruct", "--max-num-seqs", "8", "--limit-mm-per-prompt", `{"image":5}`,
+				"--no-enable-prefix-caching"},
+		},
+		{
+			name: "llamacpp defaults",
+			cfg:  Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf"},
+			want: []string{"llama-server", "-m", root + "/qwen3-vl-4b-q8_0.gguf", "--mmproj", root + "/mmproj-qwen3-vl-4b-f16.gguf",
+				"--host", "127.0.0.1", "--port", "8123", "-ngl", "999", "-c", itoa(8 * per), "-np", "8", "--metrics", "--no-webui"},
+		},
+		{
+			name: "llamacpp every setting",
+			cfg: Config{Kind: KindLlamaCpp, Command: []string{"/opt/llama.cpp/build/bin/llama-server"}, Model: root + "/qwen3-vl-4b-q8_0.gguf",
+				MMProj: root + "/mmproj-qwen3-vl-4b-f16.gguf", ServedName: "qwen", GPULayers: intp(20), CtxSize: 65536,
+				ExtraArgs: []string{"-fa", "on", "--jinja"}},
+			want: []string{"/opt/llama.cpp/build/bin/llama-server", "-m", root + "/qwen3-vl-4b-q8_0.gguf", "--mmproj", root + "/mmproj-qwen3-vl-4b-f16.gguf",
+				"--host", "127.0.0.1", "--port", "8123", "-ngl", "20", "-c", "65536", "-np", "8", "--metrics", "--no-webui",
+				"--alias", "qwen", "-fa", "on", "--jinja"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := c.cfg.resolve(env.Env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ad adapter = vllmAdapter{}
+			if c.cfg.Kind == KindLlamaCpp {
+				ad = llamaAdapter{}
+			}
+			args, _ := ad.args(r, 8123, needs.normalized(), zerolog.Nop())
+			got := append(append([]string(nil), r.command...), args...)
+			if strings.Join(got, "\x00") != strings.Join(c.want, "\x00") {
+				t.Errorf("argv\n got %q\nwant %q", got, c.want)
+			}
+		})
+	}
+}
+
+// Per-slot context: 5 images at 2K as 28-pixel tokens, plus prompt,
+// answer and margin, rounded up to 256.
+func TestSlotTokens(t *testing.T) {
+	if got := imageTokens(2560, 1440); got != 92*52+2 {
+		t.Errorf("imageTokens(2K) = %d", got)
+	}
+	if got := imageTokens(20000, 20000); got != maxImageTokens {
+		t.Errorf("imageTokens is not capped: %d", got)
+	}
+	n := Needs{MaxCameras: 1, MaxImages: 5, MaxTokens: 128, MaxWidth: 2560, MaxHeight: 1440}
+	want := 5*(92*52+2) + 256 + 128 + 256
+	if got := requestTokens(n); got != want {
+		t.Errorf("requestTokens = %d, want %d", got, want)
+	}
+	if got := slotTokens(n); got%256 != 0 || got < want || got >= want+256 {
+		t.Errorf("slotTokens = %d for %d", got, want)
+	}
+	def := NeedsOf(protocol.DefaultWorkload())
+	if def != (Needs{MaxCameras: 16, MaxImages: 5, MaxTokens: 128, MaxWidth: 2560, MaxHeight: 1440}) {
+		t.Errorf("NeedsOf(default workload) = %+v", def)
+	}
+	if z := (Needs{}).normalized(); z.MaxCameras != 1 || z.MaxImages != 1 || z.MaxTokens != 128 || z.MaxWidth != 2560 {
+		t.Errorf("zero needs normalized = %+v", z)
+	}
+}
+
+// Bad configs are refused with the field named and what is allowed.
+func TestValidate(t *testing.T) {
+	env := newTestEnv(t)
+	root := env.root
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "evil.gguf"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "evil.gguf"), filepath.Join(root, "escape.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "escape-dir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "missing.gguf"), filepath.Join(root, "dangling.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "qwen3-vl-4b-q8_0.gguf"), filepath.Join(root, "link-inside.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	mm := "mmproj-qwen3-vl-4b-f16.gguf"
+	cases := []struct {
+		name string
+		cfg  Config
+		want string // "" means valid
+	}{
+		{"no kind", Config{}, "kind: missing; want one of vllm, llamacpp, external, sim"},
+		{"bad kind", Config{Kind: "ollama"}, `kind: "ollama"; want one of`},
+		{"vllm ok", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct"}, ""},
+		{"vllm no model", Config{Kind: KindVLLM}, "model: missing"},
+		{"empty command", Config{Kind: KindVLLM, Command: []string{""}, Model: "Qwen3-VL-4B-Instruct"}, "command[0]: empty"},
+		{"absolute outside roots", Config{Kind: KindVLLM, Model: outside}, "outside the model roots"},
+		{"dot-dot", Config{Kind: KindLlamaCpp, Model: "../" + filepath.Base(outside) + "/evil.gguf", MMProj: mm}, `climbs out with ".."`},
+		{"absolute dot-dot", Config{Kind: KindLlamaCpp, Model: root + "/../" + filepath.Base(outside) + "/evil.gguf", MMProj: mm}, "outside the model roots"},
+		{"symlink file escapes", Config{Kind: KindLlamaCpp, Model: "escape.gguf", MMProj: mm}, "resolves to"},
+		{"symlink dir escapes", Config{Kind: KindLlamaCpp, Model: root + "/escape-dir/evil.gguf", MMProj: mm}, "outside the model roots"},
+		{"symlink dir escapes, missing file", Config{Kind: KindLlamaCpp, Model: root + "/escape-dir/new.gguf", MMProj: mm}, "outside the model roots"},
+		{"dangling symlink", Config{Kind: KindLlamaCpp, Model: root + "/dangling.gguf", MMProj: mm}, "symlink whose target does not exist"},
+		{"symlink inside ok", Config{Kind: KindLlamaCpp, Model: "link-inside.gguf", MMProj: mm}, ""},
+		{"mmproj escapes", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "escape.gguf"}, "mmproj:"},
+		{"relative not found", Config{Kind: KindLlamaCpp, Model: "nope.gguf", MMProj: mm}, "not found under any model root"},
+		{"vllm relative not found, not a hub id", Config{Kind: KindVLLM, Model: "a/b/c"}, "not found under any model root"},
+		{"not gguf", Config{Kind: KindLlamaCpp, Model: "Qwen3-VL-4B-Instruct", MMProj: mm}, "not a .gguf file"},
+		{"no mmproj", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf"}, "mmproj: missing"},
+		{"managed flag", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", ExtraArgs: []string{"--port=9"}}, "extra_args[0]: --port is set by vlmfleet"},
+		{"managed flag with field", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, ExtraArgs: []string{"-c", "4096"}}, `use the "ctx_size" setting`},
+		{"gpu util", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", GPUMemoryUtilization: 1.5}, "gpu_memory_utilization: 1.5"},
+		{"llama setting on vllm", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", CtxSize: 4096}, "only for kind llamacpp"},
+		{"vllm setting on llama", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Dtype: "half"}, "only for kind vllm"},
+		{"negative layers", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, GPULayers: intp(-1)}, "gpu_layers: -1"},
+		{"env name", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", Env: map[string]string{"A=B": "c"}}, "env: variable name"},
+		{"drop cache on external", Config{Kind: KindExternal, URL: "http://127.0.0.1:1/v1", DropPageCache: true}, "drop_page_cache: only applies"},
+		{"external ok", Config{Kind: KindExternal, URL: "http://127.0.0.1:11434/v1", Model: "qwen2.5vl:7b"}, ""},
+		{"external no url", Config{Kind: KindExternal}, "url: missing"},
+		{"external bad scheme", Config{Kind: KindExternal, URL: "file:///etc/passwd"}, "want http:// or https://"},
+		{"external credentials", Config{Kind: KindExternal, URL: "http://u:p@host/v1"}, "carries credentials"},
+		{"external command", Config{Kind: KindExternal, URL: "http://h/v1", Command: []string{"x"}}, "runs nothing"},
+		{"sim no device", Config{Kind: KindSim, SimModel: "x"}, "sim_device: missing"},
+		{"sim unknown device", Config{Kind: KindSim, SimDevice: "Commodore 64", SimModel: "x"}, "sim_device/sim_model"},
+		{"sim speedup", Config{Kind: KindSim, SimDevice: "a", SimModel: "b", SimSpeedup: -1}, "sim_speedup: -1"},
+		{"negative timeout", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", StartupTimeout: -1}, "startup_timeout"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.cfg.Validate(env.Env)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, c.want)
+			}
+			if _, nerr := New(c.cfg, env.Env); nerr == nil {
+				t.Error("New accepted what Validate refused")
+			}
+		})
+	}
+}
+
+// A model root reached through a symlink still holds its models, and
+// no roots at all means no model files.
+func TestModelRoots(t *testing.T) {
+	real := t.TempDir()
+	if err := os.WriteFile(filepath.Join(real, "m.gguf"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "models")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	got, err := resolveModelPath("model", filepath.Join(link, "m.gguf"), []string{link}, false)
+	if err != nil || got != filepath.Join(link, "m.gguf") {
+		t.Errorf("through a linked root: %q, %v", got, err)
+	}
+	if _, err := resolveModelPath("model", filepath.Join(real, "m.gguf"), nil, false); err == nil || !strings.Contains(err.Error(), "no model roots are configured") {
+		t.Errorf("no roots: %v", err)
+	}
+	if _, err := resolveModelPath("model", "/x.gguf", []string{"relative/root"}, false); err == nil || !strings.Contains(err.Error(), "model_roots[0]") {
+		t.Errorf("relative root: %v", err)
+	}
+}
+
+// startup_timeout reads "10m", "90s" and seconds from YAML and JSON.
+func TestDurationDecoding(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		want time.Duration
+	}{
+		{"kind: vllm\nstartup_timeout: 10m\n", 10 * time.Minute},
+		{"kind: vllm\nstartup_timeout: \"90s\"\n", 90 * time.Second},
+		{"kind: vllm\nstartup_timeout: '1h30m'\n", 90 * time.Minute},
+		{"kind: vllm\nstartup_timeout: 600\n", 10 * time.Minute},
+		{"kind: vllm\n", 0},
+	} {
+		var cfg Config
+		if err := yaml.Unmarshal([]byte(c.doc), &cfg); err != nil {
+			t.Errorf("yaml %q: %v", c.doc, err)
+			continue
+		}
+		if time.Duration(cfg.StartupTimeout) != c.want {
+			t.Errorf("yaml %q: %v, want %v", c.doc, time.Duration(cfg.StartupTimeout), c.want)
+		}
+	}
+	var cfg Config
+	if err := yaml.Unmarshal([]byte("startup_timeout: soon\n"), &cfg); err == nil || !strings.Contains(err.Error(), "soon") {
+		t.Errorf("bad YAML duration: %v", err)
+	}
+	for doc, want := range map[string]time.Duration{`{"startup_timeout":"10m"}`: 10 * time.Minute, `{"startup_timeout":90}`: 90 * time.Second} {
+		var c struct {
+			StartupTimeout Duration `json:"startup_timeout"`
+		}
+		if err := json.Unmarshal([]byte(doc), &c); err != nil || time.Duration(c.StartupTimeout) != want {
+			t.Errorf("json %s: %v, %v", doc, time.Duration(c.StartupTimeout), err)
+		}
+	}
+	b, err := json.Marshal(Duration(15 * time.Minute))
+	if err != nil || string(b) != `"15m0s"` {
+		t.Errorf("marshal: %s %v", b, err)
+	}
+}
+
+// A whole deployment's engine block as the agent's YAML writes it.
+func TestConfigYAML(t *testing.T) {
+	doc := `
+kind: llamacpp
+command: ["/opt/llama.cpp/build/bin/llama-server"]
+model: qwen3-vl-4b-q8_0.gguf
+mmproj: mmproj-qwen3-vl-4b-f16.gguf
+gpu_layers: 0
+ctx_size: 32768
+extra_args: ["-fa", "on"]
+env: {CUDA_VISIBLE_DEVICES: "0"}
+startup_timeout: 5m
+`
+	var cfg Config
+	if err := yaml.Unmarshal([]byte(doc), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GPULayers == nil || *cfg.GPULayers != 0 || cfg.CtxSize != 32768 || cfg.Env["CUDA_VISIBLE_DEVICES"] != "0" ||
+		time.Duration(cfg.StartupTimeout) != 5*time.Minute || len(cfg.ExtraArgs) != 2 {
+		t.Errorf("decoded %+v", cfg)
+	}
+	if err := cfg.Validate(newTestEnv(t).Env); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	got := redact([]string{"docker", "run", "-e", "HF_TOKEN=hf_abc", "--env", "X=1", "img", "--api-key", "k1", "--api-key=k2", "--hf-token", "t"})
+	want := []string{"docker", "run", "-e", "HF_TOKEN=***", "--env", "X=***", "img", "--api-key", "***", "--api-key=***", "--hf-token", "***"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("redact = %q", got)
+	}
+}

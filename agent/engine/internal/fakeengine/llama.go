@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	_ "image/jpeg" // request images
+	_ "image/png"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// llamaFlags are the llama-server options the fake knows (true: takes a value).
+func llamaFlags() flagSpec {
+	return flagSpec{
+		"-m": true, "--model": true, "--mmproj": true, "-mm": true,
+		"--host": true, "--port": true,
+		"-ngl": true, "--gpu-layers": true, "--n-gpu-layers": true,
+		"-c": true, "--ctx-size": true, "-np": true, "--parallel": true,
+		"-a": true, "--alias": true, "--api-key": true,
+		"-t": true, "--threads": true, "-b": true, "--batch-size": true, "-ub": true, "--ubatch-size": true,
+		"-fa": true, "--flash-attn": true, "-ctk": true, "--cache-type-k": true, "-ctv": true, "--cache-type-v": true,
+		"--image-min-tokens": true, "--image-max-tokens": true,
+		"--metrics": false, "--no-webui": false, "--jinja": false, "--no-mmap": false, "--mlock": false,
+		"-cb": false, "--cont-batching": false, "-kvu": false, "--kv-unified": false,
+	}
+}
+
+// llamaAliases maps short and long spellings to one name.
+func llamaCanon(vals map[string]string) map[string]string {
+	aliases := map[string]string{
+		"--model": "-m", "-mm": "--mmproj", "--gpu-layers": "-ngl", "--n-gpu-layers": "-ngl",
+		"--ctx-size": "-c", "--parallel": "-np", "--alias": "-a",
+	}
+	out := map[string]string{}
+	for k, v := range vals {
+		if c, ok := aliases[k]; ok {
+			k = c
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func llamaMain(args []string) int {
+	if len(args) == 1 && args[0] == "--version" {
+		fmt.Fprintln(os.Stderr, envOr("FAKE_VERSION", "version: 6123 (abc1234)"))
+		fmt.Fprintln(os.Stderr, "built with cc (Ubuntu 13.3.0) 13.3.0 for x86_64-linux-gnu")
+		return 0
+	}
+	raw, pos, bad, err := llamaFlags().parse(args, false)
+	if err != nil {
+		if err.Error() == "unknown" {
+			fmt.Fprintf(os.Stderr, "error: invalid argument: %s\n", bad)
+		} else {
+			fmt.Fprintf(os.Stderr, "error while handling argument \"%s\": expected value for argument\n", bad)
+		}
+		return 1
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(os.Stderr, "error: invalid argument: %s\n", pos[0])
+		return 1
+	}
+	vals := llamaCanon(raw)
+	ints := map[string]int{"-ngl": -1, "-c": 4096, "-np": 1, "--port": 8080}
+	for k := range ints {
+		if v, ok := vals[k]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "error while handling argument \"%s\": stoi\n", k)
+				return 1
+			}
+			ints[k] = n
+		}
+	}
+	model, mmproj := vals["-m"], vals["--mmproj"]
+	for _, f := range []string{model, mmproj} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			fmt.Fprintf(os.Stderr, "gguf_init_from_file: failed to open GGUF file '%s'\nllama_model_load: error loading model: %v\nmain: exiting due to model loading error\n", f, err)
+			return 1
+		}
+	}
+	if model == "" {
+		fmt.Fprintln(os.Stderr, "error: no model given (-m)")
+		return 1
+	}
+	nctx, np := ints["-c"], max(ints["-np"], 1)
+	slotCtx := nctx / np
+	fmt.Fprintf(os.Stderr, "build: 6123 (abc1234) with cc for x86_64-linux-gnu\nsystem info: n_threads = 2\nmain: HTTP server is listening, hostname: %s, port: %d\nsrv load_model: loading model '%s'\n", vals["--host"], ints["--port"], model)
+	if code, ok := common("llama-server", ints["--port"]); !ok {
+		return code
+	}
+	alias := vals["-a"]
+	if alias == "" {
+		alias = model
+	}
+	s := newServer("llama-server")
+	slots := make(chan struct{}, np)
+	mux := http.NewServeMux()
+	loading := func(w http.ResponseWriter) bool {
+		if s.isReady() {
+			return false
+		}
+		writeJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+		return true
+	}
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		if !loading(w) {
+			writeJSON(w, 200, map[string]string{"status": "ok"})
+		}
+	})
+	mux.HandleFunc("GET /props", func(w http.ResponseWriter, r *http.Request) {
+		if loading(w) || !authorized(w, r, vals["--api-key"]) {
+			return
+		}
+		writeJSON(w, 200, map[string]any{
+			"default_generation_settings": map[string]any{"n_ctx": slotCtx, "params": map[string]any{"n_predict": -1}},
+			"total_slots":                 np,
+			"model_path":                  model,
+			"modalities":                  map[string]bool{"vision": mmproj != "", "audio": false},
+			"build_info":                  "b6123-abc1234",
+			"chat_template":               "{{ messages }}",
+		})
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if loading(w) {
+			return
+		}
+		if vals["--metrics"] != "true" {
+			writeJSON(w, 501, map[string]any{"error": map[string]any{"code": 501, "message": "This server does not support metrics endpoint. Start it with `--metrics`", "type": "not_supported_error"}})
+			return
+		}
+		s.mu.Lock()
+		n := s.handled
+		s.mu.Unlock()
+		fmt.Fprintf(w, "# HELP llamacpp:requests_processing Number of requests processing.\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n# TYPE llamacpp:n_decode_total counter\nllamacpp:n_decode_total %d\n", len(slots), n)
+	})
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		if loading(w) || !authorized(w, r, vals["--api-key"]) {
+			return
+		}
+		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": alias, "object": "model", "owned_by": "llamacpp"}}})
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		if loading(w) || !authorized(w, r, vals["--api-key"]) {
+			return
+		}
+		slots <- struct{}{} // a request beyond -np waits for a slot, as in llama-server
+		defer func() { <-slots }()
+		defer s.afterRequest()
+		var req chatRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			writeJSON(w, 400, llamaError(400, err.Error(), "invalid_request_error"))
+			return
+		}
+		imgs := req.images()
+		if len(imgs) > 0 && mmproj == "" {
+			writeJSON(w, 500, llamaError(500, "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj", "server_error"))
+			return
+		}
+		prompt := 64
+		for _, u := range imgs {
+			t, err := imageTokens(u)
+			if err != nil {
+				writeJSON(w, 400, llamaError(400, "Failed to load image or audio file", "invalid_request_error"))
+				return
+			}
+			prompt += t
+		}
+		if prompt > slotCtx {
+			fmt.Fprintf(os.Stderr, "srv send_error: task id = 0, error: the request exceeds the available context size (%d > %d)\n", prompt, slotCtx)
+			writeJSON(w, 400, llamaError(400, "the request exceeds the available context size, try increasing it", "exceed_context_size_error"))
+			return
+		}
+		streamAnswer(w, req, alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
+	})
+	return s.listen(vals["--host"], strconv.Itoa(ints["--port"]), mux)
+}
+
+func llamaError(code int, msg, typ string) map[string]any {
+	return map[string]any{"error": map[string]any{"code": code, "message": msg, "type": typ}}
+}
+
+// imageTokens counts a data-URL image as 28×28-pixel tokens, like a
+// Qwen2.5-VL projector.
+func imageTokens(u string) (int, error) {
+	_, data, ok := strings.Cut(u, ";base64,")
+	if !ok {
+		return 0, fmt.Errorf("not a base64 data URL")
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return 0, err
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	return (cfg.Width+27)/28*((cfg.Height+27)/28) + 2, nil
+}

@@ -1,0 +1,313 @@
+// Command fakeengine stands in for `vllm` and `llama-server` in the engine
+// package's tests: installed under either name, it parses that program's
+// real command line (refusing unknown flags as the real one does), serves
+// its real endpoints, and misbehaves on request through FAKE_* variables:
+//
+//	FAKE_STARTUP_MS      sleep before binding the port (slow start)
+//	FAKE_LOADING_MS      after binding, stay not-ready this long (llama: 503
+//	                     "Loading model"; vllm: hold requests unanswered)
+//	FAKE_FAIL=oom|crash  exit 1 after FAKE_STARTUP_MS, printing a CUDA OOM or a traceback
+//	FAKE_CRASH_AFTER=K   exit 1 with a CUDA OOM after the K-th chat request
+//	FAKE_BIND_ONCE_FILE  on the first run (file absent) exit as if the port were taken
+//	FAKE_IGNORE_TERM=1   ignore SIGTERM
+//	FAKE_CHILD_PIDFILE   spawn a worker child (same process group) and write its pid;
+//	                     FAKE_CHILD_IGNORE_TERM=1 makes it ignore SIGTERM
+//	FAKE_ARGV_FILE       write the argv received, as JSON
+//	FAKE_NO_VERSION_API=1  vllm: no /version endpoint
+//	FAKE_TOKENS          tokens per answer (default 4)
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if os.Getenv("FAKE_ROLE") == "child" {
+		runChild()
+		return
+	}
+	if p := os.Getenv("FAKE_ARGV_FILE"); p != "" {
+		b, _ := json.Marshal(os.Args)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fakeengine:", err)
+			os.Exit(99)
+		}
+	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "llama-server") {
+		os.Exit(llamaMain(os.Args[1:]))
+	}
+	os.Exit(vllmMain(os.Args[1:]))
+}
+
+// flagSpec says whether each known flag takes a value.
+type flagSpec map[string]bool
+
+// parse splits args into flag values and positionals; "--flag=value" is
+// accepted where allowEq. It returns the first offending argument.
+func (s flagSpec) parse(args []string, allowEq bool) (map[string]string, []string, string, error) {
+	vals := map[string]string{}
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasEq := a, "", false
+		if allowEq {
+			name, val, hasEq = strings.Cut(a, "=")
+		}
+		takes, ok := s[name]
+		if !ok {
+			return nil, nil, a, fmt.Errorf("unknown")
+		}
+		switch {
+		case !takes && hasEq:
+			return nil, nil, a, fmt.Errorf("ignored explicit argument %q", val)
+		case !takes:
+			vals[name] = "true"
+		case hasEq:
+			vals[name] = val
+		case i+1 < len(args):
+			i++
+			vals[name] = args[i]
+		default:
+			return nil, nil, a, fmt.Errorf("expected one argument")
+		}
+	}
+	return vals, pos, "", nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func sleepMS(name string) {
+	if ms := envInt(name, 0); ms > 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+	}
+}
+
+// common sets up signals, the worker child and the scripted start failures.
+// It returns false when the process must exit with code.
+func common(role string, port int) (int, bool) {
+	if os.Getenv("FAKE_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	} else {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+		go func() {
+			s := <-ch
+			fmt.Fprintf(os.Stderr, "%s: received %v, shutting down\n", role, s)
+			os.Exit(0)
+		}()
+	}
+	if p := os.Getenv("FAKE_CHILD_PIDFILE"); p != "" {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "spawn worker:", err)
+			return 1, false
+		}
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), "FAKE_ROLE=child")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "spawn worker:", err)
+			return 1, false
+		}
+		if err := os.WriteFile(p, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "pidfile:", err)
+			return 1, false
+		}
+	}
+	sleepMS("FAKE_STARTUP_MS")
+	if f := os.Getenv("FAKE_BIND_ONCE_FILE"); f != "" {
+		if _, err := os.Stat(f); err != nil {
+			_ = os.WriteFile(f, []byte("taken"), 0o644)
+			fmt.Fprintf(os.Stderr, "ERROR: [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use\n", port)
+			return 1, false
+		}
+	}
+	switch os.Getenv("FAKE_FAIL") {
+	case "oom":
+		if role == "vllm" {
+			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.29 GiB of which 312.00 MiB is free.")
+		} else {
+			fmt.Fprintln(os.Stderr, "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9120.00 MiB on device 0: cudaMalloc failed: out of memory")
+			fmt.Fprintln(os.Stderr, "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache")
+		}
+		return 1, false
+	case "crash":
+		fmt.Fprintln(os.Stderr, "Traceback (most recent call last):\nRuntimeError: Engine core initialization failed. See root cause above.")
+		return 1, false
+	}
+	return 0, true
+}
+
+func runChild() {
+	if os.Getenv("FAKE_CHILD_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// server is the HTTP side shared by both roles.
+type server struct {
+	role    string
+	ready   chan struct{}
+	mu      sync.Mutex
+	handled int
+}
+
+func newServer(role string) *server { return &server{role: role, ready: make(chan struct{})} }
+
+func (s *server) isReady() bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// listen binds host:port, then marks the server ready after FAKE_LOADING_MS.
+func (s *server) listen(host, port string, h http.Handler) int {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ERROR: [Errno 98] error while attempting to bind on address (%q, %s): address already in use (%v)\n", host, port, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s: listening on http://%s\n", s.role, ln.Addr())
+	go func() {
+		sleepMS("FAKE_LOADING_MS")
+		close(s.ready)
+		fmt.Fprintf(os.Stderr, "%s: model loaded, ready\n", s.role)
+	}()
+	if err := http.Serve(ln, h); err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// afterRequest crashes the engine on the K-th request when asked.
+func (s *server) afterRequest() {
+	s.mu.Lock()
+	s.handled++
+	n := s.handled
+	s.mu.Unlock()
+	if k := envInt("FAKE_CRASH_AFTER", 0); k > 0 && n >= k {
+		if s.role == "vllm" {
+			fmt.Fprintln(os.Stderr, "ERROR [core.py:700] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.17 GiB.")
+		} else {
+			fmt.Fprintln(os.Stderr, "CUDA error: out of memory\n  current device: 0, in function ggml_cuda_pool_malloc")
+		}
+		os.Exit(1)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// chatRequest is the part of an OpenAI chat request the fake reads.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Stream        bool `json:"stream"`
+	MaxTokens     int  `json:"max_tokens"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// images returns the data URLs of the request's images.
+func (c chatRequest) images() []string {
+	var out []string
+	for _, m := range c.Messages {
+		var parts []struct {
+			Type     string `json:"type"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		if json.Unmarshal(m.Content, &parts) != nil {
+			continue
+		}
+		for _, p := range parts {
+			if p.Type == "image_url" {
+				out = append(out, p.ImageURL.URL)
+			}
+		}
+	}
+	return out
+}
+
+// streamAnswer writes an OpenAI-style answer, streamed as SSE or whole.
+func streamAnswer(w http.ResponseWriter, req chatRequest, model string, promptTokens int, extraFinal map[string]any) {
+	n := envInt("FAKE_TOKENS", 4)
+	if req.MaxTokens > 0 && req.MaxTokens < n {
+		n = req.MaxTokens
+	}
+	usage := map[string]int{"prompt_tokens": promptTokens, "completion_tokens": n, "total_tokens": promptTokens + n}
+	if !req.Stream {
+		resp := map[string]any{
+			"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": model,
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": strings.Repeat("word ", n)}, "finish_reason": "length"}},
+			"usage":   usage,
+		}
+		writeJSON(w, 200, resp)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for i := 0; i < n; i++ {
+		send(chunk(map[string]any{"content": "word "}, nil))
+	}
+	final := chunk(map[string]any{}, "length")
+	for k, v := range extraFinal {
+		final[k] = v
+	}
+	send(final)
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		send(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model, "choices": []any{}, "usage": usage})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}

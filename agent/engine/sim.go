@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// simEngine serves the simulated engine in-process on a loopback port, so
+// that the load generator measures it over real HTTP like any other.
+type simEngine struct {
+	r      *resolved
+	env    Env
+	exited chan error
+
+	mu       sync.Mutex
+	started  bool
+	info     protocol.EngineInfo
+	cancel   context.CancelFunc
+	done     chan struct{}
+	serveErr error
+	stopping atomic.Bool
+}
+
+func newSim(r *resolved, env Env) *simEngine {
+	name := r.profile.Engine
+	if name == "" {
+		name = r.SimEngine
+	}
+	speedup := r.SimSpeedup
+	if speedup == 0 {
+		speedup = 1
+	}
+	return &simEngine{
+		r: r, env: env,
+		exited: make(chan error, 1),
+		info: protocol.EngineInfo{
+			Kind:    KindSim,
+			Name:    name,
+			Version: "simulated",
+			Model:   r.SimModel,
+			Props: map[string]string{
+				"simulated":        "true",
+				"sim_speedup":      strconv.FormatFloat(speedup, 'g', -1, 64),
+				"sim_device":       r.profile.Device,
+				"sim_model":        r.profile.Model,
+				"sim_quantization": r.profile.Quantization,
+				"params_b":         strconv.FormatFloat(r.profile.ParamsB, 'g', -1, 64),
+				"served_name":      r.served,
+			},
+		},
+	}
+}
+
+func (e *simEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return Endpoint{}, fmt.Errorf("sim: Start called twice; make a new engine with New")
+	}
+	e.started = true
+	e.mu.Unlock()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("sim: listen: %w", err)
+	}
+	root := "http://" + ln.Addr().String()
+	srv := simengine.New(e.r.profile, simengine.Options{ServedName: e.r.served, Speedup: e.r.SimSpeedup})
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.mu.Lock()
+	e.cancel, e.done = cancel, done
+	e.info.Endpoint = root + "/v1"
+	e.mu.Unlock()
+	go func() {
+		err := srv.Serve(sctx, ln)
+		e.mu.Lock()
+		e.serveErr = err
+		e.mu.Unlock()
+		close(done)
+	}()
+
+	p := newProber("", e.env.probeTimeout)
+	deadline := time.NewTimer(e.r.timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(e.env.pollEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return Endpoint{}, fmt.Errorf("sim: simulated engine ended during startup: %v", e.err())
+		default:
+		}
+		err := p.get200(ctx, root+"/health")
+		if err == nil {
+			_, err = p.listsModel(ctx, root+"/v1", e.r.served)
+		}
+		if err == nil {
+			break
+		}
+		select {
+		case <-done:
+			return Endpoint{}, fmt.Errorf("sim: simulated engine ended during startup: %v", e.err())
+		case <-ctx.Done():
+			_ = e.Stop(context.Background())
+			return Endpoint{}, fmt.Errorf("sim: start cancelled: %w", ctx.Err())
+		case <-deadline.C:
+			_ = e.Stop(context.Background())
+			return Endpoint{}, fmt.Errorf("sim: not ready after %s (last check: %v)", e.r.timeout, err)
+		case <-tick.C:
+		}
+	}
+	go func() {
+		<-done
+		if !e.stopping.Load() {
+			e.exited <- fmt.Errorf("sim: simulated engine stopped serving: %v", e.err())
+		}
+	}()
+	return Endpoint{BaseURL: root + "/v1", Model: e.r.served}, nil
+}
+
+func (e *simEngine) err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.serveErr
+}
+
+func (e *simEngine) Exited() <-chan error { return e.exited }
+
+func (e *simEngine) Info() protocol.EngineInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	info := e.info
+	info.Props = copyProps(e.info.Props)
+	return info
+}
+
+func (e *simEngine) LogTail(int) string { return "" }
+
+// Stop ends the server and waits for it to return.
+func (e *simEngine) Stop(ctx context.Context) error {
+	e.stopping.Store(true)
+	e.mu.Lock()
+	cancel, done := e.cancel, e.done
+	e.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sim: stop: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,255 @@
+package simengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Options tune a server.
+type Options struct {
+	// ServedName is the model name of /v1/models; empty means Profile.Model.
+	ServedName string
+	// Speedup divides every delay (0 or 1: real time). The delays reported
+	// inside responses (llama.cpp timings) stay in simulated time.
+	Speedup float64
+	// Seed fixes the jitter.
+	Seed int64
+	// Log receives one line per request at debug level; the zero value logs nothing.
+	Log zerolog.Logger
+	// FailEvery, when above 0, answers every FailEvery-th chat request with
+	// a 500 error instead of serving it: fault injection for the failure
+	// path of a client.
+	FailEvery int
+}
+
+// Server is a simulated engine serving one profile over the OpenAI API.
+// Requests share one timing model, advanced by the wall clock: a timer wakes
+// it at its next event, so requests in flight slow each other down as they
+// would on the device.
+type Server struct {
+	p        Profile
+	opt      Options
+	speedup  float64
+	start    time.Time
+	ids      atomic.Uint64
+	requests atomic.Uint64 // valid chat requests, for FailEvery
+	words    []string
+
+	mu    sync.Mutex
+	m     *model
+	timer *time.Timer
+}
+
+// New makes a server for a profile.
+func New(p Profile, opt Options) *Server {
+	if opt.ServedName == "" {
+		opt.ServedName = p.Model
+	}
+	sp := opt.Speedup
+	if sp <= 0 || math.IsNaN(sp) || math.IsInf(sp, 0) {
+		sp = 1
+	}
+	s := &Server{p: p, opt: opt, speedup: sp, start: time.Now(), m: newModel(p, p.Contention, uint64(opt.Seed)), words: answerWords()}
+	s.timer = time.AfterFunc(time.Hour, s.tick)
+	s.timer.Stop()
+	return s
+}
+
+// Profile is the profile the server simulates.
+func (s *Server) Profile() Profile { return s.p }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully (answers in
+// flight are cut) and returns nil.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("simulated engine: %w", err)
+	case <-ctx.Done():
+	}
+	cancel() // ends the streams in flight so that Shutdown need not wait for them
+	sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("simulated engine: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("simulated engine: %w", err)
+	}
+	return nil
+}
+
+// simNow is the model's clock: wall time since start, sped up.
+func (s *Server) simNow() float64 { return time.Since(s.start).Seconds() * s.speedup }
+
+// tokenTick bounds how often streaming tokens wake the model, in real time.
+const tokenTick = time.Millisecond
+
+// syncLocked advances the model to now, wakes the handlers whose requests moved
+// and rearms the timer. Call with s.mu held.
+func (s *Server) syncLocked() {
+	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	for _, j := range s.m.decoding {
+		wake(j)
+	}
+	now := s.simNow()
+	structural := s.m.nextEvent(false)
+	token := s.m.nextEvent(true)
+	if math.IsInf(structural, 1) && math.IsInf(token, 1) {
+		s.timer.Stop()
+		return
+	}
+	d := time.Duration((structural - now) / s.speedup * float64(time.Second))
+	if td := max(tokenTick, time.Duration((token-now)/s.speedup*float64(time.Second))); td < d {
+		d = td
+	}
+	s.timer.Reset(max(0, d))
+}
+
+func wake(j *job) {
+	if j.notify != nil {
+		j.notify()
+	}
+}
+
+func (s *Server) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncLocked()
+}
+
+// Handler serves the OpenAI-compatible API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.handleChat)
+	mux.HandleFunc("/v1/models", s.handleModels)
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	return mux
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		s.writeError(w, &requestError{code: http.StatusMethodNotAllowed, msg: "use GET"})
+		return
+	}
+	owner := "vllm"
+	if s.p.Engine == EngineLlamaCpp {
+		owner = "llamacpp"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.opt.ServedName, "object": "model", "created": s.start.Unix(), "owned_by": owner,
+			"root": s.p.Model, "simulated": true,
+		}},
+	})
+}
+
+// maxBody bounds a request body: five 2K images are about 5 MB.
+const maxBody = 128 << 20
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		s.writeError(w, &requestError{code: http.StatusMethodNotAllowed, msg: "use POST"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.writeError(w, &requestError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", maxBody)})
+			return
+		}
+		s.opt.Log.Debug().Err(err).Msg("simulated engine: reading request")
+		return
+	}
+	req, err := parseRequest(body)
+	if err == nil {
+		err = s.p.checkLimits(req)
+	}
+	if err == nil && s.p.Engine == EngineVLLM && req.model != "" && req.model != s.opt.ServedName {
+		err = &requestError{code: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.model)}
+	}
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if n := s.requests.Add(1); s.opt.FailEvery > 0 && n%uint64(s.opt.FailEvery) == 0 {
+		s.writeError(w, &requestError{code: http.StatusInternalServerError, msg: fmt.Sprintf("simulated failure of request %d (FailEvery %d)", n, s.opt.FailEvery)})
+		return
+	}
+	s.serveChat(r.Context(), w, req)
+}
+
+// promptTokens is what the request reads, images included.
+func (s *Server) promptTokens(req parsedRequest) int {
+	n := req.textTokens
+	for _, d := range req.images {
+		n += s.p.imageTokens(d)
+	}
+	return n
+}
+
+// submit enters a request into the model; notify is called (with s.mu held)
+// whenever its state may have changed.
+func (s *Server) submit(req parsedRequest, notify chan struct{}) *job {
+	pixels := make([]int, len(req.images))
+	for i, d := range req.images {
+		pixels[i] = d.X * d.Y
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	j := s.m.submit(pixels, req.maxTokens)
+	j.notify = func() {
+		select {
+		case notify <- struct{}{}:
+		default:
+		}
+	}
+	s.syncLocked()
+	return j
+}
+
+// cancel takes a request whose client went away out of the model.
+func (s *Server) cancel(j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	s.m.remove(j)
+	s.syncLocked()
+}
+
+// snapshot is a job's state read under the lock.
+type snapshot struct {
+	due             int
+	done            bool
+	arrive, firstAt float64
+	doneAt          float64
+}
+
+func (s *Server) snapshot(j *job) snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return snapshot{due: j.due(), done: j.phase == phaseDone, arrive: j.arrive, firstAt: j.firstAt, doneAt: j.doneAt}
+}

@@ -1,0 +1,170 @@
+// Package telemetry samples the hardware while an agent measures: tegrastats
+// on a Jetson, nvidia-smi on a dGPU host, gopsutil on a bare host, or
+// synthesised readings for a simulated device. Each sample also carries the
+// host CPU/memory and the agent's own CPU and RSS.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Sources.
+const (
+	SourceAuto       = "auto"
+	SourceTegrastats = "tegrastats"
+	SourceNvidiaSMI  = "nvidia-smi"
+	SourceHost       = "host"
+	SourceSimulated  = "simulated"
+)
+
+// Options configure a Sampler.
+type Options struct {
+	// Source is auto (tegrastats on a Jetson, else nvidia-smi when present,
+	// else host), tegrastats, nvidia-smi, host or simulated.
+	Source string
+	// Interval between samples (default 500ms).
+	Interval time.Duration
+	// SysRoot prefixes every file read ("" means $VLMFLEET_SYSROOT, else /).
+	SysRoot string
+	// Path is searched for tegrastats and nvidia-smi ("" means $PATH).
+	Path string
+	// SimLoad is the simulated device's current load, 0..1 (nil: idle).
+	SimLoad func() float64
+	// SimDevice names the simulated device ("Jetson AGX Orin", "RTX PRO 6000 Max-Q").
+	SimDevice string
+	Log       zerolog.Logger
+	// RestartDelay is the first wait before restarting a tool that exited
+	// (default 1s); it doubles up to 30s while the tool keeps failing.
+	RestartDelay time.Duration
+	// ProbeTimeout bounds nvidia-smi field probing (default 15s).
+	ProbeTimeout time.Duration
+}
+
+// Sampler takes telemetry samples from one source. It holds no state that
+// changes, so Run may be called again after it returns.
+type Sampler struct {
+	opt    Options
+	source string
+	bin    string // the tool's absolute path, for tegrastats and nvidia-smi
+}
+
+// New picks the source. An explicitly requested tool that is not on the
+// path is an error; auto falls back to host.
+func New(opt Options) (*Sampler, error) {
+	if opt.Interval <= 0 {
+		opt.Interval = 500 * time.Millisecond
+	}
+	if opt.SysRoot == "" {
+		opt.SysRoot = os.Getenv("VLMFLEET_SYSROOT")
+	}
+	if opt.SysRoot == "" {
+		opt.SysRoot = "/"
+	}
+	if opt.Path == "" {
+		opt.Path = os.Getenv("PATH")
+	}
+	if opt.RestartDelay <= 0 {
+		opt.RestartDelay = time.Second
+	}
+	if opt.ProbeTimeout <= 0 {
+		opt.ProbeTimeout = 15 * time.Second
+	}
+	if opt.Source == "" {
+		opt.Source = SourceAuto
+	}
+	s := &Sampler{opt: opt}
+	switch opt.Source {
+	case SourceAuto:
+		if bin, err := devicefacts.LookPath(opt.Path, "tegrastats"); err == nil {
+			s.source, s.bin = SourceTegrastats, bin
+		} else if _, jetson := devicefacts.JetsonModel(opt.SysRoot); jetson {
+			opt.Log.Warn().Msg("telemetry: this is a Jetson but tegrastats is not on PATH; sampling the host only")
+			s.source = SourceHost
+		} else if bin, err := devicefacts.LookPath(opt.Path, "nvidia-smi"); err == nil {
+			s.source, s.bin = SourceNvidiaSMI, bin
+		} else {
+			s.source = SourceHost
+		}
+	case SourceTegrastats, SourceNvidiaSMI:
+		bin, err := devicefacts.LookPath(opt.Path, opt.Source)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry source %s: %w", opt.Source, err)
+		}
+		s.source, s.bin = opt.Source, bin
+	case SourceHost, SourceSimulated:
+		s.source = opt.Source
+	default:
+		return nil, fmt.Errorf("unknown telemetry source %q (want auto, tegrastats, nvidia-smi, host or simulated)", opt.Source)
+	}
+	return s, nil
+}
+
+// Source is the source in use: tegrastats, nvidia-smi, host or simulated.
+func (s *Sampler) Source() string { return s.source }
+
+// Run samples until ctx ends, calling sink from this goroutine for each
+// sample, and returns nil then. A tool that exits is restarted with
+// backoff. It returns an error only when sampling cannot start (nvidia-smi
+// answers none of the fields).
+func (s *Sampler) Run(ctx context.Context, sink func(protocol.TelemetrySample)) error {
+	r := newRunState(ctx, s)
+	emit := func(smp protocol.TelemetrySample) {
+		r.augment(ctx, &smp)
+		sink(smp)
+	}
+	var err error
+	switch s.source {
+	case SourceTegrastats:
+		r.runTool(ctx, s.bin, []string{"--interval", strconv.FormatInt(s.opt.Interval.Milliseconds(), 10)}, r.tegrastatsLine(emit))
+	case SourceNvidiaSMI:
+		err = r.runNvidiaSMI(ctx, emit)
+	case SourceHost:
+		r.tick(ctx, func() { emit(protocol.TelemetrySample{}) })
+	case SourceSimulated:
+		sim := newSimulator(s.opt.SimDevice, s.opt.SimLoad)
+		r.tick(ctx, func() { emit(sim.sample(s.opt.Interval)) })
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// tick calls f every interval until ctx ends.
+func (r *runState) tick(ctx context.Context, f func()) {
+	t := time.NewTicker(r.s.opt.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+func (r *runState) tegrastatsLine(emit func(protocol.TelemetrySample)) func(string) {
+	bad := 0
+	p := newTegrastatsParser()
+	return func(line string) {
+		smp, err := p.parse(line)
+		if err != nil {
+			bad++
+			if bad == 1 || bad%100 == 0 {
+				r.s.opt.Log.Warn().Err(err).Int("bad_lines", bad).Msg("telemetry: skipping a tegrastats line")
+			}
+			return
+		}
+		emit(smp)
+	}
+}

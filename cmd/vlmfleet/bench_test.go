@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// benchFakeEngine streams a vLLM-like answer and counts the images it got.
+func benchFakeEngine(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var images atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Content []struct {
+					Type     string `json:"type"`
+					ImageURL struct {
+						URL string `json:"url"`
+					} `json:"image_url"`
+				} `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Model != "fake-vlm" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		for _, c := range req.Messages[0].Content {
+			if c.Type == "image_url" && strings.HasPrefix(c.ImageURL.URL, "data:image/jpeg;base64,") {
+				images.Add(1)
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for _, ev := range []string{
+			`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+			`{"choices":[{"index":0,"delta":{"content":"A"}}]}`,
+			`{"choices":[{"index":0,"delta":{"content":" street"}}]}`,
+			`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`{"choices":[],"usage":{"prompt_tokens":300,"completion_tokens":2}}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", ev)
+			fl.Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &images
+}
+
+// snapshotDir writes two small camera snapshots.
+func snapshotDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i := 0; i < 2; i++ {
+		img := image.NewRGBA(image.Rect(0, 0, 64, 36))
+		for y := 0; y < 36; y++ {
+			for x := 0; x < 64; x++ {
+				img.Set(x, y, color.RGBA{uint8(x * 4), uint8(y * 7), uint8(i * 100), 255})
+			}
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, img); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("cam%d.png", i)), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := map[string]string{"VLMFLEET_LOG_LEVEL": "warn"}
+	code := run(args, &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func TestBenchEndToEnd(t *testing.T) {
+	srv, images := benchFakeEngine(t)
+	dir := t.TempDir()
+	jsonPath, csvPath := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.csv")
+	code, out, errOut := runCLI(t, "bench", "--url", srv.URL+"/v1", "--model", "fake-vlm",
+		"--sizes", "480p", "--cameras", "1,2", "--requests", "4", "--images", "1,2", "--multi-requests", "2",
+		"--warmup", "1", "--target", "1", "--image-dir", snapshotDir(t), "--device", "Test Box",
+		"--engine-name", "vLLM", "--quantization", "BF16", "--params", "2.2", "--json", jsonPath, "--csv", csvPath)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	t.Log(out)
+	// Plan: 480p x1 at 1 and 2 cameras, then 480p x2 at 1 camera (x1 at 1 camera is already measured).
+	// Requests: (1+4) + (2+4) + (1+2) = 14, images 5 + 6 + 3*2 = 17.
+	if got := images.Load(); got != 17 {
+		t.Errorf("the engine received %d images, want 17", got)
+	}
+	for _, want := range []string{"Max Cameras at target 1 s", "480p   2+", "TTFT mean", "fake-vlm on Test Box"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := protocol.DecodeRun(data)
+	if err != nil {
+		t.Fatalf("the --json document does not decode: %v", err)
+	}
+	if r.Source != protocol.SourceBench || r.Status != protocol.RunCompleted || r.Schema != protocol.SchemaVersion ||
+		r.Config.Device != "Test Box" || r.Config.Engine != "vLLM" || r.Config.ParamsB != 2.2 || r.Config.Quantization != "BF16" ||
+		r.Engine.Kind != "external" || r.Engine.Endpoint != srv.URL+"/v1" || len(r.ID) != 16 || r.Client.ImageCount != 2 {
+		t.Errorf("run header %+v", r)
+	}
+	if len(r.Combinations) != 3 {
+		t.Fatalf("%d combinations, want 3", len(r.Combinations))
+	}
+	for _, c := range r.Combinations {
+		if c.Failed != 0 || c.Completed == 0 || c.TTFT.N != c.Completed || c.CompletionTokens.Mean != 2 || c.PromptTokens.Mean != 300 {
+			t.Errorf("%s: %+v", c.ComboKey, c)
+		}
+	}
+	f, err := os.Open(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[0][3] != "size" || rows[3][6] != "2" {
+		t.Errorf("csv rows %q", rows)
+	}
+}
+
+func TestBenchDeadEndpointCountsFailures(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	code, out, errOut := runCLI(t, "bench", "--url", "http://"+addr+"/v1", "--model", "m", "--sizes", "480p",
+		"--cameras", "1", "--requests", "2", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "connection refused") || !strings.Contains(out, "480p   0") {
+		t.Errorf("summary:\n%s", out)
+	}
+	data, _ := os.ReadFile(jsonPath)
+	r, err := protocol.DecodeRun(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Combinations[0].Failed != 2 {
+		t.Errorf("failed %d, want 2", r.Combinations[0].Failed)
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	cases := map[string][]string{
+		"--url is required":            {"--model", "m"},
+		"want http(s)://HOST:PORT/v1":  {"--url", "ftp://x", "--model", "m"},
+		"--model is required":          {"--url", "http://127.0.0.1:1/v1"},
+		`image size "4K"`:              {"--url", "http://h/v1", "--model", "m", "--sizes", "720p,4K"},
+		`--cameras: "0"`:               {"--url", "http://h/v1", "--model", "m", "--cameras", "1,0"},
+		"--cameras: 2 is listed twice": {"--url", "http://h/v1", "--model", "m", "--cameras", "2,2"},
+		"--cache-prompt \"maybe\"":     {"--url", "http://h/v1", "--model", "m", "--cache-prompt", "maybe"},
+		"--target -1":                  {"--url", "http://h/v1", "--model", "m", "--target", "-1"},
+		"workload.requests_per_level":  {"--url", "http://h/v1", "--model", "m", "--requests", "0"},
+		"unexpected arguments":         {"--url", "http://h/v1", "--model", "m", "extra"},
+	}
+	for want, args := range cases {
+		code, _, errOut := runCLI(t, append([]string{"bench"}, args...)...)
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
+		}
+	}
+	code, _, errOut := runCLI(t, "bench", "-h")
+	if code != 0 || !strings.Contains(errOut, "Max Cameras") || !strings.Contains(errOut, "-multi-sizes") {
+		t.Errorf("-h: exit %d, %q", code, errOut)
+	}
+}
+
+func TestMaxCameras(t *testing.T) {
+	combo := func(size string, images, cams int, ttft float64, failed int) protocol.Combination {
+		c := protocol.Combination{ComboKey: protocol.ComboKey{Size: size, Images: images, Cameras: cams}, Completed: 4, Failed: failed}
+		c.TTFT.Mean = ttft
+		return c
+	}
+	combos := []protocol.Combination{
+		combo("720p", 1, 1, 0.5, 0), combo("720p", 1, 2, 1.0, 0), combo("720p", 1, 4, 3.0, 0), combo("720p", 1, 8, 6, 0),
+		combo("480p", 1, 1, 0.2, 0), combo("480p", 1, 2, 0.4, 0),
+		combo("1080p", 1, 1, 4, 0), combo("1080p", 3, 1, 0.1, 0),
+		combo("2K", 1, 1, 0.1, 0), combo("2K", 1, 2, 0.2, 1),
+	}
+	for _, c := range []struct {
+		size       string
+		target     float64
+		best       int
+		plus, meas bool
+	}{
+		{"720p", 3, 4, false, true}, // exactly on the target passes
+		{"720p", 0.9, 1, false, true},
+		{"720p", 10, 8, true, true},
+		{"480p", 3, 2, true, true},
+		{"1080p", 3, 0, false, true}, // the 3-image combination does not count
+		{"2K", 3, 1, false, true},    // a failed request fails the level
+	} {
+		best, plus, meas := maxCameras(combos, c.size, c.target)
+		if best != c.best || plus != c.plus || meas != c.meas {
+			t.Errorf("%s at %g: got %d %v %v, want %d %v %v", c.size, c.target, best, plus, meas, c.best, c.plus, c.meas)
+		}
+	}
+}

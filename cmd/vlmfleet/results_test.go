@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// cliRun runs vlmfleet with args and returns its exit status and output.
+func cliRun(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+// resultDoc is a small valid result document.
+func resultDoc(id, model string) protocol.Run {
+	w := protocol.DefaultWorkload()
+	w.Sizes, w.Cameras, w.MultiImageSizes = []string{"720p"}, []int{1, 2}, nil
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	return protocol.Run{
+		Schema: protocol.SchemaVersion, ID: id, Source: protocol.SourceBench, Status: protocol.RunCompleted,
+		Config:    protocol.Configuration{Model: model, ParamsB: 4.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson AGX Orin"},
+		Workload:  w,
+		CreatedAt: at, FinishedAt: at.Add(time.Minute),
+		Engine: protocol.EngineInfo{Kind: "llamacpp", Name: "llama.cpp"},
+		Device: protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceJetson},
+		Combinations: []protocol.Combination{
+			{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 1}, Completed: 8, TTFT: protocol.Stats{Mean: 1.31}, TPS: protocol.Stats{Mean: 28.4}},
+			{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, Completed: 8, TTFT: protocol.Stats{Mean: 2.6}, TPS: protocol.Stats{Mean: 25}},
+		},
+	}
+}
+
+func writeJSONFile(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// fakeImport stands in for the controller's POST /api/runs/import and
+// records every request it gets.
+type fakeImport struct {
+	mu     sync.Mutex
+	bodies []importRequest
+	status int
+	reply  string
+}
+
+func (f *fakeImport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/api/runs/import" || r.Header.Get("Content-Type") != "application/json" {
+		http.Error(w, `{"error":"wrong request"}`, http.StatusNotFound)
+		return
+	}
+	var body importRequest
+	data, _ := io.ReadAll(r.Body)
+	if err := json.Unmarshal(data, &body); err != nil {
+		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	if f.status != 0 {
+		w.WriteHeader(f.status)
+		io.WriteString(w, f.reply)
+		return
+	}
+	var ids []string
+	for i := range body.Runs {
+		ids = append(ids, "imported-"+string(rune('a'+i)))
+	}
+	json.NewEncoder(w).Encode(map[string]any{"imported": len(ids), "ids": ids})
+}
+
+func (f *fakeImport) requests() []importRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]importRequest(nil), f.bodies...)
+}
+
+func TestResultsImport(t *testing.T) {
+	fake := &fakeImport{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	a := writeJSONFile(t, dir, "bench-a.json", resultDoc("run-a", "Qwen3-VL-4B-Instruct"))
+	b := writeJSONFile(t, dir, "two.json", []protocol.Run{resultDoc("run-b", "M2"), resultDoc("run-c", "M3")})
+
+	// Flags may follow the files.
+	code, out, errOut := cliRun(t, nil, "results", "import", a, b, "--controller", srv.URL+"/")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	reqs := fake.requests()
+	if len(reqs) != 1 || len(reqs[0].Runs) != 3 {
+		t.Fatalf("requests %+v, want one with three runs", reqs)
+	}
+	for i, want := range []struct{ origin, id string }{{"bench-a.json", "run-a"}, {"two.json", "run-b"}, {"two.json", "run-c"}} {
+		got := reqs[0].Runs[i]
+		r, err := protocol.DecodeRun(got.Run)
+		if err != nil || got.Origin != want.origin || r.ID != want.id {
+			t.Errorf("run %d: origin %q id %v (%v), want %q %q", i, got.Origin, r, err, want.origin, want.id)
+		}
+	}
+	if !strings.Contains(out, "imported 3 of 3 runs into "+srv.URL) || !strings.Contains(out, "imported-a  (bench-a.json)") {
+		t.Errorf("output:\n%s", out)
+	}
+
+	// --origin labels every run; the environment names the controller.
+	code, _, errOut = cliRun(t, map[string]string{"VLMFLEET_CONTROLLER": srv.URL}, "results", "import", "--origin", "lab-berlin", a)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if reqs = fake.requests(); len(reqs) != 2 || reqs[1].Runs[0].Origin != "lab-berlin" {
+		t.Errorf("second import %+v, want origin lab-berlin", reqs[len(reqs)-1])
+	}
+}
+
+// TestResultsImportAtomic: one bad file among good ones sends nothing at all.
+func TestResultsImportAtomic(t *testing.T) {
+	fake := &fakeImport{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	good := writeJSONFile(t, dir, "good.json", resultDoc("run-a", "M"))
+	badJSON := filepath.Join(dir, "x.json")
+	os.WriteFile(badJSON, []byte("{\n  \"schema\": 1,\n  \"id\": \"r\",\n    oops\n}"), 0o644)
+	noModel := resultDoc("run-b", "")
+	badRun := writeJSONFile(t, dir, "nomodel.json", noModel)
+	badCombo := resultDoc("run-c", "M")
+	badCombo.Combinations[1].Size = "4K"
+	badArray := writeJSONFile(t, dir, "array.json", []protocol.Run{resultDoc("run-d", "M"), badCombo})
+	for _, c := range []struct {
+		file string
+		want []string
+	}{
+		{badJSON, []string{"x.json: result document: line 4 column ", "invalid character 'o'"}},
+		{badRun, []string{"nomodel.json: result document: config.model is empty"}},
+		{badArray, []string{"array.json: [1], starting on line", "combinations[1]", `"4K"`}},
+		{filepath.Join(dir, "missing.json"), []string{"missing.json", "no such file"}},
+	} {
+		code, _, errOut := cliRun(t, nil, "results", "import", "--controller", srv.URL, good, c.file)
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1", c.file, code)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: error %q does not say %q", filepath.Base(c.file), errOut, w)
+			}
+		}
+	}
+	if n := len(fake.requests()); n != 0 {
+		t.Fatalf("%d requests reached the controller, want none", n)
+	}
+
+	// The controller's refusal is reported with its reason.
+	fake.status, fake.reply = http.StatusBadRequest, `{"error":"runs[0]: run-a is already stored"}`
+	code, _, errOut := cliRun(t, nil, "results", "import", "--controller", srv.URL, good)
+	if code != 1 || !strings.Contains(errOut, "refused the import (400 Bad Request): runs[0]: run-a is already stored") {
+		t.Errorf("exit %d, %s", code, errOut)
+	}
+}
+
+func TestResultsImportUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"results"},
+		{"results", "export"},
+		{"results", "import"},
+		{"results", "import", "--controller", "127.0.0.1:8080", "a.json"},
+		{"results", "import", "--nope", "a.json"},
+	} {
+		if code, _, errOut := cliRun(t, nil, args...); code != 2 || errOut == "" {
+			t.Errorf("%v: exit %d, want 2 with a message", args, code)
+		}
+	}
+}
+
+func FuzzDecodeRunFile(f *testing.F) {
+	doc, _ := json.Marshal(resultDoc("a", "M"))
+	f.Add(doc)
+	f.Add(append(append([]byte("[\n"), doc...), ",\n{}]"...))
+	f.Add([]byte("[]"))
+	f.Add([]byte("[1,2] x"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raws, runs, err := decodeRunFile(data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if len(raws) != len(runs) || len(runs) == 0 {
+			t.Fatalf("%d documents, %d runs", len(raws), len(runs))
+		}
+		for _, raw := range raws {
+			if !json.Valid(raw) {
+				t.Fatalf("invalid JSON passed on: %s", raw)
+			}
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestSimList(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"sim", "--list"}, &out, &errb, func(string) string { return "" }); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 40 { // header, 38 profiles, footer
+		t.Errorf("%d lines:\n%s", len(lines), out.String())
+	}
+	if !regexp.MustCompile(`Jetson AGX Orin\s+Qwen3-VL-4B-Instruct\s+4.4B\s+Q8_0\s+llama.cpp\s+1.31s\s+28.4\s+2\s`).MatchString(out.String()) {
+		t.Errorf("no AGX Orin Qwen3-VL-4B row:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "16+") || !strings.Contains(out.String(), "SIMULATED") {
+		t.Errorf("list:\n%s", out.String())
+	}
+}
+
+func TestSimBadInvocation(t *testing.T) {
+	for _, args := range [][]string{
+		{"sim"},
+		{"sim", "--device", "Jetson Nano", "--model", "x"},
+		{"sim", "--device", "Jetson AGX Orin", "--model", "Qwen3-VL-4B-Instruct", "--quantization", "FP4"},
+		{"sim", "--device", "Jetson AGX Orin", "--model", "Cosmos3-Edge", "--speedup", "0.5"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb, func(string) string { return "" }); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+}
+
+// lineWriter hands each log line to a channel.
+type lineWriter chan string
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
+}
+
+func TestSimServes(t *testing.T) {
+	logs := make(lineWriter, 16)
+	c := &cli{stdout: io.Discard, stderr: io.Discard, log: zerolog.New(logs), getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdSim(ctx, c, []string{"--device", "jetson agx orin", "--model", "Cosmos3-Edge", "--listen", "127.0.0.1:0", "--speedup", "50"})
+	}()
+	var url string
+	select {
+	case l := <-logs:
+		m := regexp.MustCompile(`"url":"(http://[^"]+)/v1"`).FindStringSubmatch(l)
+		if m == nil || !strings.Contains(l, "SIMULATED") {
+			t.Fatalf("first log line %s", l)
+		}
+		url = m[1]
+	case err := <-done:
+		t.Fatalf("sim ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log line from sim")
+	}
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"id":"Cosmos3-Edge"`) {
+		t.Errorf("/v1/models: %s", b)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("sim: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("sim did not stop")
+	}
+}

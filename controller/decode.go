@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Request body limits.
+const (
+	maxSweepBody  = 1 << 20
+	maxImportBody = 256 << 20
+)
+
+// DecodeSweep reads a sweep request. Workload fields left out take the
+// method's defaults (protocol.DefaultWorkload); unknown fields are refused
+// so that a misspelt field is not silently ignored. The sweep is validated.
+func DecodeSweep(data []byte) (protocol.Sweep, error) {
+	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
+	if err := decodeStrict(data, &s, true); err != nil {
+		return protocol.Sweep{}, &BadSweepError{Err: fmt.Errorf("sweep: %w", err)}
+	}
+	if err := ValidateSweep(s); err != nil {
+		return protocol.Sweep{}, err
+	}
+	return s, nil
+}
+
+// ImportRequest is the body of POST /api/runs/import.
+type ImportRequest struct {
+	Runs []store.ImportEntry `json:"runs"`
+}
+
+// DecodeImportRequest reads an import body. Each run is checked fully by
+// the store inside the import transaction; here only the shape and schema.
+func DecodeImportRequest(data []byte) ([]store.ImportEntry, error) {
+	var req ImportRequest
+	// Unknown fields inside a run are allowed: a newer writer may add some.
+	if err := decodeStrict(data, &req, false); err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
+	if len(req.Runs) == 0 {
+		return nil, errors.New(`import: "runs" is empty; want {"runs":[{"origin":"file.json","run":{...}}]}`)
+	}
+	for i, e := range req.Runs {
+		if s := e.Run.Schema; s < 1 || s > protocol.SchemaVersion {
+			return nil, &store.ImportError{Index: i, Origin: e.Origin, Err: fmt.Errorf("run.schema %d, this build reads schema 1..%d", s, protocol.SchemaVersion)}
+		}
+	}
+	return req.Runs, nil
+}
+
+// decodeStrict decodes exactly one JSON document, naming line and column
+// of a syntax or type error.
+func decodeStrict(data []byte, v any, disallowUnknown bool) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if disallowUnknown {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return describeJSONError(data, dec.InputOffset(), err)
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON document")
+	}
+	return nil
+}
+
+func describeJSONError(data []byte, at int64, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		l, c := lineCol(data, syn.Offset)
+		return fmt.Errorf("line %d column %d: %v", l, c, syn)
+	case errors.As(err, &typ):
+		l, c := lineCol(data, typ.Offset)
+		return fmt.Errorf("line %d column %d: field %q: got JSON %s, want %s", l, c, typ.Field, typ.Value, typ.Type)
+	case errors.Is(err, io.EOF):
+		return errors.New("empty body; want a JSON document")
+	}
+	l, c := lineCol(data, at)
+	return fmt.Errorf("line %d column %d: %w", l, c, err)
+}
+
+func lineCol(data []byte, off int64) (int, int) {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	prefix := data[:off]
+	line := bytes.Count(prefix, []byte("\n")) + 1
+	col := int(off) - bytes.LastIndexByte(prefix, '\n')
+	return line, col
+}

@@ -1,0 +1,237 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+const waitLimit = 10 * time.Second
+
+func startController(t *testing.T, dir string) *Controller {
+	t.Helper()
+	return startControllerWith(t, Options{DataDir: dir})
+}
+
+func startControllerWith(t *testing.T, opt Options) *Controller {
+	t.Helper()
+	opt.NATSListen, opt.HTTPAddr = "127.0.0.1:-1", "127.0.0.1:0"
+	opt.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	c, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return c
+}
+
+// eventLog collects the controller's live events for tests to wait on.
+type eventLog struct {
+	mu     sync.Mutex
+	events []Event
+	signal chan struct{}
+}
+
+func watchEvents(t *testing.T, c *Controller) *eventLog {
+	l := &eventLog{signal: make(chan struct{}, 1)}
+	cancel := c.OnEvent(func(e Event) {
+		l.mu.Lock()
+		l.events = append(l.events, e)
+		l.mu.Unlock()
+		select {
+		case l.signal <- struct{}{}:
+		default:
+		}
+	})
+	t.Cleanup(cancel)
+	return l
+}
+
+// waitFor blocks until n events match, or fails the test.
+func (l *eventLog) waitFor(t *testing.T, n int, match func(Event) bool) []Event {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		l.mu.Lock()
+		var got []Event
+		for _, e := range l.events {
+			if match(e) {
+				got = append(got, e)
+			}
+		}
+		l.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-l.signal:
+		case <-deadline:
+			t.Fatalf("waited %s for %d matching events, saw %d", waitLimit, n, len(got))
+		}
+	}
+}
+
+func kindIs(kind string) func(Event) bool { return func(e Event) bool { return e.Kind == kind } }
+
+// helloStored matches the agent event that follows storing hello h (not an
+// online/offline transition, which the watcher may emit at any time).
+func helloStored(h protocol.AgentHello) func(Event) bool {
+	return func(e Event) bool {
+		v, ok := e.Data.(AgentView)
+		return e.Kind == EventAgent && ok && v.ID == h.AgentID && v.StartedAt.Equal(h.StartedAt)
+	}
+}
+
+// eventually polls cond until it holds; used only where no event exists
+// to wait on (rejections, consumer counters).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", waitLimit, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fakeAgent publishes exactly what protocol says an agent publishes.
+type fakeAgent struct {
+	id string
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
+	t.Helper()
+	nc, err := nats.Connect(c.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeAgent{id: id, nc: nc, js: js}
+}
+
+func (a *fakeAgent) publish(t *testing.T, kind string, v any, msgID string) {
+	t.Helper()
+	data, ok := v.([]byte)
+	if !ok {
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := a.js.Publish(ctx, protocol.AgentSubject(a.id, kind), data, opts...); err != nil {
+		t.Fatalf("publish %s: %v", kind, err)
+	}
+}
+
+func (a *fakeAgent) hello(t *testing.T, deployments ...string) protocol.AgentHello {
+	t.Helper()
+	h := protocol.AgentHello{
+		Schema: protocol.SchemaVersion, AgentID: a.id, Hostname: "host-" + a.id, Version: "test",
+		StartedAt: time.Now().UTC(), Simulated: true,
+		Device: protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceSimulated},
+	}
+	for _, d := range deployments {
+		h.Deployments = append(h.Deployments, protocol.Deployment{ID: d, Engine: "sim", Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "Q8_0", Simulated: true})
+	}
+	a.publish(t, protocol.KindHello, h, protocol.HelloMsgID(a.id, h.StartedAt.UnixNano()))
+	return h
+}
+
+func (a *fakeAgent) state(t *testing.T, jobID string, st protocol.JobState, attempt int, msgID bool) {
+	t.Helper()
+	ch := protocol.JobStateChange{Schema: 1, JobID: jobID, AgentID: a.id, State: st, Time: time.Now().UTC(), Attempt: attempt, RunID: "run-" + jobID}
+	id := ""
+	if msgID {
+		id = protocol.StateMsgID(jobID, st, attempt)
+	}
+	a.publish(t, protocol.KindState, ch, id)
+}
+
+func testWorkload() protocol.Workload {
+	w := protocol.DefaultWorkload()
+	w.Sizes = []string{"480p", "720p"}
+	w.Cameras = []int{1, 2}
+	w.RequestsPerLevel = 2
+	w.MultiImageSizes, w.ImagesPerRequest, w.MultiImageRequests = nil, nil, 0
+	return w
+}
+
+func testRun(id, agent string) protocol.Run {
+	return protocol.Run{
+		Schema: protocol.SchemaVersion, ID: id, JobID: "job-1", AgentID: agent, Simulated: true, Source: protocol.SourceLab,
+		Config:   protocol.Configuration{Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson AGX Orin"},
+		Workload: testWorkload(), Status: protocol.RunRunning, CreatedAt: time.Now().UTC(),
+	}
+}
+
+func testCombo(size string, cams int) *protocol.Combination {
+	return &protocol.Combination{
+		ComboKey: protocol.ComboKey{Size: size, Images: 1, Cameras: cams}, Completed: 2,
+		TTFT: protocol.Stats{N: 2, Mean: 1.31, P50: 1.3, P90: 1.32, P99: 1.32, Min: 1.3, Max: 1.32},
+		Requests: []protocol.RequestRecord{
+			{Camera: 0, Seq: 0, TTFT: 1.3, CompletionTokens: 128, TPS: 28},
+			{Camera: 0, Seq: 1, TTFT: 1.32, CompletionTokens: 128, TPS: 28},
+		},
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if v != nil && resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("GET %s: %v in %s", url, err, body)
+		}
+	}
+	return resp.StatusCode
+}
+
+func postJSON(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}

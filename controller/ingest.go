@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// EventsConsumerConfig is the controller's durable consumer on the events
+// stream. Deliveries never run out: a message is either stored (Ack),
+// refused for good (Term, recorded in the rejected bucket) or retried after
+// a store failure (Nak with a growing delay).
+func EventsConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "vlmfleet controller: stores agent events",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		MaxAckPending: 256,
+	}
+}
+
+func (c *Controller) startIngest(ctx context.Context) error {
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, protocol.StreamEvents, EventsConsumerConfig())
+	if err != nil {
+		return fmt.Errorf("controller: consumer %s on %s: %w", ConsumerName, protocol.StreamEvents, err)
+	}
+	log := c.log
+	cc, err := cons.Consume(c.handleDurable, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			log.Debug().Err(err).Msg("events consumer")
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("controller: consume %s: %w", protocol.StreamEvents, err)
+	}
+	c.consume = cc
+	return nil
+}
+
+// parseAgentSubject splits vlmfleet.agent.<id>.<kind>.
+func parseAgentSubject(subject string) (agentID, kind string, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 4 || t[0] != protocol.SubjectPrefix || t[1] != "agent" {
+		return "", "", fmt.Errorf("subject %q is not %s.agent.<id>.<kind>", subject, protocol.SubjectPrefix)
+	}
+	if err := protocol.ValidateAgentID(t[2]); err != nil {
+		return "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return t[2], t[3], nil
+}
+
+func (c *Controller) handleDurable(msg jetstream.Msg) {
+	var seq uint64
+	var storedAt time.Time
+	var delivered uint64 = 1
+	if md, err := msg.Metadata(); err == nil {
+		seq, storedAt, delivered = md.Sequence.Stream, md.Timestamp, md.NumDelivered
+	}
+	if storedAt.IsZero() {
+		storedAt = time.Now()
+	}
+	err := c.ingest(msg.Subject(), msg.Data(), storedAt)
+	var rej *store.RejectError
+	switch {
+	case err == nil:
+		if aerr := msg.Ack(); aerr != nil {
+			c.log.Warn().Err(aerr).Str("subject", msg.Subject()).Msg("ack failed; the message will be redelivered and stored again idempotently")
+		}
+	case errors.As(err, &rej):
+		c.reject(msg, seq, rej.Reason)
+	default:
+		delay := nakDelay(delivered)
+		c.log.Error().Err(err).Str("subject", msg.Subject()).Uint64("delivery", delivered).Dur("retry_in", delay).Msg("storing an agent event failed")
+		_ = msg.NakWithDelay(delay)
+	}
+}
+
+// nakDelay backs off from half a second to half a minute.
+func nakDelay(delivered uint64) time.Duration {
+	d := 500 * time.Millisecond
+	for i := uint64(1); i < delivered && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+func (c *Controller) reject(msg jetstream.Msg, seq uint64, reason string) {
+	c.log.Warn().Str("subject", msg.Subject()).Uint64("stream_seq", seq).Str("reason", reason).Msg("rejected an agent event")
+	if err := c.store.Reject(store.Rejection{Time: time.Now().UTC(), Subject: msg.Subject(), StreamSeq: seq, Reason: reason}, msg.Data()); err != nil {
+		c.log.Error().Err(err).Msg("recording a rejection failed")
+	}
+	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
+		c.log.Warn().Err(err).Msg("term failed")
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func rejectf(format string, args ...any) error {
+	return &store.RejectError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// ingest decodes one durable agent event and stores it. A message that can
+// never be stored comes back as a *store.RejectError.
+func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) error {
+	subjAgent, kind, err := parseAgentSubject(subject)
+	if err != nil {
+		return rejectf("%v", err)
+	}
+	mismatch := func(id string) error {
+		return rejectf("subject names agent %q but the message says agent_id %q", subjAgent, id)
+	}
+	now := time.Now().UTC()
+	switch kind {
+	case protocol.KindHello:
+		h, err := protocol.DecodeAgentHello(data)
+		if err != nil {
+			return rejectf("%v", err)
+		}
+		if h.AgentID != subjAgent {
+			return mismatch(h.AgentID)
+		}
+		if err := c.store.PutAgentHello(*h, storedAt.UTC()); err != nil {
+			return err
+		}
+		c.live.seen(h.AgentID, storedAt, "", "")
+		if v, err := c.agentView(h.AgentID); err == nil {
+			c.emit(EventAgent, h.AgentID, v)
+		}
+	case protocol.KindState:
+		s, err := protocol.DecodeJobStateChange(data)
+		if err != nil {
+			return rejectf("%v", err)
+		}
+		if s.AgentID != subjAgent {
+			return mismatch(s.AgentID)
+		}
+		rec, changed, err := c.store.ApplyJobState(*s, now)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if rec.State.Terminal() {
+				c.live.jobEnded(s.JobID)
+			}
+			c.emit(EventState, s.AgentID, *s)
+		}
+	case protocol.KindResult:
+		m, err := protocol.DecodeResultMessage(data)
+		if err != nil {
+			return rejectf("%v", err)
+		}
+		if m.AgentID != subjAgent {
+			return mismatch(m.AgentID)
+		}
+		if err := c.store.ApplyResult(*m, now); err != nil {
+			return err
+		}
+		ev := ResultEvent{RunID: m.Run.ID, JobID: m.Run.JobID, SweepID: m.Run.SweepID, AgentID: m.AgentID, Final: m.Final, Status: m.Run.Status, Simulated: m.Run.Simulated}
+		if m.Combination != nil {
+			k := m.Combination.ComboKey
+			ev.Combo = &k
+		}
+		c.emit(EventResult, m.AgentID, ev)
+	default:
+		return rejectf("subject %q: unknown event kind %q (want hello, state or result)", subject, kind)
+	}
+	return nil
+}

@@ -1,0 +1,252 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+const (
+	// telemetryRing is how many recent samples per agent the live page gets.
+	telemetryRing = 120
+	// persistSeenEvery bounds how often heartbeats write last-seen to the store.
+	persistSeenEvery = 30 * time.Second
+	// maxLiveBytes bounds a live message; they are small.
+	maxLiveBytes = 1 << 20
+)
+
+// liveAgent is what heartbeats tell about an agent.
+type liveAgent struct {
+	lastSeen  time.Time
+	state     string
+	jobID     string
+	persisted time.Time
+	online    bool
+}
+
+// liveState is the in-memory view fed by core NATS: lost on restart, and
+// that is fine, because it is rebuilt within one heartbeat period.
+type liveState struct {
+	mu        sync.Mutex
+	agents    map[string]*liveAgent
+	progress  map[string]map[string]protocol.Progress // job id → combo key → latest
+	telemetry map[string][]protocol.TelemetryTick     // agent id → recent samples, oldest first
+}
+
+func newLiveState() *liveState {
+	return &liveState{
+		agents:    map[string]*liveAgent{},
+		progress:  map[string]map[string]protocol.Progress{},
+		telemetry: map[string][]protocol.TelemetryTick{},
+	}
+}
+
+// seen records that an agent was heard from at t; state and jobID come
+// from heartbeats (empty leaves them). It reports whether last-seen is due
+// to be persisted.
+func (l *liveState) seen(id string, t time.Time, state, jobID string) (persist bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a := l.agents[id]
+	if a == nil {
+		a = &liveAgent{}
+		l.agents[id] = a
+	}
+	if t.After(a.lastSeen) {
+		a.lastSeen = t
+	}
+	if state != "" {
+		a.state, a.jobID = state, jobID
+	}
+	if t.Sub(a.persisted) >= persistSeenEvery {
+		a.persisted = t
+		persist = true
+	}
+	return persist
+}
+
+func (l *liveState) agent(id string) (liveAgent, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.agents[id]
+	if !ok {
+		return liveAgent{}, false
+	}
+	return *a, true
+}
+
+// transitions flips agents' online flags against the timeout and returns
+// the ids whose flag changed.
+func (l *liveState) transitions(now time.Time, timeout time.Duration) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var changed []string
+	for id, a := range l.agents {
+		on := now.Sub(a.lastSeen) < timeout
+		if on != a.online {
+			a.online = on
+			changed = append(changed, id)
+		}
+	}
+	sort.Strings(changed)
+	return changed
+}
+
+func (l *liveState) putProgress(p protocol.Progress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.progress[p.JobID]
+	if m == nil {
+		m = map[string]protocol.Progress{}
+		l.progress[p.JobID] = m
+	}
+	m[p.Combo.String()] = p
+}
+
+func (l *liveState) jobEnded(jobID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.progress, jobID)
+}
+
+func (l *liveState) putTelemetry(t protocol.TelemetryTick) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := append(l.telemetry[t.AgentID], t)
+	if len(r) > telemetryRing {
+		r = append(r[:0:0], r[len(r)-telemetryRing:]...)
+	}
+	l.telemetry[t.AgentID] = r
+}
+
+// snapshot copies the progress and telemetry for the live page.
+func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.TelemetryTick) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var prog []protocol.Progress
+	for _, m := range l.progress {
+		for _, p := range m {
+			prog = append(prog, p)
+		}
+	}
+	sort.Slice(prog, func(i, j int) bool {
+		if prog[i].JobID != prog[j].JobID {
+			return prog[i].JobID < prog[j].JobID
+		}
+		return prog[i].ComboIdx < prog[j].ComboIdx
+	})
+	tel := make(map[string][]protocol.TelemetryTick, len(l.telemetry))
+	for id, r := range l.telemetry {
+		tel[id] = append([]protocol.TelemetryTick(nil), r...)
+	}
+	return prog, tel
+}
+
+// startLive subscribes to the live-only subjects on core NATS.
+func (c *Controller) startLive() error {
+	handlers := map[string]nats.MsgHandler{
+		protocol.KindHeartbeat: c.onHeartbeat,
+		protocol.KindProgress:  c.onProgress,
+		protocol.KindTelemetry: c.onTelemetry,
+	}
+	for _, kind := range []string{protocol.KindHeartbeat, protocol.KindProgress, protocol.KindTelemetry} {
+		sub, err := c.nc.Subscribe(protocol.AgentSubjectAll(kind), handlers[kind])
+		if err != nil {
+			return fmt.Errorf("controller: subscribe %s: %w", protocol.AgentSubjectAll(kind), err)
+		}
+		// Live views prefer dropping to stalling the connection.
+		_ = sub.SetPendingLimits(65536, 64<<20)
+		c.subs = append(c.subs, sub)
+	}
+	if err := c.nc.Flush(); err != nil {
+		return fmt.Errorf("controller: flush subscriptions: %w", err)
+	}
+	return nil
+}
+
+// decodeLive parses a live message and checks that the agent id in it is
+// the subject's. Live messages are not recorded when bad: losing one is
+// harmless by design.
+func decodeLive[T any](subject string, data []byte, v *T, agentOf func(*T) string, schemaOf func(*T) int) error {
+	subjAgent, _, err := parseAgentSubject(subject)
+	if err != nil {
+		return err
+	}
+	if len(data) > maxLiveBytes {
+		return fmt.Errorf("%d bytes, more than %d", len(data), maxLiveBytes)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	if s := schemaOf(v); s < 1 || s > protocol.SchemaVersion {
+		return fmt.Errorf("schema %d, this build reads 1..%d", s, protocol.SchemaVersion)
+	}
+	if id := agentOf(v); id != subjAgent {
+		return fmt.Errorf("subject names agent %q but the message says %q", subjAgent, id)
+	}
+	return nil
+}
+
+func (c *Controller) onHeartbeat(m *nats.Msg) {
+	var hb protocol.Heartbeat
+	if err := decodeLive(m.Subject, m.Data, &hb, func(h *protocol.Heartbeat) string { return h.AgentID }, func(h *protocol.Heartbeat) int { return h.Schema }); err != nil {
+		c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored a heartbeat")
+		return
+	}
+	now := time.Now().UTC()
+	state := hb.State
+	if state == "" {
+		state = protocol.AgentIdle
+	}
+	if persist := c.live.seen(hb.AgentID, now, state, hb.JobID); persist {
+		if err := c.store.TouchAgent(hb.AgentID, now); err != nil {
+			c.log.Warn().Err(err).Msg("persisting last-seen failed")
+		}
+	}
+	c.emit(EventHeartbeat, hb.AgentID, hb)
+}
+
+func (c *Controller) onProgress(m *nats.Msg) {
+	var p protocol.Progress
+	if err := decodeLive(m.Subject, m.Data, &p, func(p *protocol.Progress) string { return p.AgentID }, func(p *protocol.Progress) int { return p.Schema }); err != nil {
+		c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored a progress message")
+		return
+	}
+	c.live.putProgress(p)
+	c.emit(EventProgress, p.AgentID, p)
+}
+
+func (c *Controller) onTelemetry(m *nats.Msg) {
+	var t protocol.TelemetryTick
+	if err := decodeLive(m.Subject, m.Data, &t, func(t *protocol.TelemetryTick) string { return t.AgentID }, func(t *protocol.TelemetryTick) int { return t.Schema }); err != nil {
+		c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored a telemetry tick")
+		return
+	}
+	c.live.putTelemetry(t)
+	c.emit(EventTelemetry, t.AgentID, t)
+}
+
+// watchAgents announces agents going online or offline as "agent" events.
+func (c *Controller) watchAgents(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, id := range c.live.transitions(now, c.opt.HeartbeatTimeout) {
+				if v, err := c.agentView(id); err == nil {
+					c.emit(EventAgent, id, v)
+				}
+			}
+		}
+	}
+}

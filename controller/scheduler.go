@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// BadSweepError says the sweep itself is wrong (an invalid field, nothing
+// selected); the API answers it with 400.
+type BadSweepError struct{ Err error }
+
+func (e *BadSweepError) Error() string { return e.Err.Error() }
+func (e *BadSweepError) Unwrap() error { return e.Err }
+
+func badSweep(format string, args ...any) error {
+	return &BadSweepError{Err: fmt.Errorf(format, args...)}
+}
+
+// ValidateSweep checks what a client may set in a sweep.
+func ValidateSweep(s protocol.Sweep) error {
+	if err := s.Workload.Validate(); err != nil {
+		return &BadSweepError{Err: err}
+	}
+	for i, a := range s.Agents {
+		if err := protocol.ValidateAgentID(a); err != nil {
+			return badSweep("agents[%d]: %v", i, err)
+		}
+	}
+	for i, d := range s.Deployments {
+		if strings.TrimSpace(d) == "" {
+			return badSweep("deployments[%d]: empty deployment id", i)
+		}
+	}
+	if len(s.Name) > 200 {
+		return badSweep("name: %d characters, at most 200", len(s.Name))
+	}
+	return nil
+}
+
+// newID makes a sortable, unique id: prefix-YYYYMMDD-HHMMSS-<8 hex>.
+func newID(prefix string, now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// SubmitSweep validates the sweep, makes one job per selected agent and
+// selected deployment that agent offers (by the agents' announcements),
+// stores them queued and publishes them. With no agents named, the agents
+// online now are used; named agents get their jobs even when offline (the
+// jobs wait in JetStream). It fails when nothing selected is offered.
+func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
+	if err := ValidateSweep(s); err != nil {
+		return protocol.Sweep{}, err
+	}
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return protocol.Sweep{}, fmt.Errorf("controller: sweep: %w", err)
+	}
+	byID := map[string]AgentView{}
+	for _, a := range agents {
+		byID[a.ID] = a
+	}
+	var chosen []AgentView
+	if len(s.Agents) == 0 {
+		for _, a := range agents {
+			if a.Online {
+				chosen = append(chosen, a)
+			}
+		}
+		if len(chosen) == 0 {
+			return protocol.Sweep{}, badSweep("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
+		}
+	} else {
+		for i, id := range s.Agents {
+			a, ok := byID[id]
+			if !ok {
+				return protocol.Sweep{}, badSweep("agents[%d]: agent %q has never announced itself to this controller", i, id)
+			}
+			if slices.ContainsFunc(chosen, func(x AgentView) bool { return x.ID == id }) {
+				continue
+			}
+			if !a.Online {
+				c.log.Warn().Str("agent", id).Msg("sweep names an offline agent; its jobs wait until it returns")
+			}
+			chosen = append(chosen, a)
+		}
+	}
+	now := time.Now().UTC()
+	s.ID = newID("sw", now)
+	s.CreatedAt = now
+	s.Jobs = nil
+	var jobs []store.JobRecord
+	offered := map[string]bool{}
+	for _, a := range chosen {
+		for _, d := range a.Deployments {
+			if len(s.Deployments) > 0 && !slices.Contains(s.Deployments, d.ID) {
+				continue
+			}
+			offered[d.ID] = true
+			id := fmt.Sprintf("%s-j%d", s.ID, len(jobs)+1)
+			jobs = append(jobs, store.JobRecord{
+				Job: protocol.Job{
+					Schema: protocol.SchemaVersion, ID: id, SweepID: s.ID, AgentID: a.ID,
+					Deployment: d.ID, Workload: s.Workload, CreatedAt: now,
+				},
+				State:     protocol.JobQueued,
+				UpdatedAt: now,
+			})
+			s.Jobs = append(s.Jobs, id)
+		}
+	}
+	for i, d := range s.Deployments {
+		if !offered[d] {
+			return protocol.Sweep{}, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s)", i, d, agentIDs(chosen))
+		}
+	}
+	if len(jobs) == 0 {
+		return protocol.Sweep{}, badSweep("the selected agents (%s) offer no deployment", agentIDs(chosen))
+	}
+	if err := c.store.CreateSweep(s, jobs); err != nil {
+		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
+	}
+	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Msg("sweep submitted")
+	for _, j := range jobs {
+		if err := c.publishJob(ctx, j); err != nil {
+			// Stored as unpublished: the publisher retries with backoff.
+			c.log.Warn().Err(err).Str("job", j.Job.ID).Msg("publishing a job failed; will retry")
+			c.kickPublisher()
+		}
+	}
+	return s, nil
+}
+
+func agentIDs(as []AgentView) string {
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// publishJob publishes a stored job with its message id, waits for
+// JetStream's acknowledgement and marks the job published. Publishing
+// again is harmless: the stream drops a duplicate id within its window.
+func (c *Controller) publishJob(ctx context.Context, j store.JobRecord) error {
+	if err := j.Job.Validate(); err != nil {
+		return fmt.Errorf("job %s: %w", j.Job.ID, err)
+	}
+	data, err := json.Marshal(j.Job)
+	if err != nil {
+		return fmt.Errorf("job %s: encode: %w", j.Job.ID, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.js.Publish(pctx, protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID))); err != nil {
+		return fmt.Errorf("job %s: publish: %w", j.Job.ID, err)
+	}
+	return c.store.MarkPublished(j.Job.ID, time.Now().UTC())
+}
+
+func (c *Controller) kickPublisher() {
+	select {
+	case c.publishKick <- struct{}{}:
+	default:
+	}
+}
+
+// publishLoop publishes jobs that are stored but unacknowledged, after a
+// start or a failed publish, backing off from half a second to a minute
+// while JetStream refuses.
+func (c *Controller) publishLoop(ctx context.Context) {
+	const maxDelay = time.Minute
+	delay := 500 * time.Millisecond
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.publishKick:
+		case <-retry:
+		}
+		retry = nil
+		if err := c.publishPending(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn().Err(err).Dur("retry_in", delay).Msg("publishing stored jobs failed")
+			retry = time.After(delay)
+			delay = min(delay*2, maxDelay)
+			continue
+		}
+		delay = 500 * time.Millisecond
+	}
+}
+
+func (c *Controller) publishPending(ctx context.Context) error {
+	jobs, err := c.store.UnpublishedJobs(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, j := range jobs {
+		if err := c.publishJob(ctx, j); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.log.Info().Str("job", j.Job.ID).Str("agent", j.Job.AgentID).Msg("published a stored job")
+	}
+	return errors.Join(errs...)
+}

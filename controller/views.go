@@ -1,0 +1,149 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Agent states shown besides the heartbeat's idle and busy.
+const agentOffline = "offline"
+
+// AgentView is an agent as the API shows it.
+type AgentView struct {
+	ID          string                `json:"id"`
+	Hostname    string                `json:"hostname"`
+	Version     string                `json:"version"`
+	Simulated   bool                  `json:"simulated"`
+	Device      protocol.DeviceFacts  `json:"device"`
+	Deployments []protocol.Deployment `json:"deployments"`
+	Online      bool                  `json:"online"`
+	LastSeen    time.Time             `json:"last_seen"`
+	// State is the last heartbeat's idle or busy, or offline.
+	State     string    `json:"state"`
+	JobID     string    `json:"job_id,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	FirstSeen time.Time `json:"first_seen"`
+}
+
+func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
+	h := a.Hello
+	v := AgentView{
+		ID: h.AgentID, Hostname: h.Hostname, Version: h.Version, Simulated: h.Simulated,
+		Device: h.Device, Deployments: h.Deployments, LastSeen: a.LastSeen,
+		StartedAt: h.StartedAt, FirstSeen: a.FirstSeen,
+	}
+	if v.Deployments == nil {
+		v.Deployments = []protocol.Deployment{}
+	}
+	if l, ok := c.live.agent(h.AgentID); ok {
+		if l.lastSeen.After(v.LastSeen) {
+			v.LastSeen = l.lastSeen
+		}
+		v.State, v.JobID = l.state, l.jobID
+	}
+	v.Online = !v.LastSeen.IsZero() && now.Sub(v.LastSeen) < c.opt.HeartbeatTimeout
+	if !v.Online {
+		v.State, v.JobID = agentOffline, ""
+	} else if v.State == "" {
+		v.State = protocol.AgentIdle
+	}
+	return v
+}
+
+func (c *Controller) agentView(id string) (AgentView, error) {
+	a, err := c.store.Agent(id)
+	if err != nil {
+		return AgentView{}, err
+	}
+	return c.viewOf(a, time.Now()), nil
+}
+
+// Agents lists every known agent with its live status.
+func (c *Controller) Agents(ctx context.Context) ([]AgentView, error) {
+	all, err := c.store.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := make([]AgentView, 0, len(all))
+	for _, a := range all {
+		out = append(out, c.viewOf(a, now))
+	}
+	return out, nil
+}
+
+// JobView is a job as the API shows it.
+type JobView struct {
+	ID         string                  `json:"id"`
+	SweepID    string                  `json:"sweep_id,omitempty"`
+	AgentID    string                  `json:"agent_id"`
+	Deployment string                  `json:"deployment"`
+	State      protocol.JobState       `json:"state"`
+	Attempt    int                     `json:"attempt"`
+	Error      string                  `json:"error,omitempty"`
+	RunID      string                  `json:"run_id,omitempty"`
+	Published  bool                    `json:"published"`
+	CreatedAt  time.Time               `json:"created_at"`
+	UpdatedAt  time.Time               `json:"updated_at,omitzero"`
+	Workload   protocol.Workload       `json:"workload"`
+	History    []store.JobHistoryEntry `json:"history"`
+}
+
+func jobView(r store.JobRecord) JobView {
+	h := r.History
+	if h == nil {
+		h = []store.JobHistoryEntry{}
+	}
+	return JobView{
+		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment,
+		State: r.State, Attempt: r.Attempt, Error: r.Error, RunID: r.RunID, Published: r.Published,
+		CreatedAt: r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
+	}
+}
+
+// SweepStatus counts a sweep's jobs by state.
+type SweepStatus struct {
+	ID     string                    `json:"id"`
+	Jobs   int                       `json:"jobs"`
+	States map[protocol.JobState]int `json:"states"`
+	// Failed counts jobs that ended failed, cancelled or rejected.
+	Failed int `json:"failed"`
+	// Done is true when every job is in a terminal state.
+	Done bool `json:"done"`
+}
+
+func sweepStatus(id string, jobs []store.JobRecord) SweepStatus {
+	st := SweepStatus{ID: id, Jobs: len(jobs), States: map[protocol.JobState]int{}, Done: true}
+	for _, j := range jobs {
+		st.States[j.State]++
+		if !j.State.Terminal() {
+			st.Done = false
+		} else if j.State != protocol.JobCompleted {
+			st.Failed++
+		}
+	}
+	return st
+}
+
+// SweepStatus counts the sweep's jobs by state; Done when all are terminal.
+func (c *Controller) SweepStatus(ctx context.Context, id string) (SweepStatus, error) {
+	if _, err := c.store.Sweep(id); err != nil {
+		return SweepStatus{}, err
+	}
+	jobs, err := c.store.Jobs(ctx, store.JobQuery{SweepID: id})
+	if err != nil {
+		return SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
+	}
+	return sweepStatus(id, jobs), nil
+}
+
+// SweepView is a sweep with the state of its jobs.
+type SweepView struct {
+	protocol.Sweep
+	Status  SweepStatus `json:"status"`
+	JobList []JobView   `json:"job_states,omitempty"`
+}

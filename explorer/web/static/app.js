@@ -1,0 +1,680 @@
+// The explorer page: loads the Dataset (inline in an exported file, else from
+// GET /api/explorer/data), builds the table once and then only updates text,
+// classes, visibility and order, so a change costs a few milliseconds even
+// with a thousand rows.
+import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV } from './logic.js';
+import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
+
+const DATA_URL = '/api/explorer/data';
+// PAGE_ROWS rows are put in the table at a time; more follow as the reader
+// scrolls, so a change never lays out a thousand rows the reader cannot see.
+const PAGE_ROWS = 50;
+const startedAt = performance.now();
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v == null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+function setText(node, s) {
+  if (node.textContent !== s) node.textContent = s;
+}
+
+function formatDate(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (isNaN(d) || d.getUTCFullYear() < 1970) return '—';
+  return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+function plural(n, one, many) {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function download(name, href) {
+  const a = el('a', { href, download: name, hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+
+function slug(s) {
+  return s.toLowerCase().replace(/[^a-z0-9.]+/g, '-').replace(/^-|-$/g, '');
+}
+
+async function loadDataset() {
+  const inline = document.getElementById('vlmfleet-data');
+  if (inline) return JSON.parse(inline.textContent);
+  const res = await fetch(DATA_URL, { headers: { Accept: 'application/json' } });
+  if (!res.ok) throw new Error(`GET ${DATA_URL}: ${res.status} ${res.statusText}`);
+  return res.json();
+}
+
+function normaliseDataset(ds) {
+  if (!ds || typeof ds !== 'object' || Array.isArray(ds)) throw new Error('the data is not an explorer dataset');
+  if (ds.rows == null) ds.rows = []; // an empty store encodes no rows as null
+  if (!Array.isArray(ds.rows)) throw new Error('the data has no "rows" list');
+  for (const r of ds.rows) {
+    r.points = Array.isArray(r.points) ? r.points : [];
+    r.explanation = Array.isArray(r.explanation) ? r.explanation : [];
+    r.other_runs = Array.isArray(r.other_runs) ? r.other_runs : [];
+    r.run = r.run || {};
+  }
+  return ds;
+}
+
+// Explorer owns the page's state; nothing outside it changes.
+function createExplorer(ds) {
+  const $ = (id) => document.getElementById(id);
+  const sizes = sizesOf(ds);
+  const avail = availability(ds.rows);
+  const cameraCounts = allCameraCounts(ds.rows);
+  const minCamStops = [0, ...cameraCounts];
+  const perf = { firstRenderMs: null, sinceNavigationMs: null, lastRenderMs: null, rows: ds.rows.length };
+  let st = defaultState();
+  let displayed = []; // the items whose rows are in the table, in order
+  let matched = []; // every item shown at the selection and filters, in order
+  let limit = PAGE_ROWS;
+  let openItem = null;
+  const ranks = stringRanks(ds.rows);
+
+  const known = {
+    devices: uniqueSorted(ds.rows.map((r) => r.device)),
+    engines: uniqueSorted(ds.rows.map((r) => r.engine)),
+    quants: uniqueSorted(ds.rows.map((r) => r.quantization)),
+    models: uniqueSorted(ds.rows.map((r) => r.model)),
+    params: PARAM_BUCKETS.filter((b) => ds.rows.some((r) => paramBucket(r.params_b) === b.id)).map((b) => b.id),
+  };
+
+  function uniqueSorted(a) {
+    return [...new Set(a.filter((x) => x))].sort((x, y) => x.localeCompare(y, 'en', { numeric: true }));
+  }
+
+  const tbody = $('tbody');
+  const items = ds.rows.map((row, index) => ({ row, index, view: null, tr: null, cells: null, shown: false, detail: null }));
+
+  // ---- selection -------------------------------------------------------
+  function selection() {
+    return { size: st.size, images: st.images, cameras: effectiveCameras(avail, st.size, st.images, st.cameras), target: st.target };
+  }
+
+  // ---- building (once) -------------------------------------------------
+  function buildRows() {
+    const proto = el('tr', { class: 'row' });
+    for (let i = 0; i < 9; i++) proto.append(el('td'));
+    for (const it of items) {
+      const tr = proto.cloneNode(true);
+      const td = tr.children;
+      const r = it.row;
+      tr.dataset.id = r.id;
+      const btn = el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: r.model }));
+      td[0].className = 'c-model';
+      td[0].append(btn);
+      if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+      td[1].className = 'num';
+      td[1].textContent = formatParams(r.params_b);
+      td[2].textContent = r.quantization;
+      td[3].textContent = r.engine;
+      td[4].textContent = r.device;
+      td[5].className = 'num c-rt';
+      td[6].className = 'num c-tps';
+      td[7].className = 'num c-max';
+      td[8].className = 'c-result';
+      const badge = el('span', { class: 'result' });
+      td[8].append(badge);
+      it.tr = tr;
+      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn };
+      it.cache = { cls: '', rt: null, tps: null, max: null, res: null };
+    }
+    tbody.addEventListener('click', (e) => {
+      const tr = e.target.closest('tr.row');
+      if (!tr) return;
+      const it = itemById.get(tr.dataset.id);
+      if (it) toggleRow(it);
+    });
+  }
+  const itemById = new Map(items.map((it) => [it.row.id, it]));
+
+  function buildSelectors() {
+    const sizeBox = $('size-buttons');
+    for (const s of sizes) sizeBox.append(el('button', { type: 'button', class: 'seg', 'data-value': s, 'aria-pressed': 'false', text: s }));
+    sizeBox.addEventListener('click', (e) => {
+      const b = e.target.closest('button');
+      if (!b || b.disabled) return;
+      st.size = b.dataset.value;
+      render();
+    });
+    const camBox = $('camera-buttons');
+    for (const c of cameraCounts) camBox.append(el('button', { type: 'button', class: 'seg', 'data-value': String(c), 'aria-pressed': 'false', text: String(c) }));
+    camBox.addEventListener('click', (e) => {
+      const b = e.target.closest('button');
+      if (!b || b.disabled) return;
+      st.cameras = Number(b.dataset.value);
+      render();
+    });
+    const imgBox = $('image-buttons');
+    for (const n of IMAGE_COUNTS) imgBox.append(el('button', { type: 'button', class: 'seg', 'data-value': String(n), 'aria-pressed': 'false', text: String(n) }));
+    imgBox.addEventListener('click', (e) => {
+      const b = e.target.closest('button');
+      if (!b || b.disabled) return;
+      st.images = Number(b.dataset.value);
+      render();
+    });
+
+    const num = $('target-number');
+    const range = $('target-range');
+    num.addEventListener('input', () => {
+      const v = Number(num.value);
+      if (num.value === '' || !isFinite(v) || v <= 0) { num.setAttribute('aria-invalid', 'true'); return; }
+      num.removeAttribute('aria-invalid');
+      st.target = v;
+      range.value = String(Math.min(Number(range.max), v));
+      render();
+    });
+    range.addEventListener('input', () => {
+      st.target = Number(range.value);
+      num.value = String(st.target);
+      num.removeAttribute('aria-invalid');
+      render();
+    });
+  }
+
+  const chipGroups = {};
+  function buildFilters() {
+    const groups = [
+      ['f-device', 'devices', known.devices, (v) => v],
+      ['f-engine', 'engines', known.engines, (v) => v],
+      ['f-quant', 'quants', known.quants, (v) => v],
+      ['f-params', 'params', known.params, (v) => PARAM_BUCKETS.find((b) => b.id === v).label],
+      ['f-model', 'models', known.models, (v) => v],
+    ];
+    for (const [id, key, values, label] of groups) {
+      const box = $(id).querySelector('.chip-list');
+      const inputs = new Map();
+      const frag = document.createDocumentFragment();
+      for (const v of values) {
+        const input = el('input', { type: 'checkbox', value: v });
+        const chip = el('label', { class: 'chip' }, input, el('span', { text: label(v) }));
+        chip.dataset.search = label(v).toLowerCase();
+        inputs.set(v, input);
+        frag.append(chip);
+      }
+      box.append(frag);
+      box.addEventListener('change', (e) => {
+        e.target.parentElement.classList.toggle('on', e.target.checked);
+        st.filters[key] = values.filter((v) => inputs.get(v).checked);
+        render();
+      });
+      chipGroups[key] = inputs;
+    }
+    $('model-search').addEventListener('input', (e) => {
+      const q = e.target.value.trim().toLowerCase();
+      for (const chip of $('f-model').querySelectorAll('.chip')) chip.hidden = q !== '' && !chip.dataset.search.includes(q);
+    });
+
+    const rt = $('rt-range');
+    rt.max = String(RT_STOPS.length - 1);
+    rt.addEventListener('input', () => { st.filters.rtMax = RT_STOPS[Number(rt.value)]; render(); });
+    const mc = $('mincam-range');
+    mc.max = String(minCamStops.length - 1);
+    mc.addEventListener('input', () => { st.filters.minCams = minCamStops[Number(mc.value)]; render(); });
+
+    const clear = () => { st.filters = emptyFilters(); $('model-search').value = ''; syncControls(); render(); };
+    $('clear-filters').addEventListener('click', clear);
+    $('clear-filters-empty').addEventListener('click', clear);
+  }
+
+  function buildHeader() {
+    for (const th of document.querySelectorAll('#table thead th')) {
+      th.querySelector('button').addEventListener('click', () => {
+        const key = th.dataset.key;
+        const firstDir = key === 'maxcams' || key === 'tps' || key === 'result' || key === 'params' ? 'desc' : 'asc';
+        if (st.sort && st.sort.key === key) st.sort = { key, dir: st.sort.dir === 'asc' ? 'desc' : 'asc' };
+        else st.sort = { key, dir: firstDir };
+        render();
+      });
+    }
+  }
+
+  function buildToolbar() {
+    $('csv').addEventListener('click', () => {
+      const sel = selection();
+      const blob = new Blob([toCSV(matched, sel)], { type: 'text/csv;charset=utf-8' });
+      const url = URL.createObjectURL(blob);
+      download(`vlmfleet-explorer-${slug(sel.size)}-${sel.cameras}cam-${sel.images}img-${sel.target}s.csv`, url);
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    });
+    $('copy-link').addEventListener('click', async () => {
+      const b = $('copy-link');
+      try {
+        await navigator.clipboard.writeText(location.href);
+        b.textContent = 'Link copied';
+      } catch {
+        window.prompt('Copy this link:', location.href);
+      }
+      setTimeout(() => { b.textContent = 'Copy link to this view'; }, 2000);
+    });
+  }
+
+  function buildPresets() {
+    const matchAll = (list, re) => list.filter((v) => re.test(v));
+    const findModel = (name) => known.models.filter((m) => m === name || m.endsWith(`/${name}`));
+    const exactOr = (list, name, re) => (list.includes(name) ? [name] : matchAll(list, re));
+    const presets = {
+      agx: () => {
+        st.filters = emptyFilters();
+        st.filters.devices = matchAll(known.devices, /AGX Orin/i);
+        st.cameras = 1;
+        st.sort = { key: 'maxcams', dir: 'desc' };
+        return $('mincam-range');
+      },
+      '1080p': () => {
+        st.size = '1080p';
+        st.cameras = 1;
+        st.images = 1;
+        st.sort = { key: 'maxcams', dir: 'desc' };
+        return $('size-buttons').querySelector('[data-value="1080p"]');
+      },
+      quant: () => {
+        st.filters = emptyFilters();
+        st.filters.models = findModel('Qwen3-VL-8B-Instruct');
+        st.filters.devices = exactOr(known.devices, 'Jetson AGX Orin', /AGX Orin/i);
+        st.cameras = 1;
+        st.sort = { key: 'quant', dir: 'asc' };
+        return $('camera-buttons').querySelector('button');
+      },
+      engine: () => {
+        st.filters = emptyFilters();
+        st.filters.models = findModel('Qwen3-VL-4B-Instruct');
+        st.filters.devices = exactOr(known.devices, 'RTX PRO 6000', /RTX PRO 6000/i);
+        st.cameras = 1;
+        st.sort = { key: 'engine', dir: 'asc' };
+        return $('camera-buttons').querySelector('button');
+      },
+      own: () => {
+        st.filters = emptyFilters();
+        st.cameras = 1;
+        st.sort = { key: 'maxcams', dir: 'desc' };
+        return $('f-device').querySelector('input');
+      },
+    };
+    document.addEventListener('click', (e) => {
+      const b = e.target.closest('.preset[data-preset]');
+      if (!b) return;
+      e.preventDefault();
+      const focus = presets[b.dataset.preset]();
+      syncControls();
+      render();
+      if (focus) {
+        focus.scrollIntoView({ block: 'center' });
+        focus.focus({ preventScroll: true });
+      }
+    });
+  }
+
+  // syncControls writes the state into the inputs (after the URL, a preset
+  // or Clear filters changed it).
+  function syncControls() {
+    for (const key of Object.keys(chipGroups)) {
+      st.filters[key] = st.filters[key].filter((v) => chipGroups[key].has(v));
+      const on = new Set(st.filters[key]);
+      for (const [v, input] of chipGroups[key]) {
+        input.checked = on.has(v);
+        input.parentElement.classList.toggle('on', input.checked);
+      }
+    }
+    const rtIdx = RT_STOPS.indexOf(st.filters.rtMax);
+    $('rt-range').value = String(rtIdx < 0 ? RT_STOPS.length - 1 : rtIdx);
+    let mcIdx = minCamStops.indexOf(st.filters.minCams);
+    if (mcIdx < 0) { mcIdx = 0; st.filters.minCams = 0; }
+    $('mincam-range').value = String(mcIdx);
+    $('target-number').value = String(st.target);
+    $('target-range').value = String(Math.min(10, st.target));
+    if (!sizes.includes(st.size)) st.size = defaultState().size;
+  }
+
+  // ---- rendering (every change) ----------------------------------------
+  function paintButtons(sel) {
+    for (const b of $('size-buttons').children) {
+      const s = b.dataset.value;
+      const has = (avail.get(`${s}|${sel.images}`) || []).length > 0;
+      setDimmed(b, !has, `No row was measured at ${s}${sel.images > 1 ? ` with ${sel.images} images per camera` : ''}`);
+      b.setAttribute('aria-pressed', String(s === sel.size));
+    }
+    const camsHere = avail.get(`${sel.size}|${sel.images}`) || [];
+    for (const b of $('camera-buttons').children) {
+      const c = Number(b.dataset.value);
+      setDimmed(b, !camsHere.includes(c), `No row was measured with ${plural(c, 'camera', 'cameras')} at ${sel.size}${sel.images > 1 ? ` with ${sel.images} images per camera` : ''}`);
+      b.setAttribute('aria-pressed', String(c === sel.cameras));
+    }
+    for (const b of $('image-buttons').children) {
+      const n = Number(b.dataset.value);
+      const has = (avail.get(`${sel.size}|${n}`) || []).length > 0;
+      setDimmed(b, !has, `No row was measured with ${plural(n, 'image', 'images')} per camera at ${sel.size}`);
+      b.setAttribute('aria-pressed', String(n === sel.images));
+    }
+    const note = $('cam-note');
+    if (sel.cameras !== st.cameras && camsHere.length) {
+      note.hidden = false;
+      setText(note, sel.images > 1
+        ? `Several images per request were measured with one camera only, so the table is read at ${plural(sel.cameras, 'camera', 'cameras')}; your choice of ${st.cameras} returns with one image per camera.`
+        : `${sel.size} was not measured with ${st.cameras} cameras, so the table is read at ${plural(sel.cameras, 'camera', 'cameras')}.`);
+    } else note.hidden = true;
+    setText($('rt-out'), st.filters.rtMax == null ? 'any' : `${st.filters.rtMax} s`);
+    setText($('mincam-out'), st.filters.minCams > 0 ? String(st.filters.minCams) : 'any');
+  }
+
+  function setDimmed(b, dim, why) {
+    if (b.disabled !== dim) {
+      b.disabled = dim;
+      if (dim) { b.setAttribute('aria-disabled', 'true'); b.title = why; } else { b.removeAttribute('aria-disabled'); b.removeAttribute('title'); }
+    } else if (dim && b.title !== why) b.title = why;
+  }
+
+  function paintRow(it) {
+    const v = it.view;
+    const c = it.cache;
+    const rt = formatSeconds(v.rt);
+    if (c.rt !== rt) { it.cells.rt.textContent = rt; c.rt = rt; }
+    const tps = formatTPS(v.tps);
+    if (c.tps !== tps) { it.cells.tps.textContent = tps; c.tps = tps; }
+    const max = maxCamerasLabel(v.mc);
+    if (c.max !== max) { it.cells.max.textContent = max; c.max = max; }
+    const res = v.result == null ? '—' : v.result ? 'PASS' : 'FAIL';
+    if (c.res !== res) {
+      it.cells.result.textContent = res;
+      it.cells.result.className = `result ${v.result == null ? 'result-none' : v.result ? 'result-pass' : 'result-fail'}`;
+      c.res = res;
+    }
+    const cls = `row ${v.result == null ? 'nodata' : v.result ? 'pass' : 'fail'}${it === openItem ? ' open' : ''}`;
+    if (c.cls !== cls) { it.tr.className = cls; c.cls = cls; }
+  }
+
+  function render() {
+    const t = performance.now();
+    const sel = selection();
+    let measuredHere = 0;
+    let simShown = 0;
+    const next = [];
+    const key = st.sort && st.sort.key;
+    for (const it of items) {
+      const here = rowMeasuredAt(it.row, sel.size, sel.cameras);
+      it.view = rowView(it.row, sel);
+      it.shown = here && matchesFilters(it.row, it.view, st.filters);
+      if (here) measuredHere++;
+      if (it.shown) {
+        if (it.row.simulated) simShown++;
+        if (key) it.sortKey = sortValue(it.row, it.view, key, ranks);
+        next.push(it);
+      }
+    }
+    if (key) next.sort((a, b) => compareKeyed(a, b, st.sort.dir));
+    matched = next;
+    if (openItem && !openItem.shown) collapse();
+    if (st.open && itemById.has(st.open)) {
+      const at = matched.indexOf(itemById.get(st.open));
+      if (at >= limit) limit = at + 1;
+    }
+    display();
+    paintButtons(sel);
+    paintHeader();
+    paintCount(sel, matched.length, measuredHere, simShown);
+    if (!openItem && st.open && itemById.has(st.open) && itemById.get(st.open).shown) expand(itemById.get(st.open));
+    else if (openItem) paintDetail(openItem, sel);
+    writeURL();
+    perf.lastRenderMs = performance.now() - t;
+  }
+
+  // display puts the first `limit` matched rows in the table; the others are
+  // not in the document at all, so they cost no style or layout.
+  function display() {
+    const rows = matched.length > limit ? matched.slice(0, limit) : matched;
+    for (const it of rows) paintRow(it);
+    let same = rows.length === displayed.length;
+    for (let i = 0; same && i < rows.length; i++) same = rows[i] === displayed[i];
+    if (!same) {
+      const frag = document.createDocumentFragment();
+      for (const it of rows) {
+        frag.append(it.tr);
+        if (it.detail) frag.append(it.detail.tr);
+      }
+      tbody.replaceChildren(frag);
+      displayed = rows;
+    }
+    const more = $('more');
+    const rest = matched.length - rows.length;
+    more.hidden = rest <= 0;
+    if (rest > 0) setText($('more-text'), `Showing the first ${rows.length} of ${matched.length} rows.`);
+  }
+
+  function showMore(n) {
+    limit = Math.max(PAGE_ROWS, displayed.length + n);
+    display();
+  }
+
+  function paintHeader() {
+    for (const th of document.querySelectorAll('#table thead th')) {
+      const s = st.sort && st.sort.key === th.dataset.key ? (st.sort.dir === 'asc' ? 'ascending' : 'descending') : 'none';
+      if (th.getAttribute('aria-sort') !== s) th.setAttribute('aria-sort', s);
+    }
+  }
+
+  function paintCount(sel, shown, measuredHere, simShown) {
+    const total = items.length;
+    let s = `${shown} of ${total} rows`;
+    if (measuredHere < total) s += ` · ${total - measuredHere} not measured at ${sel.size} with ${plural(sel.cameras, 'camera', 'cameras')}`;
+    setText($('count'), s);
+    setText($('reading'), `Read at ${sel.size}, ${plural(sel.cameras, 'camera', 'cameras')}, ${plural(sel.images, 'image', 'images')} per camera, target ${sel.target} s.`);
+    const empty = $('empty');
+    empty.hidden = shown > 0;
+    if (shown === 0) {
+      setText($('empty-text'), total === 0 ? 'No results yet: run a benchmark or import results, then reload this page.' : filtersActive(st.filters) && measuredHere > 0
+        ? 'No row matches the filters at this selection.'
+        : `No row was measured at ${sel.size} with ${plural(sel.cameras, 'camera', 'cameras')}.`);
+    }
+    $('table').classList.toggle('is-empty', shown === 0);
+    const banner = $('sim-banner');
+    banner.hidden = simShown === 0;
+    if (simShown > 0) {
+      setText(banner, `Simulated data: ${simShown} of the ${plural(shown, 'row', 'rows')} shown ${simShown === 1 ? 'comes' : 'come'} from simulated runs, marked SIMULATED. Their numbers come from the simulator, not from measuring real hardware.`);
+    }
+  }
+
+  function writeURL() {
+    const h = encodeState(st);
+    const url = h ? `#${h}` : location.pathname + location.search;
+    if ((h ? `#${h}` : '') === location.hash) return;
+    try { history.replaceState(null, '', url); } catch { /* some file:// contexts refuse; the view still works */ }
+  }
+
+  // ---- expanded row -----------------------------------------------------
+  function toggleRow(it) {
+    if (openItem === it) { collapse(); st.open = null; } else { collapse(); st.open = it.row.id; expand(it); }
+    writeURL();
+  }
+
+  function collapse() {
+    if (!openItem) return;
+    const it = openItem;
+    if (it.detail.chart) it.detail.chart.destroy();
+    it.detail.tr.remove();
+    it.detail = null;
+    it.cells.toggle.setAttribute('aria-expanded', 'false');
+    it.tr.classList.remove('open');
+    it.cache.cls = '';
+    openItem = null;
+  }
+
+  function expand(it) {
+    openItem = it;
+    const r = it.row;
+    const td = el('td', { colspan: '9' });
+    const tr = el('tr', { class: 'detail' }, td);
+    const measure = el('section', { class: 'd-measure' });
+    const explain = el('section', { class: 'd-explain' },
+      el('h3', { text: 'The results explained' }),
+      ...(r.explanation.length ? r.explanation.map((p) => el('p', { text: p })) : [el('p', { class: 'hint', text: 'No explanation for this row.' })]),
+      el('p', { class: 'hint', text: 'At the default settings: 720p, one image per camera, a 3 s target.' }));
+    const chartBox = el('section', { class: 'd-chart' });
+    td.append(el('div', { class: 'd-inner' }, el('div', { class: 'd-grid' }, measure, explain), chartBox, runMeta(r)));
+    it.detail = { tr, measure, chartBox, chart: null, canvas: null };
+    it.tr.after(tr);
+    it.cells.toggle.setAttribute('aria-expanded', 'true');
+    it.tr.classList.add('open');
+    it.cache.cls = '';
+    buildChart(it);
+    paintDetail(it, selection());
+  }
+
+  function buildChart(it) {
+    const box = it.detail.chartBox;
+    const r = it.row;
+    if (!chartWorthDrawing(r)) {
+      box.append(el('p', { class: 'hint', text: 'Only one number of cameras was measured for this row, so there is no chart of response time as cameras are added.' }));
+      return;
+    }
+    box.append(el('h3', { text: 'Response time as cameras are added (one image per camera)' }));
+    if (!globalThis.Chart) {
+      box.append(el('p', { class: 'hint', text: 'The chart library did not load.' }));
+      return;
+    }
+    const canvas = el('canvas', { role: 'img', 'aria-label': `Chart: ${chartTitle(r)}, response time in seconds against the number of cameras, one line per image size, target as a dashed line.` });
+    const wrap = el('div', { class: 'chart-wrap' }, canvas);
+    const btn = el('button', { type: 'button', class: 'btn png', text: 'Download chart as PNG' });
+    btn.addEventListener('click', (e) => {
+      e.stopPropagation();
+      if (!it.detail || !it.detail.chart) return;
+      download(`${slug(chartTitle(r))}-response-time.png`, chartPNG(it.detail.chart));
+    });
+    box.append(wrap, btn);
+    it.detail.canvas = canvas;
+    it.detail.chart = drawChart(canvas, r, sizes, st.target, st.size);
+    it.detail.chartKey = `${st.target}|${st.size}`;
+  }
+
+  function paintDetail(it, sel) {
+    const d = it.detail;
+    const pts = pointsAt(it.row.points, sel.size, sel.images);
+    const rows = pts.map((p) => {
+      const ok = passes(p, sel.target);
+      return el('tr', { class: `${ok ? 'pass' : 'fail'}${p.cameras === sel.cameras ? ' current' : ''}` },
+        el('th', { scope: 'row', class: 'num', text: String(p.cameras) }),
+        el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
+        el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
+        el('td', { class: 'num', text: p.completed > 0 ? formatTPS(p.tps) : '—' }),
+        el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}` }),
+        el('td', {}, el('span', { class: `result ${ok ? 'result-pass' : 'result-fail'}`, text: ok ? 'PASS' : 'FAIL' })));
+    });
+    const head = el('h3', { text: `Measurements at ${sel.size}, ${plural(sel.images, 'image', 'images')} per camera, against ${sel.target} s` });
+    const body = pts.length
+      ? el('table', { class: 'mini' },
+        el('thead', {}, el('tr', {}, ...['Cameras', 'Response time (s)', 'p90 (s)', 'TPS', 'Requests', 'Result'].map((h) => el('th', { scope: 'col', text: h })))),
+        el('tbody', {}, ...rows))
+      : el('p', { class: 'hint', text: `Not measured at ${sel.size} with ${plural(sel.images, 'image', 'images')} per camera.` });
+    d.measure.replaceChildren(head, body);
+    const key = `${sel.target}|${sel.size}`;
+    if (d.chart && d.chartKey !== key) {
+      d.chart.destroy();
+      d.chart = drawChart(d.canvas, it.row, sizes, sel.target, sel.size);
+      d.chartKey = key;
+    }
+  }
+
+  function runMeta(r) {
+    const m = r.run;
+    const dl = el('dl', { class: 'meta' });
+    const add = (k, v, code) => { if (v) dl.append(el('dt', { text: k }), el('dd', {}, code ? el('code', { text: v }) : v)); };
+    add('Date', formatDate(m.date));
+    add('Run', m.id, true);
+    add('Source', [r.source || m.source, m.origin].filter(Boolean).join(' · '));
+    add('Engine version', m.engine_version);
+    add('Engine command', (m.engine_command || []).join(' '), true);
+    add('Platform', m.platform);
+    add('Power mode', m.power_mode);
+    add('Telemetry', m.telemetry);
+    add('Requests', m.requests);
+    if (r.simulated || m.simulated) add('Simulated', 'Yes: these numbers come from the simulator, not from real hardware.');
+    const sec = el('section', { class: 'd-meta' }, el('h3', { text: 'Run' }), dl);
+    if (r.other_runs.length) {
+      sec.append(el('h4', { text: `Other runs of this configuration (${r.other_runs.length})` }),
+        el('ul', { class: 'other-runs' }, ...r.other_runs.map((o) => el('li', {},
+          `${formatDate(o.date)} · `, el('code', { text: o.id || '?' }),
+          `${o.source ? ` · ${o.source}` : ''}${o.engine_version ? ` · ${o.engine_version}` : ''}${o.simulated ? ' · simulated' : ''}`))));
+    }
+    return sec;
+  }
+
+  // ---- start --------------------------------------------------------------
+  function applyURL() {
+    st = decodeState(location.hash);
+    syncControls();
+  }
+
+  function start() {
+    const t = performance.now();
+    buildSelectors();
+    buildFilters();
+    buildHeader();
+    buildToolbar();
+    buildPresets();
+    buildRows();
+    $('more-button').addEventListener('click', () => showMore(PAGE_ROWS));
+    $('all-button').addEventListener('click', () => showMore(matched.length));
+    // Scrolling near the end of the table brings the next rows.
+    if ('IntersectionObserver' in window) {
+      const io = new IntersectionObserver((entries) => {
+        if (entries.some((e) => e.isIntersecting) && matched.length > displayed.length) {
+          showMore(PAGE_ROWS);
+          // Observing afresh reports again if the end is still near (a tall window).
+          io.unobserve($('more'));
+          io.observe($('more'));
+        }
+      }, { rootMargin: '600px' });
+      io.observe($('more'));
+    }
+    applyURL();
+    render();
+    document.body.offsetHeight; // include style and layout in the figure
+    perf.firstRenderMs = performance.now() - t;
+    perf.sinceNavigationMs = performance.now();
+    perf.moduleStartMs = startedAt;
+    window.addEventListener('hashchange', () => {
+      collapse();
+      applyURL();
+      render();
+    });
+    const gen = ds.generated ? formatDate(ds.generated) : null;
+    setText($('generated'), `${plural(items.length, 'configuration', 'configurations')}${gen && gen !== '—' ? `, data generated ${gen}` : ''}.`);
+  }
+
+  return { start, perf, state: () => JSON.parse(JSON.stringify(st)), defaultTarget: DEFAULT_TARGET };
+}
+
+async function main() {
+  let ds;
+  try {
+    ds = normaliseDataset(await loadDataset());
+  } catch (err) {
+    const box = document.getElementById('load-error');
+    box.hidden = false;
+    box.textContent = `The results could not be loaded: ${err.message}`;
+    window.vlmfleetExplorer = { ready: false, error: String(err.message) };
+    return;
+  }
+  const x = createExplorer(ds);
+  x.start();
+  // A handle for scripts and the browser tests: timings and the view state.
+  window.vlmfleetExplorer = { ready: true, perf: x.perf, state: x.state };
+  document.documentElement.dataset.ready = 'true';
+}
+
+main();
