@@ -31,6 +31,7 @@ type jobRun struct {
 	progressMu   sync.Mutex
 	inFlight     atomic.Int64
 	level        atomic.Int64
+	comboIdx     atomic.Int64
 }
 
 // runJob measures one job. Failures of the job (an unknown deployment, an
@@ -148,6 +149,7 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 	hooks := loadgen.Hooks{
 		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
 			j.level.Store(int64(pc.Cameras))
+			j.comboIdx.Store(int64(idx))
 			phase := protocol.PhaseMeasure
 			if warmup {
 				phase = protocol.PhaseWarmup
@@ -165,7 +167,7 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 				mean *= speedup
 			}
 			j.progress(protocol.Progress{
-				Phase: protocol.PhaseMeasure, Combo: k, ComboN: len(plan),
+				Phase: protocol.PhaseMeasure, Combo: k, ComboIdx: int(j.comboIdx.Load()), ComboN: len(plan),
 				Done: p.Done, Failed: p.Failed, Total: p.Total, InFlight: p.InFlight,
 				LastTTFT: last, MeanTTFT: mean,
 			}, p.Done+p.Failed == p.Total)

@@ -62,9 +62,11 @@ type Workload struct {
 	Cameras          []int    `json:"cameras"`
 	RequestsPerLevel int      `json:"requests_per_level"`
 
-	MultiImageSizes    []string `json:"multi_image_sizes,omitempty"`
-	ImagesPerRequest   []int    `json:"images_per_request,omitempty"`
-	MultiImageRequests int      `json:"multi_image_requests,omitempty"`
+	// The multi-image family is always written out, so that an empty list
+	// means "none" rather than "the default".
+	MultiImageSizes    []string `json:"multi_image_sizes"`
+	ImagesPerRequest   []int    `json:"images_per_request"`
+	MultiImageRequests int      `json:"multi_image_requests"`
 
 	// WarmupRequests is the number of requests each camera sends before every
 	// combination; their figures are discarded.

@@ -155,7 +155,19 @@ func keyIs(raw []byte, name string) bool {
 		}
 		return bytes.EqualFold([]byte(k), []byte(name))
 	}
+	if len(raw) != len(name) && !hasNonASCII(raw) {
+		return false // only non-ASCII letters can fold to a different length
+	}
 	return bytes.EqualFold(raw, []byte(name))
+}
+
+func hasNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }
 
 // stringValue is the text of a JSON string value, "" for anything else.
@@ -285,38 +297,42 @@ func (s *jscan) array(fn func() error) error {
 }
 
 // str skips a string, escapes and all, checking it as encoding/json does.
+// It runs over most of every chunk's bytes, so it keeps its index local.
 func (s *jscan) str() error {
-	s.i++ // opening quote
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
+	b := s.b
+	i := s.i + 1 // past the opening quote
+	for i < len(b) {
+		c := b[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			s.i = i + 1
 			return nil
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
+		case '\\':
+			if i+1 >= len(b) {
 				return errBadJSON
 			}
-			switch s.b[s.i+1] {
+			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
 			case 'u':
-				if s.i+6 > len(s.b) {
+				if i+6 > len(b) {
 					return errBadJSON
 				}
-				for _, h := range s.b[s.i+2 : s.i+6] {
+				for _, h := range b[i+2 : i+6] {
 					if !isHex(h) {
 						return errBadJSON
 					}
 				}
-				s.i += 6
+				i += 6
 			default:
 				return errBadJSON
 			}
-		case c < 0x20:
+		default: // a control character
 			return errBadJSON
-		default:
-			s.i++
 		}
 	}
 	return errBadJSON

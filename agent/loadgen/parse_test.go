@@ -272,3 +272,23 @@ func FuzzSSEScanner(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseChunk is the per-token cost of reading one vLLM chunk.
+func BenchmarkParseChunk(b *testing.B) {
+	chunk := []byte(`{"id":"chatcmpl-8f2a","object":"chat.completion.chunk","created":1732890000,"model":"Qwen/Qwen2.5-VL-7B-Instruct","choices":[{"index":0,"delta":{"content":" street"},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("scanner", func(b *testing.B) {
+		var ci chunkInfo
+		for b.Loop() {
+			if err := parseChunk(chunk, &ci); err != nil || !ci.token {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if ci, err := refChunk(chunk); err != nil || !ci.token {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -154,7 +154,8 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	if err := ctx.Err(); err != nil {
 		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
 	}
-	c.WallSec = c.FinishedAt.Sub(c.StartedAt).Seconds()
+	c.WallSec = c.FinishedAt.Sub(c.StartedAt).Seconds() // on the monotonic clock
+	c.StartedAt, c.FinishedAt = c.StartedAt.UTC(), c.FinishedAt.UTC()
 	c.MaxInFlight = int(maxInFlight.Load())
 	summarize(&c, recs)
 	return c, nil

@@ -65,7 +65,7 @@ func Simulate(p Profile, contention float64, sw Sweep, seed uint64) (SweepResult
 		default:
 			return
 		}
-		owner[m.submit(pixels, sw.MaxTokens)] = c
+		owner[m.submit(pixels, sw.MaxTokens, 0)] = c
 	}
 	for c := range cams {
 		cams[c].warm = sw.Warmup

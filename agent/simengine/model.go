@@ -149,10 +149,17 @@ func newModel(p Profile, contention float64, seed uint64) *model {
 
 func (m *model) jitter() float64 { return 1 + jitter*(2*m.rng.Float64()-1) }
 
-// submit adds a request at the model's current time.
-func (m *model) submit(pixels []int, tokens int) *job {
+// submit adds a request at the model's current time. elapsed is how long
+// (in simulated seconds) the request had already been with the server: if
+// nothing was ahead of it, its prefill is credited with that time, so the
+// server's own parsing does not add to the modelled response time.
+func (m *model) submit(pixels []int, tokens int, elapsed float64) *job {
 	w := m.costs.prefill(pixels) * m.jitter()
-	j := &job{arrive: m.now, work: w, prefill: w, tokens: max(1, tokens), speed: m.jitter(), firstAt: -1, doneAt: -1}
+	j := &job{arrive: m.now - max(elapsed, 0), work: w, prefill: w, tokens: max(1, tokens), speed: m.jitter(), firstAt: -1, doneAt: -1}
+	if elapsed > 0 && len(m.prefillQ) == 0 {
+		rate := 1 / (1 + m.contention*float64(len(m.decoding)))
+		j.work = max(w-elapsed*rate, w*1e-6)
+	}
 	m.prefillQ = append(m.prefillQ, j)
 	return j
 }

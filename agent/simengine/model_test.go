@@ -23,7 +23,7 @@ func TestModelQueues(t *testing.T) {
 	t.Run("llama.cpp on a Jetson serves prefill first come first served", func(t *testing.T) {
 		p := mustLookup(t, "Jetson AGX Orin", "Qwen3-VL-4B-Instruct", "Q8_0", "llama.cpp")
 		m := newModel(p, 0, 1)
-		a, b := m.submit(px, 4), m.submit(px, 4)
+		a, b := m.submit(px, 4, 0), m.submit(px, 4, 0)
 		runUntilIdle(t, m)
 		// With no contention the second waits exactly for the first.
 		if math.Abs(b.firstAt-a.firstAt-b.prefill) > 1e-6 {
@@ -36,7 +36,7 @@ func TestModelQueues(t *testing.T) {
 	t.Run("vLLM batches prefill", func(t *testing.T) {
 		p := mustLookup(t, "RTX PRO 6000", "Qwen3-VL-4B-Instruct", "BF16", "vLLM")
 		m := newModel(p, 0, 1)
-		jobs := []*job{m.submit(px, 2), m.submit(px, 2), m.submit(px, 2), m.submit(px, 2)}
+		jobs := []*job{m.submit(px, 2, 0), m.submit(px, 2, 0), m.submit(px, 2, 0), m.submit(px, 2, 0)}
 		runUntilIdle(t, m)
 		alone := p.costs().prefill(px)
 		for i, j := range jobs {
@@ -49,13 +49,13 @@ func TestModelQueues(t *testing.T) {
 	t.Run("decoding streams slow each other", func(t *testing.T) {
 		p := mustLookup(t, "Jetson Orin NX", "Gemma-4-E2B-it", "", "")
 		m := newModel(p, 0, 1)
-		one := m.submit(nil, 100)
+		one := m.submit(nil, 100, 0)
 		runUntilIdle(t, m)
 		alone := one.doneAt - one.firstAt
 		m2 := newModel(p, 0, 1)
 		var many []*job
 		for range 4 {
-			many = append(many, m2.submit(nil, 100))
+			many = append(many, m2.submit(nil, 100, 0))
 		}
 		runUntilIdle(t, m2)
 		if d := many[3].doneAt - many[3].firstAt; d < 1.2*alone {
@@ -65,8 +65,8 @@ func TestModelQueues(t *testing.T) {
 	t.Run("a removed request stops costing time", func(t *testing.T) {
 		p := mustLookup(t, "Jetson AGX Orin", "Qwen3-VL-4B-Instruct", "Q8_0", "llama.cpp")
 		m := newModel(p, 0, 1)
-		a := m.submit(px, 4)
-		b := m.submit(px, 4)
+		a := m.submit(px, 4, 0)
+		b := m.submit(px, 4, 0)
 		m.advance(0.1, nil)
 		m.remove(a)
 		runUntilIdle(t, m)

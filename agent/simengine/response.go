@@ -12,12 +12,12 @@ import (
 
 // serveChat answers a validated request once the model lets it: streaming
 // token by token as the model writes them, or all at once.
-func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parsedRequest) {
+func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parsedRequest, arrived time.Time) {
 	id := fmt.Sprintf("chatcmpl-sim%012x", s.ids.Add(1))
 	created := time.Now().Unix()
 	prompt := s.promptTokens(req)
 	notify := make(chan struct{}, 1)
-	j := s.submit(req, notify)
+	j := s.submit(req, notify, arrived)
 	llama := s.p.Engine == EngineLlamaCpp
 	c := chunker{id: id, created: created, model: s.opt.ServedName, llama: llama, words: s.words}
 

@@ -173,6 +173,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &requestError{code: http.StatusMethodNotAllowed, msg: "use POST"})
 		return
 	}
+	arrived := time.Now()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -198,7 +199,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &requestError{code: http.StatusInternalServerError, msg: fmt.Sprintf("simulated failure of request %d (FailEvery %d)", n, s.opt.FailEvery)})
 		return
 	}
-	s.serveChat(r.Context(), w, req)
+	s.serveChat(r.Context(), w, req, arrived)
 }
 
 // promptTokens is what the request reads, images included.
@@ -212,7 +213,7 @@ func (s *Server) promptTokens(req parsedRequest) int {
 
 // submit enters a request into the model; notify is called (with s.mu held)
 // whenever its state may have changed.
-func (s *Server) submit(req parsedRequest, notify chan struct{}) *job {
+func (s *Server) submit(req parsedRequest, notify chan struct{}, arrived time.Time) *job {
 	pixels := make([]int, len(req.images))
 	for i, d := range req.images {
 		pixels[i] = d.X * d.Y
@@ -220,7 +221,9 @@ func (s *Server) submit(req parsedRequest, notify chan struct{}) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.advance(s.simNow(), func(j *job) { wake(j) })
-	j := s.m.submit(pixels, req.maxTokens)
+	// Reading and parsing the body took real time that the calibrated
+	// delays already include: a device's TTFT counts its own parsing too.
+	j := s.m.submit(pixels, req.maxTokens, time.Since(arrived).Seconds()*s.speedup)
 	j.notify = func() {
 		select {
 		case notify <- struct{}{}:

@@ -20,6 +20,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/loadgen"
+	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -331,24 +332,16 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// maxCameras is the explorer's Max Cameras over one size's one-image
-// combinations: the highest measured level whose mean TTFT meets the target
-// with no failure; plus is set when that is the highest level tested.
-func maxCameras(combos []protocol.Combination, size string, target float64) (best int, plus, measured bool) {
-	highest := 0
-	for _, cb := range combos {
-		if cb.Size != size || cb.Images != 1 {
-			continue
-		}
-		measured = true
-		if cb.Cameras > highest {
-			highest = cb.Cameras
-		}
-		if cb.Completed > 0 && cb.Failed == 0 && cb.TTFT.Mean <= target && cb.Cameras > best {
-			best = cb.Cameras
+// benchPoints turns the run into the explorer's points, so that bench and
+// the explorer compute Max Cameras with one rule.
+func benchPoints(run *protocol.Run) []explorer.Point {
+	ds := explorer.Aggregate([]protocol.Run{*run}, time.Now())
+	for _, r := range ds.Rows {
+		if r.Run.ID == run.ID {
+			return r.Points
 		}
 	}
-	return best, best > 0 && best == highest, measured
+	return nil
 }
 
 func printBenchSummary(w io.Writer, run *protocol.Run, target float64) {
@@ -371,16 +364,12 @@ func printBenchSummary(w io.Writer, run *protocol.Run, target float64) {
 	for _, s := range protocol.ImageSizes() {
 		sizes = append(sizes, s.Name)
 	}
+	points := benchPoints(run)
 	for _, s := range sizes {
-		best, plus, measured := maxCameras(run.Combinations, s, target)
-		if !measured {
+		if !explorer.Measured(points, s, 1) {
 			continue
 		}
-		v := strconv.Itoa(best)
-		if plus {
-			v += "+"
-		}
-		fmt.Fprintf(w, "  %-6s %s\n", s, v)
+		fmt.Fprintf(w, "  %-6s %s\n", s, explorer.MaxCamerasLabel(explorer.MaxCameras(points, s, 1, target)))
 	}
 }
 

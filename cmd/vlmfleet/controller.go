@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/rs/zerolog"
+
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/explorer"
 )
 
-// explorerHandler is the web explorer mounted at "/" of the controller.
-// EXPLORER MOUNT POINT: return explorer.NewHandler(...) here; nil serves a
-// placeholder page linking /live and /api/runs.
-func explorerHandler(c *controller.Controller) http.Handler {
-	return nil
+// explorerHandler is the web explorer mounted at "/" of the controller,
+// built from the runs in the controller's store.
+func explorerHandler(c *controller.Controller, log zerolog.Logger) http.Handler {
+	return explorer.NewHandler(c.Store(), log)
 }
 
 func cmdController(ctx context.Context, c *cli, args []string) error {
@@ -35,7 +37,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	// The explorer needs the controller's store, so it is mounted after New.
-	ctl.SetExplorer(explorerHandler(ctl))
+	ctl.SetExplorer(explorerHandler(ctl, c.log))
 	if err := ctl.Start(ctx); err != nil {
 		_ = ctl.Close()
 		return err

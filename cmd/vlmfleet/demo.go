@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/agent"
 	"github.com/vlmfleet/vlmfleet/controller"
@@ -59,19 +60,24 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		dir = tmp
 	}
 
-	src := &lazyRuns{}
+	// The parts log only what goes wrong, so that the progress bars stay
+	// readable; VLMFLEET_LOG_LEVEL=debug shows everything.
+	quiet := c.log
+	if c.getenv("VLMFLEET_LOG_LEVEL") == "" {
+		quiet = c.log.Level(zerolog.WarnLevel)
+	}
 	ctrl, err := controller.New(controller.Options{
 		DataDir:    dir,
 		NATSListen: "127.0.0.1:-1",
 		HTTPAddr:   *httpAddr,
-		Explorer:   explorer.NewHandler(src, c.log),
-		Log:        c.log,
+		Log:        quiet.With().Str("component", "controller").Logger(),
+		Version:    c.version,
 	})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
-	src.set(ctrl.Store())
+	ctrl.SetExplorer(explorerHandler(ctrl, quiet))
 	if err := ctrl.Start(ctx); err != nil {
 		return fmt.Errorf("start controller: %w", err)
 	}
@@ -89,7 +95,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		a, err := agent.New(agent.Config{
 			ID: d.id, NATSURL: ctrl.NATSURL(), Deployments: deps,
 			Simulate: d.device, SimSpeedup: *speedup, LogDir: dir,
-		}, agent.Options{Log: c.log.With().Str("component", "agent").Logger(), Version: c.version, Getenv: c.getenv})
+		}, agent.Options{Log: quiet.With().Str("component", "agent").Logger(), Version: c.version, Getenv: c.getenv})
 		if err != nil {
 			return err
 		}
@@ -143,24 +149,6 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintln(c.stdout, "Serving until Ctrl-C.")
 	<-ctx.Done()
 	return nil
-}
-
-// lazyRuns lets the explorer be built before the controller's store exists.
-type lazyRuns struct {
-	mu  sync.Mutex
-	src explorer.RunSource
-}
-
-func (l *lazyRuns) set(s explorer.RunSource) { l.mu.Lock(); l.src = s; l.mu.Unlock() }
-
-func (l *lazyRuns) Runs(ctx context.Context) ([]protocol.Run, error) {
-	l.mu.Lock()
-	s := l.src
-	l.mu.Unlock()
-	if s == nil {
-		return nil, errors.New("store not open yet")
-	}
-	return s.Runs(ctx)
 }
 
 // submitWhenReady submits a sweep once its agent has announced itself: the
