@@ -112,6 +112,9 @@ type RowView struct {
 	MaxCameras      int    `json:"max_cameras"`
 	Plus            bool   `json:"plus"`
 	MaxCamerasLabel string `json:"max_cameras_label"`
+	// Measured is false when the row has no measurement with the selected
+	// images per camera (it is shown, as on the page, with no figures).
+	Measured bool `json:"measured"`
 	// Pass is whether the response time at the selected cameras meets the target.
 	Pass        bool     `json:"pass"`
 	Explanation []string `json:"explanation"`
@@ -128,10 +131,13 @@ type RowsResponse struct {
 func Select(ds Dataset, q Query) RowsResponse {
 	out := RowsResponse{Query: q, Rows: []RowView{}}
 	for _, r := range ds.Rows {
-		p, ok := FindPoint(r.Points, q.Size, q.Images, q.Cameras)
-		if !ok {
+		// As on the page: the rows are those measured at the selected size
+		// and cameras; Images per Camera is an assumption that recomputes
+		// the figures and leaves the rows in place.
+		if !measuredAt(r.Points, q.Size, q.Cameras) {
 			continue
 		}
+		p, ok := FindPoint(r.Points, q.Size, q.Images, q.Cameras)
 		max, plus := MaxCameras(r.Points, q.Size, q.Images, q.Target)
 		expl := r.Explanation
 		if expl == nil {
@@ -142,7 +148,8 @@ func Select(ds Dataset, q Query) RowsResponse {
 			Engine: r.Engine, Device: r.Device, Simulated: r.Simulated, Source: r.Source,
 			Completed: p.Completed, Failed: p.Failed,
 			MaxCameras: max, Plus: plus, MaxCamerasLabel: MaxCamerasLabel(max, plus),
-			Pass:        Passes(p, q.Target),
+			Measured:    ok,
+			Pass:        ok && Passes(p, q.Target),
 			Explanation: expl,
 		}
 		if p.Completed > 0 {
@@ -151,4 +158,15 @@ func Select(ds Dataset, q Query) RowsResponse {
 		out.Rows = append(out.Rows, v)
 	}
 	return out
+}
+
+// measuredAt reports whether any point was measured at size and cameras,
+// whatever its image count.
+func measuredAt(points []Point, size string, cameras int) bool {
+	for _, p := range points {
+		if p.Size == size && p.Cameras == cameras {
+			return true
+		}
+	}
+	return false
 }

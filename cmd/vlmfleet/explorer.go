@@ -210,6 +210,9 @@ func writeTable(w io.Writer, res explorer.RowsResponse) error {
 			sim++
 		}
 		ttft, tps := "all failed", "-"
+		if !r.Measured {
+			ttft, result = "not measured", "-"
+		}
 		if r.TTFT != nil && r.TPS != nil {
 			ttft, tps = explorer.FormatSeconds(*r.TTFT)+" s", explorer.FormatTPS(*r.TPS)
 		}
