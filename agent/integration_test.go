@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent"
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -33,6 +35,7 @@ func TestLabEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
+	ctrl.SetExplorer(explorer.NewHandler(ctrl.Store(), log))
 	if err := ctrl.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +158,29 @@ func TestLabEndToEnd(t *testing.T) {
 	getJSON(t, ctrl.HTTPURL()+"/api/runs", &list)
 	if len(list) != 1 || !list[0].Simulated {
 		t.Fatalf("/api/runs = %d runs (simulated %v), want the one simulated run", len(list), len(list) > 0 && list[0].Simulated)
+	}
+
+	// The explorer, mounted in the controller, shows the run as a simulated row.
+	var ds explorer.Dataset
+	getJSON(t, ctrl.HTTPURL()+"/api/explorer/data", &ds)
+	if len(ds.Rows) != 1 || !ds.Rows[0].Simulated || ds.SimulatedRows != 1 || ds.Rows[0].Device != device {
+		t.Fatalf("explorer data: %+v", ds)
+	}
+	if got := len(ds.Rows[0].Points); got != len(w.Plan()) {
+		t.Fatalf("explorer row has %d points, want %d", got, len(w.Plan()))
+	}
+	var rows explorer.RowsResponse
+	getJSON(t, ctrl.HTTPURL()+"/api/explorer/rows?size=720p&cameras=2&images=1&target=30", &rows)
+	if len(rows.Rows) != 1 || rows.Rows[0].MaxCamerasLabel != "2+" {
+		t.Fatalf("explorer rows at 2 cameras, 30 s: %+v", rows.Rows)
+	}
+	resp, err := http.Get(ctrl.HTTPURL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET / = %s %s, want the explorer page", resp.Status, resp.Header.Get("Content-Type"))
 	}
 }
 

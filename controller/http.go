@@ -34,6 +34,9 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /live", c.handleLivePage)
 	if c.opt.Explorer != nil {
 		mux.Handle("/", c.opt.Explorer)
+		// The explorer owns its API paths; the more specific pattern wins
+		// over the catch-all "/api/" 404 above.
+		mux.Handle("/api/explorer/", c.opt.Explorer)
 	} else {
 		mux.HandleFunc("GET /{$}", handlePlaceholder)
 	}

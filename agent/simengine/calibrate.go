@@ -3,12 +3,14 @@ package simengine
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Sweep describes a closed-loop measurement as the seed's method runs it:
-// every camera sends Warmup discarded requests, then the cameras share
+// Sweep describes a closed-loop measurement as the seed's method (and the
+// agent's load generator) runs it: all cameras send Warmup discarded
+// requests each, and once every one of them has ended, the cameras share
 // Requests measured ones, each sending its next as soon as its previous
 // answer has ended.
 type Sweep struct {
@@ -18,6 +20,10 @@ type Sweep struct {
 	Requests  int
 	Warmup    int
 	MaxTokens int
+	// Gap is the most simulated seconds a client takes between an answer's
+	// end and its next request (drawn uniformly per request); it is what
+	// desynchronises real cameras. 0 means defaultGap.
+	Gap float64
 }
 
 // SweepResult holds the means of the measured requests, in simulated seconds.
@@ -26,10 +32,18 @@ type SweepResult struct {
 	TPS  float64
 }
 
+// defaultGap is a real client's turnaround on a real device: well under a
+// millisecond of reading the last chunk and writing the next request.
+const defaultGap = 0.0005
+
 // Simulate runs a sweep through the profile's model in virtual time, with
-// the given contention: deterministic and instant, the reference that the
-// calibration test and FitContention use.
+// the given contention: deterministic for a seed and instant, the reference
+// that the calibration test and FitContention use.
 func Simulate(p Profile, contention float64, sw Sweep, seed uint64) (SweepResult, error) {
+	return simulate(p, knobsFor(p), contention, sw, seed)
+}
+
+func simulate(p Profile, k knobs, contention float64, sw Sweep, seed uint64) (SweepResult, error) {
 	size, err := protocol.LookupImageSize(sw.Size)
 	if err != nil {
 		return SweepResult{}, err
@@ -40,41 +54,58 @@ func Simulate(p Profile, contention float64, sw Sweep, seed uint64) (SweepResult
 	if sw.MaxTokens <= 0 {
 		sw.MaxTokens = defaultMaxTokens
 	}
+	if sw.Gap <= 0 {
+		sw.Gap = defaultGap
+	}
 	pixels := make([]int, sw.Images)
 	for i := range pixels {
 		pixels[i] = size.Width * size.Height
 	}
 	m := newModel(p, contention, seed)
-	type cam struct {
-		warm     int
-		measured bool
-	}
-	cams := make([]cam, sw.Cameras)
-	owner := map[*job]int{}
-	left := sw.Requests
-	var sumTTFT, sumTPS float64
-	var n int
-	send := func(c int) {
-		switch {
-		case cams[c].warm > 0:
-			cams[c].warm--
-			cams[c].measured = false
-		case left > 0:
-			left--
-			cams[c].measured = true
-		default:
-			return
+	m.k = k
+	gaps := newGapRand(seed)
+	if sw.Warmup > 0 {
+		if _, err := runLoop(m, gaps, sw, pixels, sw.Warmup*sw.Cameras); err != nil {
+			return SweepResult{}, fmt.Errorf("simulate: warm-up: %w", err)
 		}
-		owner[m.submit(pixels, sw.MaxTokens, 0)] = c
 	}
-	for c := range cams {
-		cams[c].warm = sw.Warmup
-		send(c)
+	done, err := runLoop(m, gaps, sw, pixels, sw.Requests)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("simulate: %w", err)
 	}
-	for len(owner) > 0 {
+	var r SweepResult
+	for _, j := range done {
+		r.TTFT += j.firstAt - j.arrive
+		if j.tokens > 1 && j.doneAt > j.firstAt {
+			r.TPS += float64(j.tokens-1) / (j.doneAt - j.firstAt)
+		}
+	}
+	r.TTFT /= float64(len(done))
+	r.TPS /= float64(len(done))
+	return r, nil
+}
+
+// runLoop runs total requests through m from its current time, the
+// cameras all starting together (each after its own client gap), and
+// returns them once every one has ended.
+func runLoop(m *model, gaps *rand.Rand, sw Sweep, pixels []int, total int) ([]*job, error) {
+	gap := func() float64 { return sw.Gap * gaps.Float64() }
+	// due[c] is when camera c sends its next request; +Inf while one is in
+	// flight or when it has nothing left to send.
+	due := make([]float64, sw.Cameras)
+	for c := range due {
+		due[c] = m.now + gap()
+	}
+	owner := map[*job]int{}
+	var done []*job
+	sent := 0
+	for len(done) < total {
 		t := m.nextEvent(false)
+		for _, d := range due {
+			t = math.Min(t, d)
+		}
 		if math.IsInf(t, 1) {
-			return SweepResult{}, fmt.Errorf("simulate: model stalled with %d requests in flight", len(owner))
+			return nil, fmt.Errorf("model stalled with %d requests in flight", len(owner))
 		}
 		var finished []*job
 		m.advance(t, func(j *job) {
@@ -85,33 +116,75 @@ func Simulate(p Profile, contention float64, sw Sweep, seed uint64) (SweepResult
 		for _, j := range finished {
 			c := owner[j]
 			delete(owner, j)
-			if cams[c].measured {
-				sumTTFT += j.firstAt - j.arrive
-				if j.tokens > 1 && j.doneAt > j.firstAt {
-					sumTPS += float64(j.tokens-1) / (j.doneAt - j.firstAt)
-				}
-				n++
+			done = append(done, j)
+			due[c] = m.now + gap()
+		}
+		for c, d := range due {
+			if d > m.now {
+				continue
 			}
-			send(c)
+			due[c] = math.Inf(1)
+			if sent < total {
+				sent++
+				owner[m.submit(pixels, sw.MaxTokens)] = c
+			}
 		}
 	}
-	return SweepResult{TTFT: sumTTFT / float64(n), TPS: sumTPS / float64(n)}, nil
+	return done, nil
 }
 
 // defaultMaxTokens is the method's answer length and the engines' default here.
 const defaultMaxTokens = 128
 
-// calibrationSeed fixes the jitter of the calibration runs.
+// calibrationRuns are the (seed, client gap) pairs a camera level is
+// simulated with: real devices' sub-millisecond client turnaround, and the
+// tens of simulated milliseconds that the same turnaround becomes on a
+// simulated server sped up 40 times. How far apart they land says how
+// much a real run's noise can move a level.
+func calibrationRuns() []struct {
+	seed uint64
+	gap  float64
+} {
+	return []struct {
+		seed uint64
+		gap  float64
+	}{{1, defaultGap}, {2, defaultGap}, {3, 0.02}, {4, 0.04}, {5, 0.08}, {6, 0.12}}
+}
+
+// calibrationSeed fixes the jitter of the single-camera calibration runs.
 const calibrationSeed = 1
 
-// levelTTFT is the simulated mean TTFT of the seed's sweep at a camera level
-// (720p, one image).
-func levelTTFT(p Profile, contention float64, cams int) float64 {
-	r, err := Simulate(p, contention, Sweep{Size: "720p", Images: 1, Cameras: cams, Requests: p.RequestsPerLevel(), Warmup: 1}, calibrationSeed)
-	if err != nil {
-		return math.Inf(1)
+// levelStats runs the seed's sweep at a camera level (720p, one image)
+// once per calibrationRuns and returns the mean, lowest and highest TTFT.
+func levelStats(p Profile, contention float64, cams int) (mean, lo, hi float64) {
+	runs := calibrationRuns()
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, run := range runs {
+		r, err := Simulate(p, contention, Sweep{Size: "720p", Images: 1, Cameras: cams, Requests: p.RequestsPerLevel(), Warmup: 1, Gap: run.gap}, run.seed)
+		if err != nil {
+			return math.Inf(1), math.Inf(1), math.Inf(1)
+		}
+		mean += r.TTFT
+		lo, hi = math.Min(lo, r.TTFT), math.Max(hi, r.TTFT)
 	}
-	return r.TTFT
+	return mean / float64(len(runs)), lo, hi
+}
+
+// levelTTFT is the mean of levelStats.
+func levelTTFT(p Profile, contention float64, cams int) float64 {
+	m, _, _ := levelStats(p, contention, cams)
+	return m
+}
+
+// worstTTFT is the run of levelStats least favourable to a constraint: the
+// highest TTFT where it must stay within its target, the lowest where it
+// must not.
+func worstTTFT(p Profile, contention float64, c constraint) float64 {
+	_, lo, hi := levelStats(p, contention, c.cams)
+	if c.le {
+		return hi
+	}
+	return lo
 }
 
 // MaxCameras reads Max Cameras the way the explorer does: the highest
@@ -147,53 +220,35 @@ func (p Profile) constraints() []constraint {
 	return out
 }
 
+// contentionRange bounds the fitted contention: at the top a decoding
+// stream takes at most three quarters of the device from a prefill (which
+// keeps going, if slowly: no request waits for a whole answer), at the
+// bottom a prefill still leaves the streams a little of it (no answer stops
+// while images are read).
+func contentionRange() (lo, hi float64) { return 0.05, 3 }
+
 // FitContention finds the contention that reproduces the profile's Max
-// Cameras readings with the widest margin, or hits its published load
-// points. ok is false when no contention reproduces the readings.
+// Cameras readings in every calibration run with the widest margin, or
+// hits its published load points. ok is false when no contention
+// reproduces the readings.
+//
+// A closed loop is not monotonic in the contention (a little of it keeps
+// the cameras apart, much of it slows them all), so the range is scanned on
+// a logarithmic grid rather than bisected.
 func FitContention(p Profile) (x float64, ok bool, why string) {
-	const hi = 64.0
+	lo, hi := contentionRange()
+	const steps = 48
+	grid := make([]float64, steps)
+	for i := range grid {
+		grid[i] = lo * math.Pow(hi/lo, float64(i)/float64(steps-1))
+	}
 	cons := p.constraints()
-	holds := func(x float64, le bool) bool {
-		for _, c := range cons {
-			if c.le == le && (levelTTFT(p, x, c.cams) <= c.target) != le {
-				return false
-			}
-		}
-		return true
-	}
-	// ≤ constraints hold below xHi, > constraints above xLo.
-	if !holds(0, true) {
-		return 0, false, "too slow even without contention"
-	}
-	if !holds(hi, false) {
-		return hi, false, "too fast even at the highest contention"
-	}
-	xHi, xLo := hi, 0.0
-	if !holds(hi, true) {
-		xHi = bisect(0, hi, func(x float64) bool { return holds(x, true) })
-	}
-	if !holds(0, false) {
-		xLo = bisectUp(0, hi, func(x float64) bool { return holds(x, false) })
-	}
-	if xLo >= xHi {
-		return xLo, false, fmt.Sprintf("no contention fits: needs > %.3g and ≤ %.3g", xLo, xHi)
-	}
-	for _, lp := range p.LoadPoints {
-		x := bisect(xLo, xHi, func(x float64) bool { return levelTTFT(p, x, lp.Cameras) <= lp.TTFT })
-		return x, true, fmt.Sprintf("load point %d cameras %.2fs", lp.Cameras, lp.TTFT)
-	}
-	var le, gt []constraint
-	for _, c := range cons {
-		if c.le {
-			le = append(le, c)
-		} else {
-			gt = append(gt, c)
-		}
-	}
+	// margin is the worst run's relative distance to the targets of cs, on
+	// the right side (negative on the wrong one).
 	margin := func(x float64, cs []constraint) float64 {
 		m := math.Inf(1)
 		for _, c := range cs {
-			v := levelTTFT(p, x, c.cams)
+			v := worstTTFT(p, x, c)
 			if c.le {
 				m = math.Min(m, c.target/v-1)
 			} else {
@@ -201,6 +256,55 @@ func FitContention(p Profile) (x float64, ok bool, why string) {
 			}
 		}
 		return m
+	}
+	var fits []float64
+	for _, x := range grid {
+		if margin(x, cons) >= 0 {
+			fits = append(fits, x)
+		}
+	}
+	if len(fits) == 0 {
+		best := grid[0]
+		for _, x := range grid {
+			if margin(x, cons) > margin(best, cons) {
+				best = x
+			}
+		}
+		return best, false, fmt.Sprintf("no contention in [%g, %g] fits: at best %.1f%% off", lo, hi, -100*margin(best, cons))
+	}
+	// closest picks the fitting contention whose mean TTFT at a level is
+	// nearest a wanted figure, refined between grid points.
+	closest := func(cams int, want float64) float64 {
+		best := fits[0]
+		for _, x := range fits {
+			if math.Abs(levelTTFT(p, x, cams)-want) < math.Abs(levelTTFT(p, best, cams)-want) {
+				best = x
+			}
+		}
+		step := math.Pow(hi/lo, 1/float64(steps-1))
+		a, b := math.Max(lo, best/step), math.Min(hi, best*step)
+		if (levelTTFT(p, a, cams) <= want) == (levelTTFT(p, b, cams) <= want) {
+			return best
+		}
+		x := bisect(a, b, func(x float64) bool { return levelTTFT(p, x, cams) <= want })
+		if margin(x, cons) < 0 {
+			return best
+		}
+		return x
+	}
+	for _, lp := range p.LoadPoints {
+		return closest(lp.Cameras, lp.TTFT), true, fmt.Sprintf("load point %d cameras %.2fs", lp.Cameras, lp.TTFT)
+	}
+	// A single camera's margin does not move with contention.
+	var le, gt []constraint
+	for _, c := range cons {
+		switch {
+		case c.cams == 1:
+		case c.le:
+			le = append(le, c)
+		default:
+			gt = append(gt, c)
+		}
 	}
 	switch {
 	case len(gt) == 0 && len(le) > 0 && p.Targets[0].Plus:
@@ -213,33 +317,43 @@ func FitContention(p Profile) (x float64, ok bool, why string) {
 			ratio = 4.4
 		}
 		want := math.Min(p.TTFT720*ratio, 0.8*p.Targets[0].TargetS)
-		x := bisect(0, xHi, func(x float64) bool { return levelTTFT(p, x, top) <= want })
-		return x, true, fmt.Sprintf("plus: %d cameras aimed at %.2fs", top, want)
-	case len(gt) == 0 || math.IsInf(margin(xLo, le), 1):
-		// No level is both measured and contended (Max Cameras 0 or 1 at
-		// every contention up to the bound): any contention reproduces it.
-		return math.Min(1, (xLo+xHi)/2), true, "unconstrained"
+		return closest(top, want), true, fmt.Sprintf("plus: %d cameras aimed at %.2fs", top, want)
+	case len(gt) == 0:
+		// No level beyond one camera decides a reading (Max Cameras 0):
+		// any contention reproduces it; take the one closest to an even
+		// share of the device.
+		x := fits[0]
+		for _, f := range fits {
+			if math.Abs(math.Log(f)) < math.Abs(math.Log(x)) {
+				x = f
+			}
+		}
+		return x, true, "unconstrained"
 	}
 	// Balance the margins of the passing and the failing levels, but ask no
-	// more than maxMargin of the failing one: the least contention that
-	// gives it keeps the model's behaviour beyond the measured levels sane.
+	// more than maxMargin of the failing one (more would bend the model's
+	// behaviour beyond the measured levels); among the contentions within
+	// half a point of the best balance, take the widest margins in sum.
 	const maxMargin = 0.25
-	// A single camera's margin does not move with contention: balance
-	// against the levels that do.
-	var leLoaded []constraint
-	for _, c := range le {
-		if c.cams > 1 {
-			leLoaded = append(leLoaded, c)
+	pass := func(x float64) float64 { return margin(x, le) }
+	if len(le) == 0 {
+		pass = func(float64) float64 { return maxMargin }
+	}
+	fail := func(x float64) float64 { return math.Min(maxMargin, margin(x, gt)) }
+	best := math.Inf(-1)
+	for _, x := range fits {
+		best = math.Max(best, math.Min(pass(x), fail(x)))
+	}
+	x = math.NaN()
+	for _, f := range fits {
+		if math.Min(pass(f), fail(f)) >= best-0.005 && (math.IsNaN(x) || pass(f)+fail(f) > pass(x)+fail(x)+1e-9) {
+			x = f
 		}
 	}
-	x = bisect(xLo, xHi, func(x float64) bool { return margin(x, leLoaded) >= margin(x, gt) })
-	want := math.Min(maxMargin, math.Min(margin(x, leLoaded), margin(x, gt)))
-	if margin(xLo, gt) < want {
-		x = bisectUp(xLo, x, func(x float64) bool { return margin(x, gt) >= want })
-	} else {
-		x = xLo
+	if !math.IsNaN(x) {
+		return x, true, fmt.Sprintf("worst-run margins %.1f%% pass (2+ cameras), %.1f%% fail", 100*margin(x, le), 100*margin(x, gt))
 	}
-	return x, true, fmt.Sprintf("margins %.1f%% pass, %.1f%% fail", 100*margin(x, le), 100*margin(x, gt))
+	return fits[0], true, "unreachable"
 }
 
 // bisect returns the largest x in [lo, hi] where ok holds, ok true at lo and
@@ -259,16 +373,5 @@ func bisect(lo, hi float64, ok func(float64) bool) float64 {
 	return lo
 }
 
-// bisectUp returns the smallest x in [lo, hi] where ok holds, ok false at lo
-// and true from some point on.
-func bisectUp(lo, hi float64, ok func(float64) bool) float64 {
-	for range 40 {
-		mid := (lo + hi) / 2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi
-}
+// newGapRand draws the client gaps of a simulation.
+func newGapRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6a70)) }

@@ -33,7 +33,7 @@ func TestCalibration(t *testing.T) {
 // calibrationTable prints the seed's figures beside the model's.
 func calibrationTable() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-52s %13s %13s %15s %15s %9s  %s\n", "profile", "TTFT720 s", "TPS", "multi-image s", "large image s", "MaxCam@3", "TTFT by cameras (simulated)")
+	fmt.Fprintf(&b, "%-52s %13s %13s %15s %15s %9s  %s\n", "profile", "TTFT720 s", "TPS", "multi-image s", "large image s", "MaxCam@3", "TTFT by cameras (simulated: mean [lowest–highest run])")
 	for _, p := range Profiles() {
 		one := func(size string, n int) SweepResult {
 			r, _ := Simulate(p, p.Contention, Sweep{Size: size, Images: n, Cameras: 1, Requests: 5, Warmup: 1}, calibrationSeed)
@@ -43,7 +43,8 @@ func calibrationTable() string {
 		var lv []string
 		ttft := func(c int) float64 { return levelTTFT(p, p.Contention, c) }
 		for _, l := range p.Levels() {
-			lv = append(lv, fmt.Sprintf("%d:%.2f", l, ttft(l)))
+			m, lo, hi := levelStats(p, p.Contention, l)
+			lv = append(lv, fmt.Sprintf("%d:%.2f[%.2f–%.2f]", l, m, lo, hi))
 		}
 		seedMax := fmt.Sprint(p.Targets[0].Max)
 		if p.Targets[0].Plus {
@@ -92,4 +93,31 @@ func checkProfile(t *testing.T, p Profile) {
 	for _, lp := range p.LoadPoints {
 		within(t, fmt.Sprintf("%s TTFT at %d cameras", name, lp.Cameras), ttft(lp.Cameras), lp.TTFT, 0.10)
 	}
+	// The readings must survive a real run's noise: hold in every
+	// calibration run, with a margin for the demo's profiles.
+	minMargin := 0.0
+	for _, d := range demoProfiles(t) {
+		if d.Key() == name {
+			minMargin = 0.08
+		}
+	}
+	if worstRunExempt(p) {
+		return
+	}
+	for _, c := range p.constraints() {
+		v := worstTTFT(p, p.Contention, c)
+		if c.le && v > c.target/(1+minMargin) || !c.le && v <= c.target*(1+minMargin) {
+			t.Errorf("%s: %d cameras at %gs target: worst calibration run %.3fs, within %.0f%% of the target or beyond it",
+				name, c.cams, c.target, v, 100*minMargin)
+		}
+	}
+}
+
+// worstRunExempt names the profile whose seed figures leave no room for a
+// worst run: Gemma-4-26B-A4B-it on Jetson AGX Orin answers one camera after
+// 2.34 s yet keeps up with two within 3 s, so two cameras sent together
+// (the first round of every sweep) average 1.5×2.34 = 3.5 s, and the mean
+// of eight requests passes (2.9 s) only when the later rounds interleave.
+func worstRunExempt(p Profile) bool {
+	return p.Device == "Jetson AGX Orin" && p.Model == "Gemma-4-26B-A4B-it"
 }

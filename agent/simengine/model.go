@@ -13,41 +13,45 @@ import (
 //
 //   - Prefill is served in arrival order to a batch of at most batchCap
 //     requests at once, whose combined speed is 1+batchGain·(batch−1): vLLM
-//     batches the vision encoder and chunked prefill across requests;
+//     schedules every waiting prefill into its next steps (on a Jetson the
+//     GPU is already busy with one image, so batching gains little);
 //     llama.cpp on a Jetson encodes images one slot at a time (batchCap 1:
 //     first come, first served).
-//   - Streams being decoded slow prefill down by a factor 1+contention·B (B
-//     streams): the fitted per-profile knob that decides Max Cameras.
-//   - Each stream writes TPS/(1+decodeK·(B−1)) tokens/s, and
-//     1+prefillStall times slower while some prefill runs (llama.cpp stops
-//     decoding while it encodes an image).
+//   - Prefill and the streams being decoded share the device the way
+//     continuous batching interleaves them: the B streams weigh
+//     load = contention·(1+decodeK·(B−1)) against a prefill (contention
+//     times the cost of their decoding step), so prefill runs at 1/(1+load)
+//     of its speed and the streams at load/(1+load) of theirs while any
+//     prefill runs. contention is the fitted per-profile knob that decides
+//     Max Cameras, bounded (contentionRange) so that neither side ever
+//     starves: a new request never waits for a whole answer, and an answer
+//     never stops while images are read.
+//   - Each stream writes TPS/(1+decodeK·(B−1)) tokens/s when no prefill runs.
 //
 // Single-camera figures come out exactly (no contention with one request in
 // flight); the multi-camera ones emerge from the queue.
 
 // knobs are the engine-and-device constants of the model (not fitted).
 type knobs struct {
-	batchCap     int
-	batchGain    float64
-	decodeK      float64
-	prefillStall float64
+	batchCap  int
+	batchGain float64
+	decodeK   float64
 }
 
 func knobsFor(p Profile) knobs {
 	jetson := isJetson(p.Device)
 	if p.Engine == EngineVLLM {
-		k := knobs{batchCap: 8, batchGain: 0.7, decodeK: 0.03, prefillStall: 0.3}
 		if jetson {
-			k.decodeK = 0.06
+			return knobs{batchCap: 8, batchGain: 0.2, decodeK: 0.06}
 		}
-		return k
+		return knobs{batchCap: 8, batchGain: 0.7, decodeK: 0.03}
 	}
 	if jetson {
-		return knobs{batchCap: 1, batchGain: 0, decodeK: 0.12, prefillStall: 1.0}
+		return knobs{batchCap: 1, batchGain: 0, decodeK: 0.12}
 	}
 	// On a discrete GPU the 16-camera figure of llama.cpp (1.09 s against
 	// 0.25 s alone) needs slots prefilled together.
-	return knobs{batchCap: 4, batchGain: 0.6, decodeK: 0.08, prefillStall: 1.0}
+	return knobs{batchCap: 4, batchGain: 0.6, decodeK: 0.08}
 }
 
 // jitter is the relative spread of each request's prefill work and decode
@@ -111,6 +115,8 @@ type job struct {
 	speed    float64 // this stream's decode speed jitter
 	firstAt  float64
 	doneAt   float64
+	pending  bool    // reserved, its prefill work not known yet
+	credit   float64 // prefill work done while pending
 	rate     float64 // current decode rate, set by rates()
 	pRate    float64 // current prefill rate, set by rates()
 	notify   func()
@@ -149,19 +155,51 @@ func newModel(p Profile, contention float64, seed uint64) *model {
 
 func (m *model) jitter() float64 { return 1 + jitter*(2*m.rng.Float64()-1) }
 
-// submit adds a request at the model's current time. elapsed is how long
-// (in simulated seconds) the request had already been with the server: if
-// nothing was ahead of it, its prefill is credited with that time, so the
-// server's own parsing does not add to the modelled response time.
-func (m *model) submit(pixels []int, tokens int, elapsed float64) *job {
-	w := m.costs.prefill(pixels) * m.jitter()
-	j := &job{arrive: m.now - max(elapsed, 0), work: w, prefill: w, tokens: max(1, tokens), speed: m.jitter(), firstAt: -1, doneAt: -1}
-	if elapsed > 0 && len(m.prefillQ) == 0 {
-		rate := 1 / (1 + m.contention*float64(len(m.decoding)))
-		j.work = max(w-elapsed*rate, w*1e-6)
-	}
+// submit adds a request at the model's current time.
+func (m *model) submit(pixels []int, tokens int) *job {
+	j := m.reserve()
+	m.fill(j, pixels, tokens)
+	return j
+}
+
+// reserve enters a request whose body is still being read and parsed: it
+// holds its place in the prefill queue from the moment it arrived, and the
+// prefill it is given meanwhile counts once fill says how much it needs. So
+// the server's own reading and parsing (real milliseconds, many simulated
+// ones when sped up) neither add to the modelled response time nor reorder
+// requests that arrived together.
+func (m *model) reserve() *job {
+	j := &job{pending: true, arrive: m.now, tokens: 1, firstAt: -1, doneAt: -1}
 	m.prefillQ = append(m.prefillQ, j)
 	return j
+}
+
+// fill gives a reserved request its images and answer length.
+func (m *model) fill(j *job, pixels []int, tokens int) {
+	w := m.costs.prefill(pixels) * m.jitter()
+	j.pending = false
+	j.prefill, j.tokens, j.speed = w, max(1, tokens), m.jitter()
+	if j.credit < w || j.pRate <= 0 {
+		j.work = w - j.credit
+		return
+	}
+	// The server took longer to parse the request than the device to read
+	// it (a loaded machine, a high speedup): the first token is late on the
+	// wire, but the model's clock says when it was due, and the answer has
+	// been written since.
+	m.prefillQ = without(m.prefillQ, j)
+	j.work = 0
+	late := (j.credit - w) / j.pRate
+	j.firstAt = max(j.arrive, m.now-late)
+	if j.tokens <= 1 {
+		j.phase, j.doneAt = phaseDone, m.now
+		return
+	}
+	b := len(m.decoding) + 1
+	rate := m.tps * j.speed / (1 + m.k.decodeK*float64(b-1))
+	j.progress = math.Min(float64(j.tokens-1)*(1-1e-9), (m.now-j.firstAt)*rate)
+	j.phase = phaseDecode
+	m.decoding = append(m.decoding, j)
 }
 
 // remove drops a request (its client went away).
@@ -183,21 +221,31 @@ func without(s []*job, j *job) []*job {
 // rates sets every job's current prefill and decode rate.
 func (m *model) rates() {
 	b := len(m.decoding)
+	load := m.decodeLoad(b)
 	batch := min(len(m.prefillQ), m.k.batchCap)
 	for i, j := range m.prefillQ {
 		j.pRate = 0
 		if i < batch {
-			total := (1 + m.k.batchGain*float64(batch-1)) / (1 + m.contention*float64(b))
-			j.pRate = total / float64(batch)
+			j.pRate = (1 + m.k.batchGain*float64(batch-1)) / (1 + load) / float64(batch)
 		}
 	}
-	stall := 1.0
-	if len(m.prefillQ) > 0 {
-		stall = 1 + m.k.prefillStall
+	share := 1.0
+	if batch > 0 {
+		share = load / (1 + load)
 	}
 	for _, j := range m.decoding {
-		j.rate = m.tps * j.speed / (1 + m.k.decodeK*float64(b-1)) / stall
+		j.rate = m.tps * j.speed / (1 + m.k.decodeK*float64(b-1)) * share
 	}
+}
+
+// decodeLoad is the weight of b decoding streams against prefill in the
+// device's schedule: the contention times the cost of one decoding step of
+// b streams relative to a step of one.
+func (m *model) decodeLoad(b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return m.contention * (1 + m.k.decodeK*float64(b-1))
 }
 
 // nextEvent is the simulated time of the next prefill or stream completion,
@@ -206,7 +254,7 @@ func (m *model) nextEvent(tokens bool) float64 {
 	m.rates()
 	next := math.Inf(1)
 	for _, j := range m.prefillQ {
-		if j.pRate > 0 {
+		if j.pRate > 0 && !j.pending {
 			next = math.Min(next, m.now+j.work/j.pRate)
 		}
 	}
@@ -228,7 +276,11 @@ func (m *model) advance(t float64, changed func(*job)) {
 		next := math.Min(t, m.nextEvent(false))
 		dt := next - m.now
 		for _, j := range m.prefillQ {
-			j.work -= j.pRate * dt
+			if j.pending {
+				j.credit += j.pRate * dt
+			} else {
+				j.work -= j.pRate * dt
+			}
 		}
 		for _, j := range m.decoding {
 			j.progress += j.rate * dt
@@ -237,7 +289,7 @@ func (m *model) advance(t float64, changed func(*job)) {
 		var still []*job
 		var started []*job
 		for _, j := range m.prefillQ {
-			if j.pRate > 0 && j.work <= eps*math.Max(1, j.prefill) {
+			if !j.pending && j.pRate > 0 && j.work <= eps*math.Max(1, j.prefill) {
 				j.work = 0
 				j.firstAt = m.now
 				started = append(started, j)

@@ -39,9 +39,10 @@ type Profile struct {
 	// LoadPoints are published mean TTFTs at a camera level, 720p one image.
 	LoadPoints []LoadPoint
 
-	// Contention is the fitted cost that streams being decoded impose on
-	// prefill (see model.go); fitted by FitContention against Targets and
-	// LoadPoints.
+	// Contention is the fitted weight of the streams being decoded against
+	// a prefill when they share the device (see model.go), within
+	// contentionRange; fitted by FitContention against Targets and
+	// LoadPoints in closed loops run as the load generator runs them.
 	Contention float64
 
 	// Limits: what the configuration was measured with. A request beyond them

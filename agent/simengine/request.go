@@ -64,6 +64,11 @@ const maxTokensLimit = protocol.MaxTokensLimit
 // checked only as far as their headers: the pixel dimensions are all the
 // timing model needs.
 func parseRequest(body []byte) (parsedRequest, error) {
+	return parseBody(cutBlobs(body))
+}
+
+// parseBody parses a body whose long data URLs cutBlobs took out into bl.
+func parseBody(body []byte, bl blobs) (parsedRequest, error) {
 	var req chatRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
@@ -72,7 +77,7 @@ func parseRequest(body []byte) (parsedRequest, error) {
 	if len(req.Messages) == 0 {
 		return parsedRequest{}, badRequest("messages: at least one message is required")
 	}
-	out := parsedRequest{model: req.Model, stream: req.Stream, maxTokens: defaultMaxTokens}
+	out := parsedRequest{model: bl.resolve(req.Model), stream: req.Stream, maxTokens: defaultMaxTokens}
 	if req.StreamOptions != nil {
 		out.includeUsage = req.StreamOptions.IncludeUsage
 	}
@@ -88,19 +93,23 @@ func parseRequest(body []byte) (parsedRequest, error) {
 	for i, m := range req.Messages {
 		// The chat template adds a few tokens per message.
 		out.textTokens += 4
-		if err := out.addContent(i, m.Content); err != nil {
+		if err := out.addContent(i, m.Content, bl); err != nil {
 			return parsedRequest{}, err
 		}
 	}
 	return out, nil
 }
 
-func (r *parsedRequest) addContent(i int, content any) error {
+func (r *parsedRequest) addContent(i int, content any, bl blobs) error {
 	switch c := content.(type) {
 	case nil:
 		return nil
 	case string:
-		r.textTokens += textTokens(c)
+		text, err := bl.text(c)
+		if err != nil {
+			return badRequest("messages[%d].content: %v", i, err)
+		}
+		r.textTokens += textTokens(text)
 		return nil
 	case []any:
 		for k, raw := range c {
@@ -111,9 +120,13 @@ func (r *parsedRequest) addContent(i int, content any) error {
 			switch p["type"] {
 			case "text":
 				text, _ := p["text"].(string)
+				text, err := bl.text(text)
+				if err != nil {
+					return badRequest("messages[%d].content[%d].text: %v", i, k, err)
+				}
 				r.textTokens += textTokens(text)
 			case "image_url":
-				dim, err := imageDims(p["image_url"])
+				dim, err := imageDims(p["image_url"], bl)
 				if err != nil {
 					return badRequest("messages[%d].content[%d].image_url: %v", i, k, err)
 				}
@@ -131,7 +144,7 @@ func (r *parsedRequest) addContent(i int, content any) error {
 func textTokens(s string) int { return (len(s) + 3) / 4 }
 
 // imageDims reads the pixel size of a base64 data URL image from its header.
-func imageDims(raw any) (image.Point, error) {
+func imageDims(raw any, bl blobs) (image.Point, error) {
 	var url string
 	switch v := raw.(type) {
 	case map[string]any:
@@ -141,6 +154,7 @@ func imageDims(raw any) (image.Point, error) {
 	default:
 		return image.Point{}, fmt.Errorf("want {\"url\": \"data:image/...;base64,...\"}")
 	}
+	url = bl.resolve(url)
 	if !strings.HasPrefix(url, "data:") {
 		return image.Point{}, fmt.Errorf("only base64 data URLs are accepted (this engine cannot fetch %.40q)", url)
 	}

@@ -1,10 +1,12 @@
 package simengine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -12,14 +14,14 @@ import (
 
 // serveChat answers a validated request once the model lets it: streaming
 // token by token as the model writes them, or all at once.
-func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parsedRequest, arrived time.Time) {
+func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parsedRequest, j *job) {
 	id := fmt.Sprintf("chatcmpl-sim%012x", s.ids.Add(1))
 	created := time.Now().Unix()
 	prompt := s.promptTokens(req)
 	notify := make(chan struct{}, 1)
-	j := s.submit(req, notify, arrived)
+	s.submit(j, req, notify)
 	llama := s.p.Engine == EngineLlamaCpp
-	c := chunker{id: id, created: created, model: s.opt.ServedName, llama: llama, words: s.words}
+	c := newChunker(id, created, s.opt.ServedName, llama, s.words)
 
 	var flush func()
 	if req.stream {
@@ -101,9 +103,25 @@ type chunker struct {
 	model   string
 	llama   bool
 	words   []string
+	// tok is a token chunk split around its content: a stream sped up 40
+	// times writes tens of thousands of them a second, too many to build
+	// each as a map for the JSON encoder.
+	tok [2][]byte
 }
 
-func (c chunker) write(w http.ResponseWriter, v map[string]any) {
+// tokenMark stands for a token's content in the chunk template.
+const tokenMark = "\x00"
+
+func newChunker(id string, created int64, model string, llama bool, words []string) chunker {
+	c := chunker{id: id, created: created, model: model, llama: llama, words: words}
+	var b bytes.Buffer
+	c.write(&b, map[string]any{"choices": c.choice(map[string]any{"content": tokenMark}, nil)})
+	before, after, _ := bytes.Cut(b.Bytes(), []byte(`"\u0000"`))
+	c.tok = [2][]byte{before, after}
+	return c
+}
+
+func (c chunker) write(w io.Writer, v map[string]any) {
 	v["id"], v["object"], v["created"], v["model"] = c.id, "chat.completion.chunk", c.created, c.model
 	if c.llama {
 		v["system_fingerprint"] = "b0000-simulated"
@@ -130,12 +148,15 @@ func (c chunker) role(w http.ResponseWriter) {
 }
 
 // token writes one token; vLLM marks the last one with its finish reason.
-func (c chunker) token(w http.ResponseWriter, i int, last bool) {
-	var finish any
+func (c chunker) token(w io.Writer, i int, last bool) {
 	if last {
-		finish = "length"
+		c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": answerToken(c.words, i)}, "length")})
+		return
 	}
-	c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": answerToken(c.words, i)}, finish)})
+	content, _ := json.Marshal(answerToken(c.words, i))
+	_, _ = w.Write(c.tok[0])
+	_, _ = w.Write(content)
+	_, _ = w.Write(c.tok[1])
 }
 
 // finish ends the stream: llama.cpp's finish chunk, the usage chunk with no

@@ -173,12 +173,26 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &requestError{code: http.StatusMethodNotAllowed, msg: "use POST"})
 		return
 	}
-	arrived := time.Now()
+	// The request holds its place in the model from now on (see reserve)
+	// until it is refused, before the refusal is written, or served.
+	j := s.reserve()
+	left := false
+	leave := func() {
+		if !left {
+			left = true
+			s.cancel(j)
+		}
+	}
+	defer leave()
+	refuse := func(err error) {
+		leave()
+		s.writeError(w, err)
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.writeError(w, &requestError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", maxBody)})
+			refuse(&requestError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body over %d bytes", maxBody)})
 			return
 		}
 		s.opt.Log.Debug().Err(err).Msg("simulated engine: reading request")
@@ -192,14 +206,15 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		err = &requestError{code: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.model)}
 	}
 	if err != nil {
-		s.writeError(w, err)
+		refuse(err)
 		return
 	}
 	if n := s.requests.Add(1); s.opt.FailEvery > 0 && n%uint64(s.opt.FailEvery) == 0 {
-		s.writeError(w, &requestError{code: http.StatusInternalServerError, msg: fmt.Sprintf("simulated failure of request %d (FailEvery %d)", n, s.opt.FailEvery)})
+		refuse(&requestError{code: http.StatusInternalServerError, msg: fmt.Sprintf("simulated failure of request %d (FailEvery %d)", n, s.opt.FailEvery)})
 		return
 	}
-	s.serveChat(r.Context(), w, req, arrived)
+	left = true // serveChat takes it out if its client goes away
+	s.serveChat(r.Context(), w, req, j)
 }
 
 // promptTokens is what the request reads, images included.
@@ -211,9 +226,19 @@ func (s *Server) promptTokens(req parsedRequest) int {
 	return n
 }
 
-// submit enters a request into the model; notify is called (with s.mu held)
-// whenever its state may have changed.
-func (s *Server) submit(req parsedRequest, notify chan struct{}, arrived time.Time) *job {
+// reserve enters a request into the model as it arrives (see model.reserve).
+func (s *Server) reserve() *job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	j := s.m.reserve()
+	s.syncLocked()
+	return j
+}
+
+// submit gives a reserved request its work; notify is called (with s.mu
+// held) whenever its state may have changed.
+func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
 	pixels := make([]int, len(req.images))
 	for i, d := range req.images {
 		pixels[i] = d.X * d.Y
@@ -221,9 +246,7 @@ func (s *Server) submit(req parsedRequest, notify chan struct{}, arrived time.Ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.advance(s.simNow(), func(j *job) { wake(j) })
-	// Reading and parsing the body took real time that the calibrated
-	// delays already include: a device's TTFT counts its own parsing too.
-	j := s.m.submit(pixels, req.maxTokens, time.Since(arrived).Seconds()*s.speedup)
+	s.m.fill(j, pixels, req.maxTokens)
 	j.notify = func() {
 		select {
 		case notify <- struct{}{}:
@@ -231,7 +254,6 @@ func (s *Server) submit(req parsedRequest, notify chan struct{}, arrived time.Ti
 		}
 	}
 	s.syncLocked()
-	return j
 }
 
 // cancel takes a request whose client went away out of the model.

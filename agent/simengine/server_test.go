@@ -255,7 +255,8 @@ func TestNonStreaming(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	nx := mustLookup(t, "Jetson Orin NX", "Qwen3-VL-4B-Instruct", "FP8", "vLLM") // 3 images, up to 1080p
-	ts := httptest.NewServer(New(nx, Options{ServedName: "q", Speedup: 100}).Handler())
+	srv := New(nx, Options{ServedName: "q", Speedup: 100})
+	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	img := jpegURL(t, 64, 36)
 	var pngBuf bytes.Buffer
@@ -291,6 +292,13 @@ func TestRefusals(t *testing.T) {
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != c.code || e.Error.Code != c.code || e.Error.Type == "" || !strings.Contains(e.Error.Message, c.want) {
 			t.Errorf("%s: status %d, error %+v (%v); want %d mentioning %q", c.name, resp.StatusCode, e.Error, err, c.code, c.want)
+		}
+		// A refused request left the model before its refusal was written.
+		srv.mu.Lock()
+		queued := len(srv.m.prefillQ) + len(srv.m.decoding)
+		srv.mu.Unlock()
+		if queued != 0 {
+			t.Errorf("%s: %d requests left in the model after the refusal", c.name, queued)
 		}
 	}
 	resp, err := http.Get(ts.URL + "/v1/chat/completions")
