@@ -18,6 +18,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -30,6 +31,10 @@ type Options struct {
 	// JobAckWait is how long JetStream waits for a sign of life before it
 	// redelivers a job; the agent reports progress well within it.
 	JobAckWait time.Duration
+	// Images is the built-in picture set to use; nil loads it on the first
+	// job. Agents in one process (the demo) share one set, so the pictures
+	// are drawn and encoded once.
+	Images *imageset.Set
 }
 
 // Agent is one running agent.
@@ -45,6 +50,9 @@ type Agent struct {
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
+
+	imagesMu sync.Mutex
+	images   *imageset.Set
 
 	mu    sync.Mutex
 	state string
@@ -79,12 +87,13 @@ func New(cfg Config, opt Options) (*Agent, error) {
 		return nil, fmt.Errorf("agent config: nats_url is empty; pass --nats-url nats://controller:4222")
 	}
 	return &Agent{
-		cfg:   cfg,
-		opt:   opt,
-		log:   opt.Log.With().Str("agent", cfg.ID).Logger(),
-		env:   env,
-		host:  host,
-		state: protocol.AgentIdle,
+		cfg:    cfg,
+		opt:    opt,
+		log:    opt.Log.With().Str("agent", cfg.ID).Logger(),
+		env:    env,
+		host:   host,
+		state:  protocol.AgentIdle,
+		images: opt.Images,
 	}, nil
 }
 

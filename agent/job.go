@@ -291,8 +291,19 @@ func (a *Agent) deploymentIDs() []string {
 // directory by name under one of the agent's image roots. A job cannot name
 // an arbitrary path.
 func (a *Agent) imageSet(name string) (*imageset.Set, error) {
-	if name == "" || name == "builtin" {
-		return imageset.Builtin()
+	if name == "" || name == imageset.BuiltinName {
+		// Kept for the agent's life: the pictures are drawn and encoded
+		// once per size, not once per job.
+		a.imagesMu.Lock()
+		defer a.imagesMu.Unlock()
+		if a.images == nil {
+			set, err := imageset.Builtin()
+			if err != nil {
+				return nil, err
+			}
+			a.images = set
+		}
+		return a.images, nil
 	}
 	if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsAny(name, `/\`) {
 		return nil, fmt.Errorf("image_set %q: want \"builtin\" or the name of a directory under the agent's image roots", name)

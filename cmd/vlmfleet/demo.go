@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
@@ -24,27 +25,31 @@ type demoDevice struct {
 	device  string
 	models  []string
 	cameras []int
+	// speedup compresses the device's time. A fast device runs at a lower
+	// speed-up: its response times are a few hundred milliseconds, and a
+	// millisecond of real overhead would be multiplied by the speed-up.
+	speedup float64
 }
 
 func demoLab() []demoDevice {
 	return []demoDevice{
-		{id: "sim-orin-nx", device: "Jetson Orin NX", models: []string{"Cosmos-Reason2-2B", "Gemma-4-E2B-it"}, cameras: []int{1, 2, 4}},
-		{id: "sim-agx-orin", device: "Jetson AGX Orin", models: []string{"Cosmos3-Edge", "Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8}},
-		{id: "sim-rtx-pro-6000", device: "RTX PRO 6000", models: []string{"Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8, 16}},
+		{id: "sim-orin-nx", device: "Jetson Orin NX", models: []string{"Cosmos-Reason2-2B", "Gemma-4-E2B-it"}, cameras: []int{1, 2, 4}, speedup: 40},
+		{id: "sim-agx-orin", device: "Jetson AGX Orin", models: []string{"Cosmos3-Edge", "Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8}, speedup: 40},
+		{id: "sim-rtx-pro-6000", device: "RTX PRO 6000", models: []string{"Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8, 16}, speedup: 10},
 	}
 }
 
 func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "demo")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the explorer and the API on")
-	speedup := fs.Float64("speedup", 40, "run the simulated engines this many times faster than the devices they simulate (times are scaled back; results are labelled simulated)")
+	speedup := fs.Float64("speedup", 0, "run every simulated engine this many times faster than its device (default: 40 for the Jetsons, 10 for the RTX PRO 6000; times are scaled back and results labelled simulated)")
 	requests := fs.Int("requests", 8, "measured requests per camera level (the seed used 8 on a Jetson)")
 	dataDir := fs.String("data-dir", "", "keep the demo's store here (default: a temporary directory, removed on exit)")
 	exit := fs.Bool("exit-when-done", false, "stop once the sweep is done instead of serving until Ctrl-C")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *speedup < 1 {
+	if *speedup != 0 && *speedup < 1 {
 		return usageError{fmt.Errorf("--speedup %g: want 1 or more", *speedup)}
 	}
 	if *requests < 1 {
@@ -83,19 +88,34 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	}
 	c.log.Info().Str("explorer", ctrl.HTTPURL()).Str("live", ctrl.HTTPURL()+"/live").Msg("controller up (embedded NATS)")
 
+	// One picture set for the three agents, drawn and encoded before any
+	// timing starts, so that no agent's measurement competes with it.
+	images, err := imageset.Builtin()
+	if err != nil {
+		return err
+	}
+	for _, s := range protocol.ImageSizes() {
+		if _, err := images.DataURL(s.Name, 0); err != nil {
+			return fmt.Errorf("prepare the %s pictures: %w", s.Name, err)
+		}
+	}
+
 	agentCtx, stopAgents := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopAgents(); wg.Wait() }()
 	lab := demoLab()
 	for _, d := range lab {
-		deps, err := agent.SimulatedDeployments(d.device, *speedup, d.models...)
+		if *speedup != 0 {
+			d.speedup = *speedup
+		}
+		deps, err := agent.SimulatedDeployments(d.device, d.speedup, d.models...)
 		if err != nil {
 			return err
 		}
 		a, err := agent.New(agent.Config{
 			ID: d.id, NATSURL: ctrl.NATSURL(), Deployments: deps,
-			Simulate: d.device, SimSpeedup: *speedup, LogDir: dir,
-		}, agent.Options{Log: quiet.With().Str("component", "agent").Logger(), Version: c.version, Getenv: c.getenv})
+			Simulate: d.device, SimSpeedup: d.speedup, LogDir: dir,
+		}, agent.Options{Log: quiet.With().Str("component", "agent").Logger(), Version: c.version, Getenv: c.getenv, Images: images})
 		if err != nil {
 			return err
 		}
@@ -127,7 +147,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		}
 		sweeps = append(sweeps, s)
 	}
-	c.log.Info().Int("sweeps", len(sweeps)).Float64("speedup", *speedup).Msg("demo sweep submitted to 3 simulated devices")
+	c.log.Info().Int("sweeps", len(sweeps)).Msg("demo sweep submitted to 3 simulated devices")
 
 	started := time.Now()
 	if err := waitSweeps(ctx, ctrl, sweeps); err != nil {
