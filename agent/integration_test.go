@@ -126,8 +126,9 @@ func TestLabEndToEnd(t *testing.T) {
 			t.Errorf("%s: no telemetry summary", c.ComboKey)
 		}
 	}
-	if run.Engine.Name == "" || run.Device.Name != device || run.Client.ImageSetHash == "" {
-		t.Errorf("run metadata missing: engine %+v device %q client %+v", run.Engine, run.Device.Name, run.Client)
+	if run.Engine.Name != "vLLM" || run.Engine.Version == "" || len(run.Engine.Command) < 2 || run.Engine.Command[1] != "sim" ||
+		run.Device.Name != device || run.Device.Kind != protocol.DeviceSimulated || run.Client.ImageSetHash == "" || run.SimSpeedup != 50 {
+		t.Errorf("run metadata missing: engine %+v device %q/%s client %+v speedup %g", run.Engine, run.Device.Name, run.Device.Kind, run.Client, run.SimSpeedup)
 	}
 
 	// Redeliver one result message: JetStream stores it again (no message

@@ -46,6 +46,13 @@ func newSim(r *resolved, env Env) *simEngine {
 			Name:    name,
 			Version: "simulated",
 			Model:   r.SimModel,
+			// The command that serves the same simulated engine on its own,
+			// so that a simulated run can be reproduced outside the lab.
+			Command: []string{"vlmfleet", "sim",
+				"--device", r.profile.Device, "--model", r.profile.Model,
+				"--quantization", r.profile.Quantization, "--engine", name,
+				"--served-name", r.served,
+				"--speedup", strconv.FormatFloat(speedup, 'g', -1, 64)},
 			Props: map[string]string{
 				"simulated":        "true",
 				"sim_speedup":      strconv.FormatFloat(speedup, 'g', -1, 64),
