@@ -90,6 +90,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 
 	// One picture set for the three agents, drawn and encoded before any
 	// timing starts, so that no agent's measurement competes with it.
+	c.log.Info().Msg("drawing the sixteen pictures at 480p, 720p, 1080p and 2K")
 	images, err := imageset.Builtin()
 	if err != nil {
 		return err
@@ -128,10 +129,15 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		}()
 	}
 
+	// Nothing else writes to the terminal while the bars are drawn.
+	c.log.Info().Msg("sweeping 3 simulated devices: Jetson Orin NX, Jetson AGX Orin, RTX PRO 6000")
 	bars := termprogress.New(c.stderr, c.tty)
+	var deployments sync.Map // job id → deployment id, for the bars' labels
 	cancelEvents := ctrl.OnEvent(func(ev controller.Event) {
 		if p, ok := ev.Data.(protocol.Progress); ok {
-			showProgress(bars, p)
+			name, _ := deployments.Load(p.JobID)
+			label, _ := name.(string)
+			showProgress(bars, p, label)
 		}
 	})
 	defer cancelEvents()
@@ -145,9 +151,13 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		if err != nil {
 			return err
 		}
+		for _, id := range s.Jobs {
+			if j, err := ctrl.Store().Job(id); err == nil {
+				deployments.Store(id, j.Job.Deployment)
+			}
+		}
 		sweeps = append(sweeps, s)
 	}
-	c.log.Info().Int("sweeps", len(sweeps)).Msg("demo sweep submitted to 3 simulated devices")
 
 	started := time.Now()
 	if err := waitSweeps(ctx, ctrl, sweeps); err != nil {
@@ -233,16 +243,20 @@ func waitSweeps(ctx context.Context, ctrl *controller.Controller, sweeps []proto
 	}
 }
 
-func showProgress(bars *termprogress.Bars, p protocol.Progress) {
+func showProgress(bars *termprogress.Bars, p protocol.Progress, deployment string) {
+	who := p.AgentID
+	if deployment != "" {
+		who += " " + deployment
+	}
 	switch p.Phase {
 	case protocol.PhaseDone:
-		bars.Set(p.AgentID, p.AgentID+" done", 1, 1, p.Message)
+		bars.Set(p.AgentID, who+" done", 1, 1, p.Message)
 		return
 	case protocol.PhaseEngineStart:
-		bars.Set(p.AgentID, p.AgentID+" starting engine", 0, 1, "")
+		bars.Set(p.AgentID, who+" starting engine", 0, 1, "")
 		return
 	}
-	label := fmt.Sprintf("%s %s", p.AgentID, p.Combo)
+	label := fmt.Sprintf("%s %s", who, p.Combo)
 	if p.Phase == protocol.PhaseWarmup {
 		label += " (warm-up)"
 	}

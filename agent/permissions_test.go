@@ -1,0 +1,354 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// TestPerAgentPermissions runs a real controller and a real agent against a
+// NATS server that confines each agent account to
+// protocol.AgentPermissionSubjects, shows that a job completes through those
+// permissions alone, and then shows, as agent-a, that every way of reaching
+// agent-b's subjects and consumer is refused while agent-a's own still work.
+func TestPerAgentPermissions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	url := startPermissionedNATS(t, "agent-a", "agent-b")
+
+	ctrl, err := controller.New(controller.Options{
+		NATSURL: url("controller"), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Log: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	// Subscribe before anything can happen, so no event is missed.
+	announced := make(chan struct{}, 16)
+	states := make(chan protocol.JobStateChange, 64)
+	cancelEv := ctrl.OnEvent(func(ev controller.Event) {
+		switch d := ev.Data.(type) {
+		case protocol.JobStateChange:
+			states <- d
+		}
+		if ev.Kind == controller.EventAgent && ev.AgentID == "agent-a" {
+			select {
+			case announced <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer cancelEv()
+	if err := ctrl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const device = "Jetson AGX Orin"
+	deps, err := agent.SimulatedDeployments(device, 50, "Cosmos3-Edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{
+		ID: "agent-a", NATSURL: url("agent-a"), Deployments: deps,
+		Simulate: device, SimSpeedup: 50, LogDir: t.TempDir(),
+	}, agent.Options{Log: log, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- a.Run(agentCtx) }()
+	defer func() {
+		stopAgent()
+		if err := <-agentDone; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}()
+
+	w := protocol.DefaultWorkload()
+	w.Sizes = []string{"720p"}
+	w.Cameras = []int{1}
+	w.RequestsPerLevel = 1
+	w.MultiImageSizes = nil
+	w.ImagesPerRequest = []int{1}
+	var sweep protocol.Sweep
+	for {
+		select {
+		case <-announced:
+		case err := <-agentDone:
+			t.Fatalf("agent stopped before announcing itself: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("agent-a never announced itself through its permissioned account")
+		}
+		// An "agent" event may come from a heartbeat before the hello is
+		// stored; then the sweep finds no agent and the next event retries.
+		if sweep, err = ctrl.SubmitSweep(ctx, protocol.Sweep{Name: "perm", Agents: []string{"agent-a"}, Workload: w}); err == nil {
+			break
+		}
+	}
+	if len(sweep.Jobs) != 1 {
+		t.Fatalf("sweep made %d jobs, want 1", len(sweep.Jobs))
+	}
+	var final protocol.JobStateChange
+	for !final.State.Terminal() {
+		select {
+		case final = <-states:
+		case <-ctx.Done():
+			t.Fatalf("job never finished (last state %q)", final.State)
+		}
+	}
+	if final.State != protocol.JobCompleted {
+		t.Fatalf("job ended %s: %s", final.State, final.Error)
+	}
+	run := fetchRun(t, ctrl.HTTPURL(), final.RunID)
+	if run.Status != protocol.RunCompleted || len(run.Combinations) != len(w.Plan()) {
+		t.Fatalf("stored run: status %s, %d combinations, want completed with %d", run.Status, len(run.Combinations), len(w.Plan()))
+	}
+
+	checkConfinement(ctx, t, url)
+}
+
+// checkConfinement connects as agent-a beside the running agent and tries
+// agent-b's subjects and consumer one way after another.
+func checkConfinement(ctx context.Context, t *testing.T, url func(user string) string) {
+	admin, err := nats.Connect(url("controller"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	adminJS, err := jetstream.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	v := newViolations()
+	nc, err := nats.Connect(url("agent-a"), nats.ErrorHandler(v.handle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const (
+		other    = "agent-b"
+		otherCon = "agent-" + other
+	)
+	jobsAPI := "$JS.API.CONSUMER.%s." + protocol.StreamJobs + "." + otherCon
+
+	// Rewriting its own consumer to filter on another agent's jobs would let
+	// an agent take (and, on a work queue, remove) that agent's jobs. This is
+	// tried first, while agent-b has no consumer of its own: once it has,
+	// the work queue refuses overlapping filters anyway and would hide a
+	// permission that is too wide.
+	v.refused(ctx, t, "$JS.API.CONSUMER.CREATE."+protocol.StreamJobs+"."+protocol.JobConsumerName("agent-a")+"."+protocol.JobSubject(other),
+		func(ctx context.Context) error {
+			_, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+				Durable: protocol.JobConsumerName("agent-a"), FilterSubject: protocol.JobSubject(other),
+				AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1,
+			})
+			return err
+		})
+	v.refused(ctx, t, fmt.Sprintf(jobsAPI, "CREATE"), func(ctx context.Context) error {
+		_, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+			Durable: otherCon, FilterSubject: protocol.JobSubject(other), AckPolicy: jetstream.AckExplicitPolicy,
+		})
+		return err
+	})
+
+	// Forging a job for agent-b, or a result in its name.
+	v.refused(ctx, t, protocol.JobSubject(other), func(ctx context.Context) error {
+		_, err := js.Publish(ctx, protocol.JobSubject(other), []byte(`{}`))
+		return err
+	})
+	if err := nc.Publish(protocol.AgentSubject(other, protocol.KindHeartbeat), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	v.wait(ctx, t, "publish", protocol.AgentSubject(other, protocol.KindHeartbeat))
+	v.refused(ctx, t, protocol.AgentSubject(other, protocol.KindResult), func(ctx context.Context) error {
+		_, err := js.Publish(ctx, protocol.AgentSubject(other, protocol.KindResult), []byte(`{}`))
+		return err
+	})
+
+	// With agent-b's consumer in place (the real agent-b would create it),
+	// agent-a can neither look it up nor pull from it.
+	if _, err := adminJS.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+		Durable: otherCon, FilterSubject: protocol.JobSubject(other), AckPolicy: jetstream.AckExplicitPolicy,
+	}); err != nil {
+		t.Fatalf("controller creating agent-b's consumer: %v", err)
+	}
+	v.refused(ctx, t, fmt.Sprintf(jobsAPI, "INFO"), func(ctx context.Context) error {
+		_, err := js.Consumer(ctx, protocol.StreamJobs, otherCon)
+		return err
+	})
+	v.refused(ctx, t, fmt.Sprintf(jobsAPI, "MSG.NEXT"), func(ctx context.Context) error {
+		_, err := nc.RequestWithContext(ctx, fmt.Sprintf(jobsAPI, "MSG.NEXT"), []byte(`{"batch":1,"no_wait":true}`))
+		return err
+	})
+
+	// Listening in on agent-b's jobs or events.
+	for _, subj := range []string{protocol.JobSubject(other), protocol.AgentSubject(other, ">"), protocol.JobSubjectAll} {
+		if _, err := nc.Subscribe(subj, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		v.wait(ctx, t, "subscription", subj)
+	}
+
+	// Nothing agent-a tried reached agent-b's streams.
+	for stream, filter := range map[string]string{
+		protocol.StreamJobs:   protocol.JobSubject(other),
+		protocol.StreamEvents: protocol.AgentSubject(other, ">"),
+	} {
+		s, err := adminJS.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.State.Subjects) != 0 {
+			t.Errorf("stream %s holds messages agent-a sent as %s: %v", stream, other, info.State.Subjects)
+		}
+	}
+
+	// Its own subjects work on the same connection: the refusals above are
+	// the permissions, not a broken connection.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	probe := protocol.AgentSubject("agent-a", "probe")
+	got, err := admin.SubscribeSync(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish(probe, []byte("own")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := got.NextMsg(5 * time.Second); err != nil || string(m.Data) != "own" {
+		t.Fatalf("agent-a publishing on its own subject %s: %v", probe, err)
+	}
+	own, err := js.Consumer(ctx, protocol.StreamJobs, protocol.JobConsumerName("agent-a"))
+	if err != nil {
+		t.Fatalf("agent-a looking up its own consumer: %v", err)
+	}
+	if f := own.CachedInfo().Config.FilterSubject; f != protocol.JobSubject("agent-a") {
+		t.Fatalf("agent-a's consumer filters on %q, want %q", f, protocol.JobSubject("agent-a"))
+	}
+	if _, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.MSG.NEXT."+protocol.StreamJobs+"."+protocol.JobConsumerName("agent-a"),
+		[]byte(`{"batch":1,"no_wait":true}`)); err != nil {
+		t.Fatalf("agent-a pulling from its own consumer: %v", err)
+	}
+	if err := v.unexpected(); err != nil {
+		t.Fatalf("a permitted operation was refused: %v", err)
+	}
+}
+
+// startPermissionedNATS starts a JetStream server in which "controller" may
+// do anything and each agent only what protocol.AgentPermissionSubjects
+// grants it. url(user) is that user's client URL; every password is "pw".
+func startPermissionedNATS(t *testing.T, agents ...string) (url func(user string) string) {
+	t.Helper()
+	users := []*server.User{{Username: "controller", Password: "pw"}}
+	for _, id := range agents {
+		pub, sub := protocol.AgentPermissionSubjects(id)
+		users = append(users, &server.User{Username: id, Password: "pw", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: pub},
+			Subscribe: &server.SubjectPermission{Allow: sub},
+		}})
+	}
+	ns, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT,
+		JetStream: true, StoreDir: t.TempDir(),
+		MaxPayload: protocol.MaxMessageBytes,
+		Users:      users,
+		NoSigs:     true, NoLog: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	addr := ns.Addr().String()
+	return func(user string) string { return "nats://" + user + ":pw@" + addr }
+}
+
+// violations collects the permission errors the server reports
+// asynchronously on one connection.
+type violations struct{ ch chan error }
+
+func newViolations() *violations { return &violations{ch: make(chan error, 64)} }
+
+func (v *violations) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
+	select {
+	case v.ch <- err:
+	default:
+	}
+}
+
+// wait returns once the server refused op ("publish" or "subscription") on
+// subject; it fails the test if that does not happen within 5 s.
+func (v *violations) wait(ctx context.Context, t *testing.T, op, subject string) {
+	t.Helper()
+	want := fmt.Sprintf("%s to %q", op, subject)
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-v.ch:
+			if errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(strings.ToLower(err.Error()), strings.ToLower(want)) {
+				return
+			}
+			t.Errorf("unexpected error while waiting for a refused %s: %v", want, err)
+		case <-timeout:
+			t.Fatalf("agent-a was not refused %s", want)
+		case <-ctx.Done():
+			t.Fatalf("agent-a was not refused %s: %v", want, ctx.Err())
+		}
+	}
+}
+
+// refused runs call (a request or JetStream publish on subject), waits until
+// the server refuses the publish, then ends the call, which must report an
+// error: a refused request is otherwise only answered by its timeout.
+func (v *violations) refused(ctx context.Context, t *testing.T, subject string, call func(context.Context) error) {
+	t.Helper()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- call(cctx) }()
+	v.wait(ctx, t, "publish", subject)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatalf("%s: the call succeeded although the server refused it", subject)
+	}
+}
+
+// unexpected reports an error the server sent that no check asked for.
+func (v *violations) unexpected() error {
+	select {
+	case err := <-v.ch:
+		return err
+	default:
+		return nil
+	}
+}
