@@ -126,6 +126,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	nc, err := nats.Connect(a.cfg.NATSURL,
 		nats.Name("vlmfleet-agent "+a.cfg.ID),
+		nats.CustomInboxPrefix(protocol.AgentInboxPrefix(a.cfg.ID)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
 		nats.RetryOnFailedConnect(true),
@@ -137,7 +138,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		nats.ReconnectHandler(func(*nats.Conn) { a.log.Info().Msg("reconnected to NATS") }),
 	)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", a.cfg.NATSURL, err)
+		return fmt.Errorf("connect to NATS at %s: %w", protocol.RedactURL(a.cfg.NATSURL), err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -252,56 +253,79 @@ func (a *Agent) publishDurable(ctx context.Context, subject, msgID string, v any
 	}
 }
 
+// maxJobDeliveries bounds how often one job is delivered: a job that takes
+// its agent down every time (say, an engine that brings the host to its
+// knees) is not retried forever.
+const maxJobDeliveries = 5
+
 // serveJobs binds the agent's durable consumer and runs its jobs one at a
 // time. A job is acknowledged only after its results are stored by the
 // stream, so an agent that dies mid-job gets the job again when it returns.
 func (a *Agent) serveJobs(ctx context.Context) error {
-	var cons jetstream.Consumer
+	cons, err := a.bindJobs(ctx)
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err == nil {
+			for msg := range batch.Messages() {
+				a.handleJob(ctx, msg)
+			}
+			err = batch.Error()
+		}
+		if err == nil || errors.Is(err, nats.ErrTimeout) || ctx.Err() != nil {
+			continue
+		}
+		// Anything else is the server's word (the consumer was deleted, the
+		// stream is gone, no JetStream answers): back off rather than spin,
+		// and bind the consumer again where it is gone.
+		a.log.Warn().Err(err).Msg("fetching jobs failed")
+		select {
+		case <-ctx.Done():
+			continue
+		case <-time.After(time.Second):
+		}
+		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+			errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) ||
+			errors.Is(err, jetstream.ErrNoHeartbeat) {
+			if cons, err = a.bindJobs(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// bindJobs creates (or finds) the agent's durable job consumer, waiting for
+// the controller to have made the stream.
+func (a *Agent) bindJobs(ctx context.Context) (jetstream.Consumer, error) {
 	backoff := 250 * time.Millisecond
 	for {
-		var err error
-		cons, err = a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+		cons, err := a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
 			Durable:       protocol.JobConsumerName(a.cfg.ID),
 			FilterSubject: protocol.JobSubject(a.cfg.ID),
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       a.opt.JobAckWait,
 			MaxAckPending: 1,
-			MaxDeliver:    5,
+			MaxDeliver:    maxJobDeliveries,
 		})
 		if err == nil {
-			break
+			return cons, nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		a.log.Warn().Err(err).Msg("job consumer not ready (is the controller up?); retrying")
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(backoff):
 		}
 		if backoff < 5*time.Second {
 			backoff *= 2
 		}
 	}
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			a.log.Debug().Err(err).Msg("fetch job")
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for msg := range batch.Messages() {
-			a.handleJob(ctx, msg)
-		}
-	}
-	return ctx.Err()
 }
 
 func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {
@@ -339,12 +363,19 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {
 	}()
 	err = a.runJob(jobCtx, job, attempt)
 	stop()
+	// The acknowledgement outlives a shutdown that began after the job ended:
+	// a finished job must not run again.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err != nil && ctx.Err() != nil {
-		// Shutting down: leave the job unacknowledged so it is redelivered.
-		a.log.Warn().Str("job", job.ID).Msg("agent stopping mid-job; the job will be redelivered")
+		// Stopping mid-job: hand the job back at once, so that the agent
+		// gets it again when it returns instead of after the ack wait.
+		a.log.Warn().Str("job", job.ID).Msg("agent stopping mid-job; the job will be delivered again")
+		_ = msg.Nak()
+		_ = a.nc.FlushWithContext(actx)
 		return
 	}
-	if err := msg.DoubleAck(ctx); err != nil {
+	if err := msg.DoubleAck(actx); err != nil {
 		a.log.Warn().Err(err).Str("job", job.ID).Msg("acknowledge job")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/loadgen"
@@ -58,6 +60,12 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 	}
 
 	simulated := dep.Engine.Kind == "sim" || a.cfg.Simulate != ""
+	device := a.device
+	if dep.Engine.Kind == "sim" && !strings.EqualFold(device.Name, dep.Engine.SimDevice) {
+		// A simulated deployment on a lab agent is filed under the device it
+		// simulates, never under the real hardware it happens to run on.
+		device = devicefacts.Simulated(dep.Engine.SimDevice)
+	}
 	speedup := 0.0
 	if dep.Engine.Kind == "sim" && dep.Engine.SimSpeedup > 1 {
 		speedup = dep.Engine.SimSpeedup
@@ -77,14 +85,28 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			ParamsB:      dep.ParamsB,
 			Quantization: dep.Quantization,
 			Engine:       engineDisplayName(dep.Engine),
-			Device:       a.device.Name,
+			Device:       device.Name,
 		},
 		Workload:  job.Workload,
 		Status:    protocol.RunRunning,
 		CreatedAt: now,
 		StartedAt: now,
-		Device:    a.device,
+		Device:    device,
 		Client:    loadgen.ClientInfo(imgs, a.opt.Version),
+	}
+	if attempt > 1 {
+		// The previous attempt ended with its agent (it never sent a final
+		// message): close its run so it does not stay "running" for ever.
+		prev := j.header()
+		prev.ID = fmt.Sprintf("%s-a%d", job.ID, attempt-1)
+		prev.Status = protocol.RunFailed
+		prev.Error = fmt.Sprintf("the agent stopped during this attempt; the job was delivered again as attempt %d", attempt)
+		prev.FinishedAt = now
+		m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Run: prev, Final: true}
+		if err := a.publishDurable(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindResult),
+			protocol.ResultMsgID(prev.ID, "final"), m); err != nil {
+			return err
+		}
 	}
 
 	eng, err := engine.New(dep.Engine, a.env)
@@ -173,8 +195,13 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			}, p.Done+p.Failed == p.Total)
 		},
 		ComboDone: func(idx int, c *protocol.Combination) error {
+			// A combination cut short by the engine's death is not a
+			// measurement: its requests failed in microseconds.
+			if cause := context.Cause(mctx); cause != nil {
+				return cause
+			}
 			c.TelemetrySeries, c.Telemetry = tel.window()
-			scaleCombination(c, speedup)
+			c.ScaleTime(speedup)
 			if err := j.publishCombination(ctx, c); err != nil {
 				return err
 			}
@@ -308,11 +335,20 @@ func (a *Agent) imageSet(name string) (*imageset.Set, error) {
 	if filepath.IsAbs(name) || strings.Contains(name, "..") || strings.ContainsAny(name, `/\`) {
 		return nil, fmt.Errorf("image_set %q: want \"builtin\" or the name of a directory under the agent's image roots", name)
 	}
+	var errs []error
 	for _, root := range a.cfg.ImageRoots {
 		dir := filepath.Join(root, name)
-		if set, err := imageset.FromDir(dir); err == nil {
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		set, err := imageset.FromDir(dir)
+		if err == nil {
 			return set, nil
 		}
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("image_set %q: %w", name, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("image_set %q: not found under the agent's image roots %v", name, a.cfg.ImageRoots)
 }

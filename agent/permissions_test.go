@@ -2,8 +2,10 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +137,7 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 	}
 
 	v := newViolations()
-	nc, err := nats.Connect(url("agent-a"), nats.ErrorHandler(v.handle))
+	nc, err := nats.Connect(url("agent-a"), nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,28 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 			})
 			return err
 		})
-	v.refused(ctx, t, fmt.Sprintf(jobsAPI, "CREATE"), func(ctx context.Context) error {
+	// The one create subject agent-a may use names its own filter; the
+	// server refuses a request whose body asks for another.
+	ownCreate := "$JS.API.CONSUMER.CREATE." + protocol.StreamJobs + "." + protocol.JobConsumerName("agent-a") + "." + protocol.JobSubject("agent-a")
+	for _, body := range []string{
+		`{"stream_name":"%s","config":{"durable_name":"%s","filter_subject":"%s","ack_policy":"explicit"}}`,
+		`{"stream_name":"%s","config":{"durable_name":"%s","filter_subjects":["%s"],"ack_policy":"explicit"}}`,
+	} {
+		req := fmt.Sprintf(body, protocol.StreamJobs, protocol.JobConsumerName("agent-a"), protocol.JobSubject(other))
+		resp, err := nc.RequestWithContext(ctx, ownCreate, []byte(req))
+		if err != nil {
+			t.Fatalf("%s: %v", ownCreate, err)
+		}
+		var r struct {
+			Error *struct {
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error == nil {
+			t.Fatalf("creating agent-a's consumer with agent-b's filter (%s) was accepted: %s", req, resp.Data)
+		}
+	}
+	v.refused(ctx, t, fmt.Sprintf(jobsAPI, "CREATE")+"."+protocol.JobSubject(other), func(ctx context.Context) error {
 		_, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
 			Durable: otherCon, FilterSubject: protocol.JobSubject(other), AckPolicy: jetstream.AckExplicitPolicy,
 		})
@@ -201,8 +224,10 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 		return err
 	})
 
-	// Listening in on agent-b's jobs or events.
-	for _, subj := range []string{protocol.JobSubject(other), protocol.AgentSubject(other, ">"), protocol.JobSubjectAll} {
+	// Listening in on agent-b's jobs or events, or on replies meant for
+	// other clients (jobs a fetch delivers, the controller's events).
+	for _, subj := range []string{protocol.JobSubject(other), protocol.AgentSubject(other, ">"), protocol.JobSubjectAll,
+		"_INBOX.>", protocol.AgentInboxPrefix(other) + ".>"} {
 		if _, err := nc.Subscribe(subj, func(*nats.Msg) {}); err != nil {
 			t.Fatal(err)
 		}
@@ -351,4 +376,132 @@ func (v *violations) unexpected() error {
 	default:
 		return nil
 	}
+}
+
+// TestExampleNATSConfig keeps deploy/nats-server.conf honest: every agent
+// user there is granted exactly protocol.AgentPermissionSubjects of its
+// name, the controller everything, and a server started from the file
+// (on a free loopback port and a temp store) carries an agent's JetStream
+// traffic, up to the largest message the protocol allows.
+func TestExampleNATSConfig(t *testing.T) {
+	const path = "../deploy/nats-server.conf"
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if opts.MaxPayload != protocol.MaxMessageBytes {
+		t.Errorf("%s: max_payload %d, want %d (protocol.MaxMessageBytes)", path, opts.MaxPayload, protocol.MaxMessageBytes)
+	}
+	if !opts.JetStream {
+		t.Errorf("%s: jetstream is not enabled", path)
+	}
+	passwords := map[string]string{}
+	var agents []string
+	for _, u := range opts.Users {
+		passwords[u.Username] = u.Password
+		if u.Account == nil || u.Account.Name != "VLMFLEET" {
+			t.Errorf("%s: user %s is not in account VLMFLEET", path, u.Username)
+		}
+		if u.Username == "controller" {
+			if u.Permissions != nil {
+				t.Errorf("%s: the controller is restricted (%+v); it must be able to do everything in its account", path, u.Permissions)
+			}
+			continue
+		}
+		agents = append(agents, u.Username)
+		if err := protocol.ValidateAgentID(u.Username); err != nil {
+			t.Errorf("%s: user %s: %v", path, u.Username, err)
+		}
+		pub, sub := protocol.AgentPermissionSubjects(u.Username)
+		p := u.Permissions
+		if p == nil || p.Publish == nil || p.Subscribe == nil {
+			t.Errorf("%s: agent %s has no publish and subscribe permissions", path, u.Username)
+			continue
+		}
+		if !sameSet(p.Publish.Allow, pub) || len(p.Publish.Deny) != 0 {
+			t.Errorf("%s: agent %s publish allow %q deny %q, want allow %q", path, u.Username, p.Publish.Allow, p.Publish.Deny, pub)
+		}
+		if !sameSet(p.Subscribe.Allow, sub) || len(p.Subscribe.Deny) != 0 {
+			t.Errorf("%s: agent %s subscribe allow %q deny %q, want allow %q", path, u.Username, p.Subscribe.Allow, p.Subscribe.Deny, sub)
+		}
+	}
+	if passwords["controller"] == "" || len(agents) == 0 {
+		t.Fatalf("%s: want a controller user and at least one agent user, have %d users", path, len(opts.Users))
+	}
+
+	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+	opts.HTTPPort = 0
+	opts.StoreDir = t.TempDir()
+	opts.NoSigs, opts.NoLog = true, true
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	ns.Start()
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatalf("%s: server did not start", path)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	connect := func(user string) jetstream.JetStream {
+		opts := []nats.Option{}
+		if user != "controller" {
+			opts = append(opts, nats.CustomInboxPrefix(protocol.AgentInboxPrefix(user)))
+		}
+		nc, err := nats.Connect("nats://"+user+":"+passwords[user]+"@"+ns.Addr().String(), opts...)
+		if err != nil {
+			t.Fatalf("connect as %s: %v", user, err)
+		}
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	admin := connect("controller")
+	for _, cfg := range []jetstream.StreamConfig{controller.JobsStreamConfig(), controller.EventsStreamConfig()} {
+		if _, err := admin.CreateOrUpdateStream(ctx, cfg); err != nil {
+			t.Fatalf("controller creating stream %s: %v", cfg.Name, err)
+		}
+	}
+	id := agents[0]
+	js := connect(id)
+	big := make([]byte, protocol.MaxMessageBytes-64<<10) // headroom for headers
+	if _, err := js.Publish(ctx, protocol.AgentSubject(id, protocol.KindResult), big, jetstream.WithMsgID("big")); err != nil {
+		t.Fatalf("agent %s publishing a %d-byte result: %v", id, len(big), err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+		Durable: protocol.JobConsumerName(id), FilterSubject: protocol.JobSubject(id), AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1,
+	})
+	if err != nil {
+		t.Fatalf("agent %s creating its job consumer: %v", id, err)
+	}
+	if _, err := admin.Publish(ctx, protocol.JobSubject(id), []byte("job")); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatalf("agent %s fetching: %v", id, err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		n++
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatalf("agent %s acking its job: %v", id, err)
+		}
+	}
+	if n != 1 || batch.Error() != nil {
+		t.Fatalf("agent %s fetched %d jobs (%v), want 1", id, n, batch.Error())
+	}
+}
+
+// sameSet says whether a and b hold the same subjects; the order of an
+// allow list does not matter to the server.
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
-	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // SimulatedDevices lists the device names the simulator has profiles for.
@@ -75,39 +74,4 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// scaleCombination turns the times measured against a simulated engine that
-// ran Speedup times faster than real back into the device's own time scale.
-// Only simulated runs are scaled, and the run records the factor.
-func scaleCombination(c *protocol.Combination, s float64) {
-	if s <= 1 {
-		return
-	}
-	for _, st := range []*protocol.Stats{&c.TTFT, &c.E2E, &c.ITL, &c.TTFB, &c.RoleChunk} {
-		scaleStats(st, s)
-	}
-	scaleStats(&c.TPS, 1/s)
-	c.OutputTokensPerSec /= s
-	c.WallSec *= s
-	for i := range c.Requests {
-		r := &c.Requests[i]
-		r.Start *= s
-		r.TTFB *= s
-		r.RoleChunk *= s
-		r.TTFT *= s
-		r.LastToken *= s
-		r.E2E *= s
-		r.ITL *= s
-		r.TPS /= s
-	}
-}
-
-func scaleStats(st *protocol.Stats, s float64) {
-	st.Mean *= s
-	st.P50 *= s
-	st.P90 *= s
-	st.P99 *= s
-	st.Min *= s
-	st.Max *= s
 }

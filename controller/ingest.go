@@ -8,15 +8,24 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
+// MaxDeliveries is how often the controller's consumer receives one
+// message before giving up on it; the last delivery is recorded as a
+// rejection instead of being retried (see handleDurable).
+const MaxDeliveries = 50
+
 // EventsConsumerConfig is the controller's durable consumer on the events
-// stream. Deliveries never run out: a message is either stored (Ack),
-// refused for good (Term, recorded in the rejected bucket) or retried after
-// a store failure (Nak with a growing delay).
+// stream. A message is stored (Ack), refused for good (Term, recorded in the
+// rejected bucket: malformed, not allowed, or a store error that would
+// repeat identically), or retried after a transient store failure (Nak with
+// a growing delay) until its last delivery, which is recorded and
+// terminated: a message awaiting retry holds one of MaxAckPending slots, so
+// retrying without end would let a few hundred of them stop ingestion.
 func EventsConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       ConsumerName,
@@ -24,7 +33,7 @@ func EventsConsumerConfig() jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
-		MaxDeliver:    -1,
+		MaxDeliver:    MaxDeliveries,
 		MaxAckPending: 256,
 	}
 }
@@ -70,19 +79,63 @@ func (c *Controller) handleDurable(msg jetstream.Msg) {
 		storedAt = time.Now()
 	}
 	err := c.ingest(msg.Subject(), msg.Data(), storedAt)
-	var rej *store.RejectError
-	switch {
-	case err == nil:
+	switch d := settle(err, delivered); d.action {
+	case actAck:
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.Warn().Err(aerr).Str("subject", msg.Subject()).Msg("ack failed; the message will be redelivered and stored again idempotently")
 		}
-	case errors.As(err, &rej):
-		c.reject(msg, seq, rej.Reason)
+	case actReject:
+		c.reject(msg, seq, d.reason)
 	default:
-		delay := nakDelay(delivered)
-		c.log.Error().Err(err).Str("subject", msg.Subject()).Uint64("delivery", delivered).Dur("retry_in", delay).Msg("storing an agent event failed")
-		_ = msg.NakWithDelay(delay)
+		c.log.Error().Err(err).Str("subject", msg.Subject()).Uint64("delivery", delivered).Dur("retry_in", d.delay).Msg("storing an agent event failed")
+		_ = msg.NakWithDelay(d.delay)
 	}
+}
+
+type action int
+
+const (
+	actAck action = iota
+	actReject
+	actRetry
+)
+
+// disposition is what to do with a message after trying to store it.
+type disposition struct {
+	action action
+	reason string        // actReject: what is recorded
+	delay  time.Duration // actRetry: when to try again
+}
+
+// settle decides a message's fate from the result of storing it on its
+// delivered-th delivery. Only errors that may pass (a full disk, a closing
+// database) are retried; retrying one that repeats identically would hold
+// a slot of MaxAckPending for nothing.
+func settle(err error, delivered uint64) disposition {
+	var rej *store.RejectError
+	switch {
+	case err == nil:
+		return disposition{action: actAck}
+	case errors.As(err, &rej):
+		return disposition{action: actReject, reason: rej.Reason}
+	case permanentStoreError(err):
+		return disposition{action: actReject, reason: "the store refuses it: " + err.Error()}
+	case delivered >= MaxDeliveries:
+		return disposition{action: actReject, reason: fmt.Sprintf("storing failed on all %d deliveries, last: %v", delivered, err)}
+	default:
+		return disposition{action: actRetry, delay: nakDelay(delivered)}
+	}
+}
+
+// permanentStoreError reports whether bbolt refuses the write for what it
+// contains, so every retry would fail the same way.
+func permanentStoreError(err error) bool {
+	for _, p := range []error{bolt.ErrKeyTooLarge, bolt.ErrValueTooLarge, bolt.ErrKeyRequired, bolt.ErrBucketNameRequired, bolt.ErrIncompatibleValue} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // nakDelay backs off from half a second to half a minute.

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 )
 
@@ -39,6 +40,26 @@ func ValidateAgentID(id string) error {
 	return nil
 }
 
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
+
+// ValidateID checks a job, run or sweep id: it becomes part of store keys and
+// message ids, so it is short and plain.
+func ValidateID(what, id string) error {
+	if !idPattern.MatchString(id) {
+		return fmt.Errorf("%s %.40q: want 1-200 characters of letters, digits, '.', ':', '-' or '_', starting with a letter or digit", what, id)
+	}
+	return nil
+}
+
+// RedactURL hides the password of a NATS or HTTP URL for logs and errors.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
+}
+
 // JobSubject is where the controller publishes jobs for one agent.
 func JobSubject(agentID string) string { return SubjectPrefix + ".jobs." + agentID }
 
@@ -60,14 +81,22 @@ func AgentPermissionSubjects(agentID string) (publish, subscribe []string) {
 		SubjectPrefix + ".agent." + agentID + ".>",
 		"$JS.API.CONSUMER.INFO." + StreamJobs + "." + JobConsumerName(agentID),
 		"$JS.API.CONSUMER.MSG.NEXT." + StreamJobs + "." + JobConsumerName(agentID),
-		"$JS.API.CONSUMER.CREATE." + StreamJobs + "." + JobConsumerName(agentID) + ".>",
+		// The filter subject is part of the create subject (and the server
+		// checks it against the request), so naming it stops an agent from
+		// pointing its own consumer at another agent's jobs.
+		"$JS.API.CONSUMER.CREATE." + StreamJobs + "." + JobConsumerName(agentID) + "." + JobSubject(agentID),
 		"$JS.ACK." + StreamJobs + "." + JobConsumerName(agentID) + ".>",
 		"$JS.API.STREAM.INFO." + StreamJobs,
 		"$JS.API.INFO",
 	}
-	subscribe = []string{"_INBOX.>"}
+	subscribe = []string{AgentInboxPrefix(agentID) + ".>"}
 	return publish, subscribe
 }
+
+// AgentInboxPrefix is the prefix of an agent's reply subjects: an inbox of
+// its own, so that its permissions can keep it from reading other clients'
+// replies (the jobs delivered to other agents, the controller's events).
+func AgentInboxPrefix(agentID string) string { return "_INBOX." + agentID }
 
 // JobConsumerName is the durable consumer through which one agent receives its jobs.
 func JobConsumerName(agentID string) string { return "agent-" + agentID }

@@ -88,8 +88,13 @@ func DecodeJobStateChange(data []byte) (*JobStateChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.JobID == "" {
-		return nil, fmt.Errorf("job state: job_id is empty")
+	if err := ValidateID("job_id", s.JobID); err != nil {
+		return nil, fmt.Errorf("job state: %w", err)
+	}
+	if s.RunID != "" {
+		if err := ValidateID("run_id", s.RunID); err != nil {
+			return nil, fmt.Errorf("job state: %w", err)
+		}
 	}
 	if err := ValidateAgentID(s.AgentID); err != nil {
 		return nil, fmt.Errorf("job state: %w", err)
@@ -147,8 +152,8 @@ func DecodeAgentHello(data []byte) (*AgentHello, error) {
 
 // Validate checks a job before it is published or run.
 func (j *Job) Validate() error {
-	if j.ID == "" {
-		return fmt.Errorf("id is empty")
+	if err := ValidateID("id", j.ID); err != nil {
+		return err
 	}
 	if err := ValidateAgentID(j.AgentID); err != nil {
 		return err
@@ -160,8 +165,8 @@ func (j *Job) Validate() error {
 }
 
 func (r *Run) validateHeader() error {
-	if r.ID == "" {
-		return fmt.Errorf("id is empty")
+	if err := ValidateID("id", r.ID); err != nil {
+		return err
 	}
 	if strings.TrimSpace(r.Config.Model) == "" {
 		return fmt.Errorf("config.model is empty")

@@ -58,9 +58,11 @@ type Workload struct {
 	Prompt    string `json:"prompt"`
 	MaxTokens int    `json:"max_tokens"`
 
-	Sizes            []string `json:"sizes"`
-	Cameras          []int    `json:"cameras"`
-	RequestsPerLevel int      `json:"requests_per_level"`
+	Sizes   []string `json:"sizes"`
+	Cameras []int    `json:"cameras"`
+	// RequestsPerLevel is the measured requests at each camera level; a
+	// level with more cameras than this gets one request per camera.
+	RequestsPerLevel int `json:"requests_per_level"`
 
 	// The multi-image family is always written out, so that an empty list
 	// means "none" rather than "the default".
@@ -143,7 +145,9 @@ func (w Workload) Plan() []PlannedCombo {
 	sort.Ints(cams)
 	for _, s := range w.Sizes {
 		for _, c := range cams {
-			add(ComboKey{Size: s, Images: 1, Cameras: c}, w.RequestsPerLevel)
+			// Every camera sends at least one measured request, or the level
+			// would never have as many requests in flight as cameras.
+			add(ComboKey{Size: s, Images: 1, Cameras: c}, max(w.RequestsPerLevel, c))
 		}
 	}
 	imgs := append([]int(nil), w.ImagesPerRequest...)

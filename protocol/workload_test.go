@@ -99,5 +99,10 @@ func TestAgentIDsAreSubjectTokens(t *testing.T) {
 				t.Errorf("permission %s is not confined to the agent", p)
 			}
 		}
+		// A wildcard filter here would let the agent aim its own consumer
+		// at another agent's jobs (agent/permissions_test.go shows it).
+		if strings.Contains(p, ".CONSUMER.CREATE.") && !strings.HasSuffix(p, "."+JobSubject("agx")) {
+			t.Errorf("permission %s lets the agent create its consumer with any filter", p)
+		}
 	}
 }

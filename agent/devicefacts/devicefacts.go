@@ -101,9 +101,11 @@ func JetsonModel(sysRoot string) (string, bool) {
 
 // LookPath finds an executable named name in the PATH-style list pathList,
 // so tests can put fake tools first without touching the process's PATH.
+// Empty and relative entries (".", "bin") are skipped: they name the
+// working directory, where nvidia-smi or tegrastats could be anyone's.
 func LookPath(pathList, name string) (string, error) {
 	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" {
+		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
 		p := filepath.Join(dir, name)

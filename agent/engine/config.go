@@ -329,8 +329,10 @@ func (c Config) resolveSim(r *resolved) error {
 	if c.SimModel == "" {
 		return fmt.Errorf("sim_model: missing; want a simulated model such as \"Qwen3-VL-4B-Instruct\"")
 	}
-	if c.SimSpeedup < 0 || math.IsNaN(c.SimSpeedup) || math.IsInf(c.SimSpeedup, 0) {
-		return fmt.Errorf("sim_speedup: %g; want 0 (real time) or a positive factor", c.SimSpeedup)
+	// The agent scales a simulated run's times back only for speedups above
+	// one, so a slow-motion factor would be published unscaled as the device's.
+	if c.SimSpeedup != 0 && !(c.SimSpeedup >= 1) || math.IsInf(c.SimSpeedup, 0) {
+		return fmt.Errorf("sim_speedup: %g; want 0 (real time) or at least 1", c.SimSpeedup)
 	}
 	p, err := simengine.Lookup(c.SimDevice, c.SimModel, c.SimQuantization, c.SimEngine)
 	if err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -171,6 +173,9 @@ func TestValidate(t *testing.T) {
 		{"sim no device", Config{Kind: KindSim, SimModel: "x"}, "sim_device: missing"},
 		{"sim unknown device", Config{Kind: KindSim, SimDevice: "Commodore 64", SimModel: "x"}, "sim_device/sim_model"},
 		{"sim speedup", Config{Kind: KindSim, SimDevice: "a", SimModel: "b", SimSpeedup: -1}, "sim_speedup: -1"},
+		{"sim slow motion", Config{Kind: KindSim, SimDevice: "a", SimModel: "b", SimSpeedup: 0.5}, "sim_speedup: 0.5; want 0 (real time) or at least 1"},
+		{"sim speedup NaN", Config{Kind: KindSim, SimDevice: "a", SimModel: "b", SimSpeedup: math.NaN()}, "sim_speedup: NaN"},
+		{"sim speedup Inf", Config{Kind: KindSim, SimDevice: "a", SimModel: "b", SimSpeedup: math.Inf(1)}, "sim_speedup: +Inf"},
 		{"negative timeout", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", StartupTimeout: -1}, "startup_timeout"},
 	}
 	for _, c := range cases {
@@ -285,5 +290,18 @@ func TestRedact(t *testing.T) {
 	want := []string{"docker", "run", "-e", "HF_TOKEN=***", "--env", "X=***", "img", "--api-key", "***", "--api-key=***", "--hf-token", "***"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("redact = %q", got)
+	}
+}
+
+// Real time (0) and any speedup of at least 1 are valid: the agent scales
+// those back; the range between 0 and 1 is refused above.
+func TestSimSpeedupAccepted(t *testing.T) {
+	env := newTestEnv(t)
+	p := simengine.Profiles()[0]
+	for _, sp := range []float64{0, 1, 1.5, 50} {
+		cfg := Config{Kind: KindSim, SimDevice: p.Device, SimModel: p.Model, SimQuantization: p.Quantization, SimEngine: p.Engine, SimSpeedup: sp}
+		if err := cfg.Validate(env.Env); err != nil {
+			t.Errorf("sim_speedup %g: %v", sp, err)
+		}
 	}
 }

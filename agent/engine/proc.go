@@ -157,6 +157,10 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 		var ee *Error
 		if attempt == 0 && errors.As(err, &ee) && ee.Phase == PhaseStartup && bindFailed(ee.LogTail) {
 			log.Warn().Int("port", port).Msg("engine could not bind its port; retrying once on another")
+			// A startup timeout leaves the first process alive, and even
+			// one that exited can leave workers in its group holding GPU
+			// memory: end the whole group before the second start.
+			e.stopAfterFailure(run)
 			continue
 		}
 		e.stopAfterFailure(run)

@@ -325,6 +325,35 @@ func TestBindFailureRetried(t *testing.T) {
 	mustContain(t, "log", log, "address already in use")
 }
 
+// A first attempt that reported the taken port but stayed alive until the
+// startup timeout is stopped before the retry, so that it cannot hold GPU
+// memory next to the second.
+func TestBindFailureRetryStopsTheFirstProcess(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	once := filepath.Join(t.TempDir(), "bind-once")
+	cfg := vllmConfig(t, map[string]string{"FAKE_BIND_ONCE_FILE": once, "FAKE_BIND_ONCE_HANG": "1"})
+	cfg.StartupTimeout = Duration(2 * time.Second)
+	e, _, err := startEngine(t, cfg, env.Env, Needs{})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	first := readPid(t, once)
+	if !pidGone(first) {
+		t.Errorf("the first attempt (pid %d) still runs after the retry started", first)
+	}
+	pe := e.(*procEngine)
+	pe.mu.Lock()
+	run := pe.run
+	pe.mu.Unlock()
+	if run == nil || run.cmd.Process.Pid == first {
+		t.Fatalf("the engine runs the first attempt's process")
+	}
+	if n := strings.Count(e.LogTail(100), "vlmfleet: starting "); n != 2 {
+		t.Errorf("%d starts in the log, want 2", n)
+	}
+}
+
 // With drop_page_cache set and no writable drop_caches, Start fails before
 // running anything and says what to do.
 func TestDropPageCacheFailure(t *testing.T) {

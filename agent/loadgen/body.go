@@ -32,9 +32,6 @@ func buildBodyParts(t Target, w protocol.Workload) (bodyParts, error) {
 		"stream_options": map[string]any{"include_usage": true},
 		"max_tokens":     maxTokens,
 	}
-	if w.CachePrompt != nil {
-		top["cache_prompt"] = *w.CachePrompt
-	}
 	for k, v := range t.ExtraBody {
 		switch k {
 		case "model", "stream", "messages":

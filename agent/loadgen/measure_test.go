@@ -358,11 +358,9 @@ func TestRequestBodyAndImageCycle(t *testing.T) {
 		MultiImageSizes: []string{"2K"}, ImagesPerRequest: []int{3}, MultiImageRequests: 4,
 		WarmupRequests: 1, RequestTimeoutSec: 10,
 	}
-	no := false
-	w.CachePrompt = &no
 	tg := f.target()
 	tg.APIKey = "sekrit"
-	tg.ExtraBody = map[string]any{"temperature": 0, "messages": "ignored"}
+	tg.ExtraBody = map[string]any{"temperature": 0, "messages": "ignored", "cache_prompt": false}
 	c := measureOne(t, tg, w, testImages{n: 5})
 	if c.Completed != 4 || c.Images != 3 || c.Cameras != 1 {
 		t.Fatalf("combination %+v", c.ComboKey)
@@ -383,13 +381,14 @@ func TestRequestBodyAndImageCycle(t *testing.T) {
 		if len(imgs) != 3 {
 			t.Fatalf("request %d carries %d images, want 3", i, len(imgs))
 		}
-		// Request 0 is the warm-up; measured request r uses pictures (r*3+j) mod 5.
-		r := i - 1
+		// Request 0 is the warm-up, which takes the end of the cycle
+		// (pictures 2, 3, 4); measured request r uses pictures (r*3+j) mod 5.
+		first := (i - 1) * 3
 		if i == 0 {
-			r = 0
+			first = 2
 		}
 		for j, u := range imgs {
-			want := fmt.Sprintf("data:image/jpeg;base64,2K-pic%d", (r*3+j)%5)
+			want := fmt.Sprintf("data:image/jpeg;base64,2K-pic%d", (first+j)%5)
 			if u != want {
 				t.Errorf("request %d image %d = %q, want %q", i, j, u, want)
 			}

@@ -57,9 +57,10 @@ func (r *runner) cameras(n int) []*camera {
 type pictures func(req, j int) string
 
 // picturesFor prepares every image a phase will send, before it is timed:
-// request r carries pictures (r*images + j) mod Len, or in unique mode its
-// own perturbed copies of them.
-func (r *runner) picturesFor(size string, images, requests int, unique bool, seed uint64) (pictures, error) {
+// request r carries pictures (first + r*images + j) mod Len, or in unique
+// mode its own perturbed copies of pictures r*images + j (the seed alone
+// keeps them apart from another phase's).
+func (r *runner) picturesFor(size string, images, requests int, unique bool, seed uint64, first int) (pictures, error) {
 	if unique {
 		urls, err := r.imgs.UniqueDataURLs(size, 0, requests*images, seed)
 		if err != nil {
@@ -82,7 +83,22 @@ func (r *runner) picturesFor(size string, images, requests int, unique bool, see
 		}
 		urls[i] = jsonSafe(u)
 	}
-	return func(req, j int) string { return urls[(req*images+j)%n] }, nil
+	return func(req, j int) string { return urls[(first+req*images+j)%n] }, nil
+}
+
+// warmupFirst is the picture the warm-up starts at when every phase cycles
+// through the same set. An engine keeps a multimodal cache even with prefix
+// caching off (vLLM's mm cache), so a warm-up that sent the measured
+// requests' first pictures would flatter them. The warm-up therefore takes
+// the pictures at the end of the cycle, ending just before picture 0 where
+// the measurement starts: measured and warm-up pictures are disjoint
+// whenever the set holds both, and otherwise the warm-up still ends as far
+// as possible from the first measured requests.
+func warmupFirst(setLen, images, warm int) int {
+	if setLen < 1 {
+		return 0
+	}
+	return (setLen - (images*warm)%setLen) % setLen
 }
 
 func (r *runner) segments(pics pictures, req, images int) []string {
@@ -121,12 +137,13 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	// Every picture is ready before the first request: the measured ones
 	// first, so that no image work sits between warm-up and measurement
 	// (where an engine could also drop the idle keep-alive connections).
-	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.w.UniqueImages, seed)
+	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.w.UniqueImages, seed, 0)
 	if err != nil {
 		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
 	}
 	if warm := r.w.WarmupRequests * pc.Cameras; warm > 0 {
-		wpics, err := r.picturesFor(size.Name, pc.Images, warm, r.w.UniqueImages, seed^0x9e3779b97f4a7c15)
+		wpics, err := r.picturesFor(size.Name, pc.Images, warm, r.w.UniqueImages, seed^0x9e3779b97f4a7c15,
+			warmupFirst(r.imgs.Len(), pc.Images, warm))
 		if err != nil {
 			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)
 		}

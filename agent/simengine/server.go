@@ -160,7 +160,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		"object": "list",
 		"data": []map[string]any{{
 			"id": s.opt.ServedName, "object": "model", "created": s.start.Unix(), "owned_by": owner,
-			"root": s.p.Model, "simulated": true,
+			// A client measuring this server needs the factor to put its
+			// times back on the device's scale (1: real time).
+			"root": s.p.Model, "simulated": true, "sim_speedup": s.speedup,
 		}},
 	})
 }

@@ -22,6 +22,10 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	}
 	var cfg agent.Config
 	switch {
+	case *configPath != "" && *simulate != "":
+		// A simulated device would label the real engines of the config as
+		// simulated, on a device they do not run on.
+		return usageError{fmt.Errorf("--config and --simulate exclude each other; a lab agent can offer simulated deployments with engine kind: sim in its config")}
 	case *configPath != "":
 		var err error
 		if cfg, err = agent.LoadConfig(*configPath); err != nil {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -241,9 +243,18 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("loading the pictures: %w", err)
 	}
 
-	facts := devicefacts.Detect(ctx, devicefacts.Options{SysRoot: c.getenv("VLMFLEET_SYSROOT")})
+	// The tools are looked up on the CLI's PATH, not the process's: an empty
+	// one finds nothing rather than falling back to os.Getenv.
+	path := c.getenv("PATH")
+	if path == "" {
+		path = string(os.PathListSeparator)
+	}
+	facts := devicefacts.Detect(ctx, devicefacts.Options{SysRoot: c.getenv("VLMFLEET_SYSROOT"), Path: path})
 	if o.device != "" {
 		facts.Name = o.device
+	} else if u, err := url.Parse(o.url); err == nil && !isLoopbackHost(u.Hostname()) {
+		c.log.Warn().Str("host", u.Hostname()).
+			Msg("the device facts describe this machine, not the endpoint's; name the endpoint's device with --device")
 	}
 	if facts.Name == "" {
 		facts.Name = "unknown device"
@@ -263,6 +274,21 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		Device:    facts,
 		Client:    loadgen.ClientInfo(imgs, c.version),
 	}
+	// A simulated engine (vlmfleet sim) runs speedup times faster than the
+	// device it stands for: its times are scaled back and the run labelled,
+	// never published as a real device's.
+	simulated, speedup := probeSimulated(ctx, c, o)
+	if simulated {
+		run.Simulated, run.SimSpeedup = true, speedup
+		run.Engine.Props = map[string]string{"simulated": "true", "sim_speedup": strconv.FormatFloat(speedup, 'g', -1, 64)}
+		c.log.Warn().Float64("sim_speedup", speedup).Msg("the endpoint is a simulated engine; its times are scaled back and the run is labelled simulated")
+	}
+	// scale is what the progress line multiplies live TTFTs by, so that they
+	// read on the same scale as the summary.
+	scale := 1.0
+	if simulated && speedup > 1 {
+		scale = speedup
+	}
 	run.StartedAt = run.CreatedAt
 	plan := w.Plan()
 	c.log.Info().Str("url", o.url).Str("model", o.model).Int("combinations", len(plan)).
@@ -281,7 +307,7 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
 			suffix := "TTFT -"
 			if p.Done > 0 {
-				suffix = fmt.Sprintf("TTFT %.2f s", p.MeanTTFT)
+				suffix = fmt.Sprintf("TTFT %.2f s", p.MeanTTFT*scale)
 			}
 			if p.Failed > 0 {
 				suffix += fmt.Sprintf(", %d failed", p.Failed)
@@ -294,9 +320,19 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		},
 	}
 	target := loadgen.Target{BaseURL: o.url, Model: o.model, APIKey: o.apiKey}
+	if o.cachePrompt != nil {
+		// llama.cpp's field; other servers may refuse unknown fields, so it
+		// is sent only when asked for.
+		target.ExtraBody = map[string]any{"cache_prompt": *o.cachePrompt}
+	}
 	combos, merr := loadgen.Measure(ctx, target, w, imgs, hooks)
 	bars.Close()
 
+	if simulated {
+		for i := range combos {
+			combos[i].ScaleTime(speedup)
+		}
+	}
 	run.Combinations = combos
 	run.FinishedAt = time.Now().UTC()
 	run.Status = protocol.RunCompleted
@@ -314,6 +350,104 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("measuring: %w", merr)
 	}
 	return nil
+}
+
+// modelsTimeout bounds the look at /models: an endpoint without one (or a
+// slow one) must not hold up the measurement.
+const modelsTimeout = 5 * time.Second
+
+// probeSimulated reads the endpoint's model list and reports whether the
+// served model is a simulated engine and its speedup (1: real time). Any
+// failure means a real engine, as before the look: most servers list no
+// such field.
+func probeSimulated(ctx context.Context, c *cli, o *benchOptions) (bool, float64) {
+	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
+	defer cancel()
+	list, err := fetchModels(ctx, strings.TrimRight(o.url, "/")+"/models", o.apiKey)
+	if err != nil {
+		c.log.Debug().Err(err).Msg("no model list; taking the endpoint for a real engine")
+		return false, 1
+	}
+	return list.simulated(o.model)
+}
+
+// modelList is the part of an OpenAI-compatible GET /models answer bench
+// reads; simulated and sim_speedup are vlmfleet sim's own fields.
+type modelList struct {
+	Data []struct {
+		ID         string  `json:"id"`
+		Simulated  bool    `json:"simulated"`
+		SimSpeedup float64 `json:"sim_speedup"`
+	} `json:"data"`
+}
+
+// maxModelsBody bounds the model list read: lists are a few kilobytes.
+const maxModelsBody = 1 << 20
+
+func fetchModels(ctx context.Context, u, apiKey string) (modelList, error) {
+	var list modelList
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return list, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return list, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return list, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	list, err = decodeModelList(io.LimitReader(resp.Body, maxModelsBody))
+	if err != nil {
+		return list, fmt.Errorf("GET %s: %w", u, err)
+	}
+	return list, nil
+}
+
+func decodeModelList(r io.Reader) (modelList, error) {
+	var list modelList
+	if err := json.NewDecoder(r).Decode(&list); err != nil {
+		return list, fmt.Errorf("model list: %w", err)
+	}
+	return list, nil
+}
+
+// simulated reads the entry of the served model; the simulator answers to
+// any name, so a list of one entry stands for the model whatever its id.
+// A speedup that is missing or not a finite number of at least 1 counts as
+// real time.
+func (l modelList) simulated(model string) (bool, float64) {
+	i := -1
+	for j, m := range l.Data {
+		if m.ID == model {
+			i = j
+			break
+		}
+	}
+	if i < 0 && len(l.Data) == 1 {
+		i = 0
+	}
+	if i < 0 || !l.Data[i].Simulated {
+		return false, 1
+	}
+	sp := l.Data[i].SimSpeedup
+	if !(sp >= 1) || math.IsInf(sp, 0) {
+		sp = 1
+	}
+	return true, sp
+}
+
+// isLoopbackHost reports whether host names this machine.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // labelFor is the progress label of a combination: its place in the plan and its key.
@@ -345,7 +479,11 @@ func benchPoints(run *protocol.Run) []explorer.Point {
 }
 
 func printBenchSummary(w io.Writer, run *protocol.Run, target float64) {
-	fmt.Fprintf(w, "\n%s on %s (%s), %s\n", run.Config.Model, run.Config.Device, run.Engine.Endpoint, run.Status)
+	fmt.Fprintf(w, "\n%s on %s (%s), %s", run.Config.Model, run.Config.Device, run.Engine.Endpoint, run.Status)
+	if run.Simulated {
+		fmt.Fprintf(w, ", SIMULATED engine (%gx real time; times scaled back)", max(run.SimSpeedup, 1))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-6s %4s %4s %5s %6s %10s %10s %8s %10s\n", "Size", "Imgs", "Cams", "Done", "Failed", "TTFT mean", "TTFT p90", "TPS", "Out tok/s")
 	for _, cb := range run.Combinations {
 		if cb.Completed == 0 {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -129,6 +132,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		r.Engine.Kind != "external" || r.Engine.Endpoint != srv.URL+"/v1" || len(r.ID) != 16 || r.Client.ImageCount != 2 {
 		t.Errorf("run header %+v", r)
 	}
+	if r.Simulated || r.SimSpeedup != 0 || strings.Contains(out, "SIMULATED") {
+		t.Errorf("an engine without a model list is labelled simulated (%v, %g):\n%s", r.Simulated, r.SimSpeedup, out)
+	}
 	if len(r.Combinations) != 3 {
 		t.Fatalf("%d combinations, want 3", len(r.Combinations))
 	}
@@ -237,4 +243,149 @@ func TestMaxCameras(t *testing.T) {
 			t.Errorf("%s at %g: got %d %v %v, want %d %v %v", c.size, c.target, best, plus, meas, c.best, c.plus, c.meas)
 		}
 	}
+}
+
+// serveSim runs the simulated engine of `vlmfleet sim` on loopback until the
+// test ends.
+func serveSim(t *testing.T, p simengine.Profile, speedup float64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- simengine.New(p, simengine.Options{Speedup: speedup, Seed: 1}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("simulated engine: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + "/v1"
+}
+
+// bench against a sped-up simulator labels the run simulated and puts its
+// times back on the simulated device's scale.
+func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
+	p, err := simengine.Lookup("Jetson AGX Orin", "Cosmos3-Edge", "BF16", "vLLM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const speedup = 10
+	u := serveSim(t, p, speedup)
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "720p",
+		"--cameras", "1", "--requests", "3", "--images", "1", "--warmup", "1", "--max-tokens", "8",
+		"--image-dir", snapshotDir(t), "--device", "Sim Box", "--json", jsonPath)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "SIMULATED") {
+		t.Errorf("the summary does not say the engine is simulated:\n%s", out)
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := protocol.DecodeRun(data)
+	if err != nil {
+		t.Fatalf("the --json document does not decode: %v", err)
+	}
+	if !r.Simulated || r.SimSpeedup != speedup {
+		t.Errorf("run simulated %v, sim_speedup %g; want true, %d", r.Simulated, r.SimSpeedup, speedup)
+	}
+	if len(r.Combinations) != 1 || r.Combinations[0].Completed != 3 {
+		t.Fatalf("%d combinations, first completed %d failed %d errors %+v", len(r.Combinations), r.Combinations[0].Completed, r.Combinations[0].Failed, r.Combinations[0].Errors)
+	}
+	c := r.Combinations[0]
+	// The simulator waits TTFT720/speedup (0.05 s); scaled back, the mean
+	// is the seed figure of 0.51 s plus client overhead times ten. Left
+	// unscaled it would be a tenth of that, scaled twice ten times more.
+	if c.TTFT.Mean < 0.7*p.TTFT720 || c.TTFT.Mean > 6*p.TTFT720 {
+		t.Errorf("TTFT mean %.3f s, want about the profile's %.2f s", c.TTFT.Mean, p.TTFT720)
+	}
+	for _, rec := range c.Requests {
+		if rec.TTFT < 0.7*p.TTFT720 {
+			t.Errorf("request %d TTFT %.3f s is not scaled back", rec.Seq, rec.TTFT)
+		}
+	}
+}
+
+// A remote endpoint without --device gets a warning that the device facts
+// are this machine's; a loopback one does not.
+func TestBenchWarnsRemoteDeviceFacts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	// 0.0.0.0 is not a loopback address, yet connecting to it fails at
+	// once on this machine, so no request leaves it.
+	for host, warn := range map[string]bool{"0.0.0.0": true, "127.0.0.1": false, "localhost": false} {
+		code, _, errOut := runCLI(t, "bench", "--url", "http://"+net.JoinHostPort(host, port)+"/v1", "--model", "m",
+			"--sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
+			"--warmup", "0", "--image-dir", snapshotDir(t))
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", host, code, errOut)
+		}
+		if got := strings.Contains(errOut, "device facts describe this machine"); got != warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", host, got, warn, errOut)
+		}
+	}
+}
+
+func TestIsLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "localhost": true, "LocalHost": true,
+		"0.0.0.0": false, "10.0.0.5": false, "orin-nx.lab": false, "": false,
+	} {
+		if got := isLoopbackHost(host); got != want {
+			t.Errorf("isLoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// The served model's entry decides; a single entry answers for any name; a
+// speedup that is not a finite number of at least 1 reads as real time.
+func TestModelListSimulated(t *testing.T) {
+	cases := []struct {
+		doc, model string
+		sim        bool
+		speedup    float64
+	}{
+		{`{"data":[{"id":"m","simulated":true,"sim_speedup":25}]}`, "m", true, 25},
+		{`{"data":[{"id":"other","simulated":true,"sim_speedup":4}]}`, "m", true, 4},
+		{`{"data":[{"id":"m"},{"id":"n","simulated":true,"sim_speedup":4}]}`, "m", false, 1},
+		{`{"data":[{"id":"m","simulated":true}]}`, "m", true, 1},
+		{`{"data":[{"id":"m","simulated":true,"sim_speedup":0.5}]}`, "m", true, 1},
+		{`{"object":"list","data":[{"id":"m","owned_by":"vllm"}]}`, "m", false, 1},
+		{`{"data":[]}`, "m", false, 1},
+	}
+	for _, c := range cases {
+		l, err := decodeModelList(strings.NewReader(c.doc))
+		if err != nil {
+			t.Fatalf("%s: %v", c.doc, err)
+		}
+		if sim, sp := l.simulated(c.model); sim != c.sim || sp != c.speedup {
+			t.Errorf("%s for %q: %v, %g; want %v, %g", c.doc, c.model, sim, sp, c.sim, c.speedup)
+		}
+	}
+}
+
+func FuzzDecodeModelList(f *testing.F) {
+	f.Add(`{"data":[{"id":"m","simulated":true,"sim_speedup":25}]}`)
+	f.Add(`{"data":[{"id":"m","sim_speedup":1e309}]}`)
+	f.Add(`{"data":null}`)
+	f.Add(`[`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		l, err := decodeModelList(strings.NewReader(doc))
+		if err != nil {
+			return
+		}
+		if sim, sp := l.simulated("m"); !(sp >= 1) || math.IsInf(sp, 0) || (!sim && sp != 1) {
+			t.Errorf("%q: %v, %g", doc, sim, sp)
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // explorerHandler is the web explorer mounted at "/" of the controller,
@@ -43,7 +44,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
-		Str("api", ctl.HTTPURL()+"/api/").Str("nats", ctl.NATSURL()).Msg("controller ready; agents connect with: vlmfleet agent --nats-url " + ctl.NATSURL())
+		Str("api", ctl.HTTPURL()+"/api/").Str("nats", protocol.RedactURL(ctl.NATSURL())).
+		Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " + protocol.RedactURL(ctl.NATSURL()))
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")
 	return ctl.Close()

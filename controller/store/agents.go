@@ -20,7 +20,12 @@ type Agent struct {
 }
 
 // PutAgentHello upserts the agent from its announcement, received at at.
+// The announcement with the latest StartedAt is kept; an older one only
+// counts as the agent being heard from.
 func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
+	if err := protocol.ValidateAgentID(h.AgentID); err != nil {
+		return &RejectError{Reason: "agent hello: " + err.Error()}
+	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAgents)
 		var a Agent
@@ -30,8 +35,12 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 		if a.FirstSeen.IsZero() {
 			a.FirstSeen = at
 		}
-		a.Hello = h
-		a.HelloAt = at
+		// A hello from an earlier start of the agent (redelivered, or
+		// delayed behind the restart's) must not replace the newer one.
+		if a.Hello.AgentID == "" || !h.StartedAt.Before(a.Hello.StartedAt) {
+			a.Hello = h
+			a.HelloAt = at
+		}
 		if at.After(a.LastSeen) {
 			a.LastSeen = at
 		}

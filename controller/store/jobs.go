@@ -222,6 +222,9 @@ func stateRank(s protocol.JobState) int {
 // It reports whether the current state changed. A report by an agent other
 // than the job's is refused with a RejectError.
 func (s *Store) ApplyJobState(ch protocol.JobStateChange, received time.Time) (JobRecord, bool, error) {
+	if err := protocol.ValidateID("job id", ch.JobID); err != nil {
+		return JobRecord{}, false, &RejectError{Reason: "job state: " + err.Error()}
+	}
 	var rec JobRecord
 	changed := false
 	err := s.db.Update(func(tx *bolt.Tx) error {

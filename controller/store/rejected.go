@@ -48,10 +48,16 @@ func (s *Store) Reject(r Rejection, data []byte) error {
 		if err := b.Put(seqKey(seq), v); err != nil {
 			return err
 		}
-		// Keep the bucket bounded: a misbehaving agent must not fill the disk.
-		for b.Stats().KeyN > MaxRejected {
+		// Keep the bucket bounded: a misbehaving agent must not fill the
+		// disk. Keys are the sequence, so everything at or below seq-Max is
+		// the surplus and sits at the front; usually that is one key.
+		if seq <= MaxRejected {
+			return nil
+		}
+		cutoff := seq - MaxRejected
+		for {
 			k, _ := b.Cursor().First()
-			if k == nil {
+			if k == nil || binary.BigEndian.Uint64(k) > cutoff {
 				break
 			}
 			if err := b.Delete(k); err != nil {

@@ -34,11 +34,15 @@ type RunQuery struct {
 
 // ApplyResult stores one result message. The run header is upserted, the
 // combination written at run/combination so a redelivery rewrites the same
-// record, and a final message sets the run's closing status. A header that
-// arrives late (a redelivered "running" after the final "completed") does
-// not reopen the run. A message about a run that belongs to another agent
+// record, and a final message sets the run's closing header. A non-final
+// message that arrives after it (a redelivered "running" after the final
+// "failed") adds its combination but leaves the header as the final message
+// wrote it. A message about a run that belongs to another agent
 // or was imported is refused with a RejectError.
 func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error {
+	if err := protocol.ValidateID("run id", m.Run.ID); err != nil {
+		return &RejectError{Reason: "result message: " + err.Error()}
+	}
 	run := m.Run
 	run.Combinations = nil
 	if run.AgentID == "" {
@@ -64,23 +68,21 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 				return rejectf("run %s belongs to agent %s, not %s", run.ID, rec.Run.AgentID, m.AgentID)
 			}
 		}
-		prevClosed := exists && rec.Run.Status != protocol.RunRunning
-		switch {
-		case m.Final:
+		// Once the run is closed, a late or redelivered progress message
+		// carries an older header (it may lack what the final one set, such
+		// as the engine's log tail on failure): the stored header stays and
+		// only the combination is written.
+		closed := exists && (rec.Final || rec.Run.Status != protocol.RunRunning)
+		if m.Final || !closed {
 			rec.Run = run
-			rec.Final = true
-			rec.Expected = m.Expected
-		case prevClosed:
-			// Keep the closing status of the final message; only fill what it lacked.
-			closed := rec.Run
-			rec.Run = run
-			rec.Run.Status, rec.Run.Error, rec.Run.FinishedAt = closed.Status, closed.Error, closed.FinishedAt
-		default:
-			rec.Run = run
-		}
-		rec.UpdatedAt = received
-		if err := putJSON(rb, run.ID, &rec); err != nil {
-			return err
+			if m.Final {
+				rec.Final = true
+				rec.Expected = m.Expected
+			}
+			rec.UpdatedAt = received
+			if err := putJSON(rb, run.ID, &rec); err != nil {
+				return err
+			}
 		}
 		if m.Combination == nil {
 			return nil
@@ -148,12 +150,7 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]protocol.Run, error
 	if err != nil {
 		return nil, fmt.Errorf("store: runs: %w", err)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.Before(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sortRuns(out)
 	return out, nil
 }
 

@@ -201,6 +201,39 @@ func TestURLRestoresTheView(t *testing.T) {
 	}
 }
 
+// TestMalformedLinkStillOpens: a stray "%" in a shared link keeps its
+// default and the rest of the view, on opening and on a hash change.
+func TestMalformedLinkStillOpens(t *testing.T) {
+	base := serve(t, mustJSON(t, testDataset()))
+	ctx := newTab(t)
+	open(t, ctx, base+"/#model=100%,Qwen3-VL-8B-Instruct&size=1080p&open=%E0%A4%A")
+	type state struct {
+		Size    string
+		Models  []string
+		Open    *string
+		Buttons string
+	}
+	read := func() state {
+		return eval[state](t, ctx, `(() => { const s = vlmfleetExplorer.state(); return {Size: s.size, Models: s.filters.models, Open: s.open,
+			Buttons: document.querySelector('#size-buttons [aria-pressed="true"]').dataset.value}; })()`)
+	}
+	if got := read(); got.Size != "1080p" || got.Buttons != "1080p" || !slices.Equal(got.Models, []string{"Qwen3-VL-8B-Instruct"}) || got.Open != nil {
+		t.Errorf("malformed link opened as %+v, want 1080p, model Qwen3-VL-8B-Instruct, nothing open", got)
+	}
+	if n := len(shownRows(t, ctx)); n == 0 {
+		t.Error("malformed link shows no rows")
+	}
+	// The page's hashchange listener runs before this one, so an exception
+	// in it reaches the console (which newTab checks) before this resolves.
+	eval[bool](t, ctx, `new Promise(res => {
+		window.addEventListener('hashchange', () => res(true), {once: true});
+		location.hash = '#size=480p&size=%zz&device=%';
+	})`)
+	if got := read(); got.Size != "480p" || got.Buttons != "480p" || len(got.Models) != 0 {
+		t.Errorf("malformed hash change gave %+v, want 480p and no model filter", got)
+	}
+}
+
 type vector struct {
 	Name   string           `json:"name"`
 	Size   string           `json:"size"`
@@ -425,6 +458,11 @@ func TestLogicModule(t *testing.T) {
 			params: [2.4, 8, 16, 31].map(m.formatParams).join(' '),
 			seconds: [2.024, 2.025, 0.9, null].map(m.formatSeconds).join(' '),
 			labels: [{max: 8, plus: true, measured: true}, {max: 0, plus: false, measured: true}, {max: 0, plus: false, measured: false}].map(m.maxCamerasLabel).join(' '),
+			decoded: JSON.stringify([m.safeDecode('a%20b', 'x'), m.safeDecode('100%', 'x'), m.safeDecode('%E0%A4%A', null)]),
+			badHash: JSON.stringify(m.decodeState('#size=%&model=100%,ok&open=%')),
+			formulas: m.toCSV(['=HYPERLINK("http://x")', '+1+1', '-2+3', '@SUM(A1)', '\tx', '\rx', '-1.50', 'plain'].map(model =>
+				({row: {model, params_b: -2.4, quantization: '=1', engine: '', device: 'd', simulated: false}, view})),
+				{size: '720p', cameras: 1, images: 1, target: 3}).split('\r\n').slice(1, -1).map(l => l.split(',').slice(0, 3).join(',')).join('|').replace(/\t/g, '<TAB>').replace(/\r/g, '<CR>'),
 		};
 	})`)
 	wantJunk := strings.Replace(got["def"], `"params":[]`, `"params":["lt3"]`, 1)
@@ -439,6 +477,19 @@ func TestLogicModule(t *testing.T) {
 	}
 	if want := `"A, ""quoted"" model",2.4,Q8_0,llama.cpp,Jetson Orin NX,yes,720p,1,1,3,2.02,30.4,2,PASS`; got["csv"] != want {
 		t.Errorf("CSV line %s, want %s", got["csv"], want)
+	}
+	if got["decoded"] != `["a b","x",null]` {
+		t.Errorf("safeDecode: %s", got["decoded"])
+	}
+	wantBad := strings.Replace(got["def"], `"models":[]`, `"models":["ok"]`, 1)
+	if got["badHash"] != wantBad {
+		t.Errorf("malformed hash decodes to %s, want the defaults with model ok: %s", got["badHash"], wantBad)
+	}
+	// Text a spreadsheet would run as a formula starts with an apostrophe;
+	// numbers (-2.4 here) and text that is a plain number stay as they are.
+	wantFormulas := `"'=HYPERLINK(""http://x"")",-2.4,'=1|'+1+1,-2.4,'=1|'-2+3,-2.4,'=1|'@SUM(A1),-2.4,'=1|'<TAB>x,-2.4,'=1|"'<CR>x",-2.4,'=1|-1.50,-2.4,'=1|plain,-2.4,'=1`
+	if got["formulas"] != wantFormulas {
+		t.Errorf("CSV formulas:\n got %s\nwant %s", got["formulas"], wantFormulas)
 	}
 	if got["params"] != "2.4B 8.0B 16B 31B" || got["labels"] != "8+ 0 —" {
 		t.Errorf("params %q labels %q", got["params"], got["labels"])

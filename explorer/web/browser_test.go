@@ -258,20 +258,50 @@ func TestImagesPerCameraCapsMaxCameras(t *testing.T) {
 		if b := rowByID(t, after, "edge-agx"); b.RT == rowByID(t, before, "edge-agx").RT {
 			t.Errorf("%s images: Cosmos3-Edge response time unchanged at %s", n, b.RT)
 		}
-		if dis := eval[bool](t, ctx, `document.querySelector('#camera-buttons button[data-value="2"]').disabled`); !dis {
-			t.Errorf("%s images: 2 cameras not dimmed", n)
+	}
+}
+
+// TestImagesPerCameraKeepsTheRowsAtSeveralCameras: the Cameras selector picks
+// the rows whatever the image count; with 3 or 5 images only the figures
+// move to the one camera that was measured with several images.
+func TestImagesPerCameraKeepsTheRowsAtSeveralCameras(t *testing.T) {
+	ctx := newTab(t)
+	open(t, ctx, serve(t, mustJSON(t, testDataset())))
+	click(t, ctx, `#camera-buttons button[data-value="8"]`)
+	at8 := shownRows(t, ctx)
+	if len(at8) == 0 || len(at8) == len(testRows()) {
+		t.Fatalf("8 cameras at 720p shows %d of %d rows; the test needs some rows hidden", len(at8), len(testRows()))
+	}
+	pressed := func() string {
+		return eval[string](t, ctx, `[...document.querySelectorAll('#camera-buttons [aria-pressed="true"]')].map(b => b.dataset.value).join(',')`)
+	}
+	for _, n := range []string{"3", "5", "1"} {
+		click(t, ctx, fmt.Sprintf(`#image-buttons button[data-value=%q]`, n))
+		got := shownRows(t, ctx)
+		if !slices.Equal(ids(got), ids(at8)) {
+			t.Errorf("8 cameras, %s images: rows %v, want those at one image %v", n, ids(got), ids(at8))
 		}
-	}
-	// With 3 images at 4 cameras wanted, the table reads 1 camera and returns to 4 with one image.
-	click(t, ctx, `#image-buttons button[data-value="1"]`)
-	click(t, ctx, `#camera-buttons button[data-value="4"]`)
-	click(t, ctx, `#image-buttons button[data-value="3"]`)
-	if p := eval[string](t, ctx, `document.querySelector('#camera-buttons [aria-pressed="true"]').dataset.value`); p != "1" {
-		t.Errorf("3 images: cameras read at %s, want 1", p)
-	}
-	click(t, ctx, `#image-buttons button[data-value="1"]`)
-	if p := eval[string](t, ctx, `document.querySelector('#camera-buttons [aria-pressed="true"]').dataset.value`); p != "4" {
-		t.Errorf("back to 1 image: cameras %s, want 4", p)
+		if p := pressed(); p != "8" {
+			t.Errorf("8 cameras, %s images: cameras pressed %q, want 8", n, p)
+		}
+		note := eval[string](t, ctx, `document.querySelector('#cam-note').hidden ? '' : document.querySelector('#cam-note').textContent`)
+		if n == "1" {
+			if note != "" {
+				t.Errorf("1 image at 8 cameras: note %q, want none", note)
+			}
+			continue
+		}
+		if !strings.Contains(note, "read at 1 camera") {
+			t.Errorf("8 cameras, %s images: note %q does not say the figures are read at 1 camera", n, note)
+		}
+		for _, r := range got {
+			if r.Max != "0" && r.Max != "1" && r.Max != "1+" {
+				t.Errorf("%s images: %s Max Cameras %q, want at most 1", n, r.ID, r.Max)
+			}
+			if r.Result != "PASS" && r.Result != "FAIL" {
+				t.Errorf("%s images: %s result %q, want read at 1 camera", n, r.ID, r.Result)
+			}
+		}
 	}
 }
 

@@ -103,8 +103,18 @@ function createExplorer(ds) {
   const items = ds.rows.map((row, index) => ({ row, index, view: null, tr: null, cells: null, shown: false, detail: null }));
 
   // ---- selection -------------------------------------------------------
+  // rowCameras picks the rows and follows the Cameras selector whatever the
+  // image count (Images per Camera is an assumption that leaves the rows in
+  // place); cameras is where the figures are read, which is 1 with 3 or 5
+  // images because only one camera was measured with several images.
   function selection() {
-    return { size: st.size, images: st.images, cameras: effectiveCameras(avail, st.size, st.images, st.cameras), target: st.target };
+    return {
+      size: st.size,
+      images: st.images,
+      cameras: effectiveCameras(avail, st.size, st.images, st.cameras),
+      rowCameras: effectiveCameras(avail, st.size, 1, st.cameras),
+      target: st.target,
+    };
   }
 
   // ---- building (once) -------------------------------------------------
@@ -350,11 +360,13 @@ function createExplorer(ds) {
       setDimmed(b, !has, `No row was measured at ${s}${sel.images > 1 ? ` with ${sel.images} images per camera` : ''}`);
       b.setAttribute('aria-pressed', String(s === sel.size));
     }
-    const camsHere = avail.get(`${sel.size}|${sel.images}`) || [];
+    // The Cameras selector picks rows, so it shows what was measured at one
+    // image whatever the image count.
+    const camsHere = avail.get(`${sel.size}|1`) || [];
     for (const b of $('camera-buttons').children) {
       const c = Number(b.dataset.value);
-      setDimmed(b, !camsHere.includes(c), `No row was measured with ${plural(c, 'camera', 'cameras')} at ${sel.size}${sel.images > 1 ? ` with ${sel.images} images per camera` : ''}`);
-      b.setAttribute('aria-pressed', String(c === sel.cameras));
+      setDimmed(b, !camsHere.includes(c), `No row was measured with ${plural(c, 'camera', 'cameras')} at ${sel.size}`);
+      b.setAttribute('aria-pressed', String(c === sel.rowCameras));
     }
     for (const b of $('image-buttons').children) {
       const n = Number(b.dataset.value);
@@ -363,12 +375,11 @@ function createExplorer(ds) {
       b.setAttribute('aria-pressed', String(n === sel.images));
     }
     const note = $('cam-note');
-    if (sel.cameras !== st.cameras && camsHere.length) {
-      note.hidden = false;
-      setText(note, sel.images > 1
-        ? `Several images per request were measured with one camera only, so the table is read at ${plural(sel.cameras, 'camera', 'cameras')}; your choice of ${st.cameras} returns with one image per camera.`
-        : `${sel.size} was not measured with ${st.cameras} cameras, so the table is read at ${plural(sel.cameras, 'camera', 'cameras')}.`);
-    } else note.hidden = true;
+    const notes = [];
+    if (sel.rowCameras !== st.cameras && camsHere.length) notes.push(`${sel.size} was not measured with ${st.cameras} cameras, so the table shows the rows measured with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
+    if (sel.cameras !== sel.rowCameras) notes.push(`Several images per request were measured with one camera only, so response time, Max Cameras and PASS/FAIL are read at ${plural(sel.cameras, 'camera', 'cameras')}; the rows stay those measured with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
+    note.hidden = notes.length === 0;
+    if (notes.length) setText(note, notes.join(' '));
     setText($('rt-out'), st.filters.rtMax == null ? 'any' : `${st.filters.rtMax} s`);
     setText($('mincam-out'), st.filters.minCams > 0 ? String(st.filters.minCams) : 'any');
   }
@@ -407,7 +418,7 @@ function createExplorer(ds) {
     const next = [];
     const key = st.sort && st.sort.key;
     for (const it of items) {
-      const here = rowMeasuredAt(it.row, sel.size, sel.cameras);
+      const here = rowMeasuredAt(it.row, sel.size, sel.rowCameras);
       it.view = rowView(it.row, sel);
       it.shown = here && matchesFilters(it.row, it.view, st.filters);
       if (here) measuredHere++;
@@ -471,7 +482,7 @@ function createExplorer(ds) {
   function paintCount(sel, shown, measuredHere, simShown) {
     const total = items.length;
     let s = `${shown} of ${total} rows`;
-    if (measuredHere < total) s += ` · ${total - measuredHere} not measured at ${sel.size} with ${plural(sel.cameras, 'camera', 'cameras')}`;
+    if (measuredHere < total) s += ` · ${total - measuredHere} not measured at ${sel.size} with ${plural(sel.rowCameras, 'camera', 'cameras')}`;
     setText($('count'), s);
     setText($('reading'), `Read at ${sel.size}, ${plural(sel.cameras, 'camera', 'cameras')}, ${plural(sel.images, 'image', 'images')} per camera, target ${sel.target} s.`);
     const empty = $('empty');
@@ -479,7 +490,7 @@ function createExplorer(ds) {
     if (shown === 0) {
       setText($('empty-text'), total === 0 ? 'No results yet: run a benchmark or import results, then reload this page.' : filtersActive(st.filters) && measuredHere > 0
         ? 'No row matches the filters at this selection.'
-        : `No row was measured at ${sel.size} with ${plural(sel.cameras, 'camera', 'cameras')}.`);
+        : `No row was measured at ${sel.size} with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
     }
     $('table').classList.toggle('is-empty', shown === 0);
     const banner = $('sim-banner');

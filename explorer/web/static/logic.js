@@ -115,10 +115,11 @@ export function allCameraCounts(rows) {
   return [...s].sort((a, b) => a - b);
 }
 
-// effectiveCameras is the number of cameras the table is read at: the one
-// asked for when it was measured at size and images, else the nearest lower
-// measured number (else the lowest). With 3 or 5 images only one camera was
-// measured, so the selector moves to 1 and comes back when images return to 1.
+// effectiveCameras is the number of cameras measured at size and images
+// nearest the one asked for: that one when it was measured, else the nearest
+// lower measured number (else the lowest). The page picks its rows with it at
+// one image, and reads the figures with it at the selected image count: with
+// 3 or 5 images only one camera was measured, so they are read at 1.
 export function effectiveCameras(avail, size, images, wanted) {
   const list = avail.get(`${size}|${images}`) || [];
   if (list.length === 0 || list.includes(wanted)) return wanted;
@@ -232,8 +233,19 @@ export function defaultState() {
   };
 }
 
+// safeDecode is decodeURIComponent that gives fallback for a malformed
+// escape ("100%"), so one bad character in a shared link cannot stop the page.
+export function safeDecode(v, fallback) {
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return fallback;
+  }
+}
+
+// splitList drops an item it cannot decode and keeps the others.
 function splitList(v) {
-  return v ? v.split(',').map((s) => decodeURIComponent(s)).filter((s) => s !== '') : [];
+  return v ? v.split(',').map((s) => safeDecode(s, '')).filter((s) => s !== '') : [];
 }
 
 function joinList(a) {
@@ -276,7 +288,7 @@ export function decodeState(hash) {
     const v = part.slice(i + 1);
     const num = Number(v);
     switch (k) {
-      case 'size': st.size = decodeURIComponent(v); break;
+      case 'size': st.size = safeDecode(v, st.size); break;
       case 'cam': if (Number.isInteger(num) && num > 0) st.cameras = num; break;
       case 'img': if (IMAGE_COUNTS.includes(num)) st.images = num; break;
       case 'target': if (isFinite(num) && num > 0) st.target = num; break;
@@ -292,14 +304,23 @@ export function decodeState(hash) {
         if (SORT_KEYS.includes(key) && (dir === 'asc' || dir === 'desc')) st.sort = { key, dir };
         break;
       }
-      case 'open': st.open = decodeURIComponent(v) || null; break;
+      case 'open': st.open = safeDecode(v, null) || null; break;
     }
   }
   return st;
 }
 
+// csvText keeps a spreadsheet from running text as a formula: a text cell
+// starting with = + - @, tab or CR (a model name from an imported file could
+// be "=HYPERLINK(…)") gets a leading apostrophe. Numbers, and text that is a
+// plain number such as "-1.50", stay as they are.
+export function csvText(v) {
+  if (typeof v !== 'string' || !/^[=+\-@\t\r]/.test(v) || /^[+-]?\d+(\.\d+)?$/.test(v)) return v;
+  return `'${v}`;
+}
+
 function csvField(v) {
-  const s = v == null ? '' : String(v);
+  const s = v == null ? '' : String(csvText(v));
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 

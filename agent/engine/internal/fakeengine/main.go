@@ -8,7 +8,10 @@
 //	                     "Loading model"; vllm: hold requests unanswered)
 //	FAKE_FAIL=oom|crash  exit 1 after FAKE_STARTUP_MS, printing a CUDA OOM or a traceback
 //	FAKE_CRASH_AFTER=K   exit 1 with a CUDA OOM after the K-th chat request
-//	FAKE_BIND_ONCE_FILE  on the first run (file absent) exit as if the port were taken
+//	FAKE_BIND_ONCE_FILE  on the first run (file absent) exit as if the port were taken,
+//	                     writing its pid to the file; FAKE_BIND_ONCE_HANG=1 makes that
+//	                     first run stay alive unready instead (a front end that failed to
+//	                     bind while its engine core still holds the GPU)
 //	FAKE_IGNORE_TERM=1   ignore SIGTERM
 //	FAKE_CHILD_PIDFILE   spawn a worker child (same process group) and write its pid;
 //	                     FAKE_CHILD_IGNORE_TERM=1 makes it ignore SIGTERM
@@ -138,8 +141,13 @@ func common(role string, port int) (int, bool) {
 	sleepMS("FAKE_STARTUP_MS")
 	if f := os.Getenv("FAKE_BIND_ONCE_FILE"); f != "" {
 		if _, err := os.Stat(f); err != nil {
-			_ = os.WriteFile(f, []byte("taken"), 0o644)
+			_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
 			fmt.Fprintf(os.Stderr, "ERROR: [Errno 98] error while attempting to bind on address ('127.0.0.1', %d): address already in use\n", port)
+			if os.Getenv("FAKE_BIND_ONCE_HANG") == "1" {
+				for {
+					time.Sleep(time.Hour)
+				}
+			}
 			return 1, false
 		}
 	}

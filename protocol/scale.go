@@ -1,0 +1,40 @@
+package protocol
+
+// ScaleTime turns the times measured against a simulated engine that ran
+// speedup times faster than the device back into the device's own time
+// scale: durations are multiplied and rates divided by speedup. Only
+// simulated runs are scaled, and such a run records the factor in
+// Run.SimSpeedup. A speedup of 1 or less changes nothing. llama.cpp's
+// timings are left as the engine reported them.
+func (c *Combination) ScaleTime(speedup float64) {
+	if speedup <= 1 {
+		return
+	}
+	s := speedup
+	for _, st := range []*Stats{&c.TTFT, &c.E2E, &c.ITL, &c.TTFB, &c.RoleChunk} {
+		st.scale(s)
+	}
+	c.TPS.scale(1 / s)
+	c.OutputTokensPerSec /= s
+	c.WallSec *= s
+	for i := range c.Requests {
+		r := &c.Requests[i]
+		r.Start *= s
+		r.TTFB *= s
+		r.RoleChunk *= s
+		r.TTFT *= s
+		r.LastToken *= s
+		r.E2E *= s
+		r.ITL *= s
+		r.TPS /= s
+	}
+}
+
+func (st *Stats) scale(s float64) {
+	st.Mean *= s
+	st.P50 *= s
+	st.P90 *= s
+	st.P99 *= s
+	st.Min *= s
+	st.Max *= s
+}
