@@ -138,7 +138,17 @@ func Select(ds Dataset, q Query) RowsResponse {
 			continue
 		}
 		p, ok := FindPoint(r.Points, q.Size, q.Images, q.Cameras)
+		if !ok && q.Images > 1 {
+			// Several images per request were measured with one camera
+			// only: the figures are read there, as on the page.
+			p, ok = FindPoint(r.Points, q.Size, q.Images, 1)
+		}
 		max, plus := MaxCameras(r.Points, q.Size, q.Images, q.Target)
+		label := MaxCamerasLabel(max, plus)
+		if !ok {
+			// Not measured is not "0": 0 means that not even one camera passed.
+			label = "-"
+		}
 		expl := r.Explanation
 		if expl == nil {
 			expl = Explain(r)
@@ -147,7 +157,7 @@ func Select(ds Dataset, q Query) RowsResponse {
 			ID: r.ID, Model: r.Model, ParamsB: r.ParamsB, Quantization: r.Quantization,
 			Engine: r.Engine, Device: r.Device, Simulated: r.Simulated, Source: r.Source,
 			Completed: p.Completed, Failed: p.Failed,
-			MaxCameras: max, Plus: plus, MaxCamerasLabel: MaxCamerasLabel(max, plus),
+			MaxCameras: max, Plus: plus, MaxCamerasLabel: label,
 			Measured:    ok,
 			Pass:        ok && Passes(p, q.Target),
 			Explanation: expl,

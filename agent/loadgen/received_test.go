@@ -475,6 +475,14 @@ func sizesFor(t *testing.T, sizes ...string) []string {
 	return sizes
 }
 
+// warmupPicture is the picture of image k of warm-up request wi, as the load
+// generator documents it: the warm-up's warm requests of n images take the
+// end of the cycle of setLen pictures, ending just before picture 0 where
+// the measurement starts.
+func warmupPicture(setLen, n, warm, wi, k int) int {
+	return (setLen - (warm*n)%setLen + wi*n + k) % setLen
+}
+
 // TestEngineReceivesBuiltinPictures sends the builtin sixteen at every size
 // and asserts what the engine receives, in plain and in unique mode.
 func TestEngineReceivesBuiltinPictures(t *testing.T) {
@@ -530,7 +538,7 @@ func checkPlainCycle(t *testing.T, plain *plainPictures, imgs loadgen.Images, al
 			for k, img := range rr.images {
 				i, _ := plain.index(t, m.c.Size, img)
 				g = append(g, i)
-				x = append(x, (16-(len(m.warm)*n)%16+wi*n+k)%16)
+				x = append(x, warmupPicture(16, n, len(m.warm), wi, k))
 			}
 			gotWarm, wantWarm = append(gotWarm, fmt.Sprint(g)), append(wantWarm, fmt.Sprint(x))
 		}
@@ -658,6 +666,14 @@ func TestEngineReceivesSnapshotDirectory(t *testing.T) {
 					t.Errorf("%s seq %d image %d is snapshot %d (found %v), want %d", m.c.ComboKey, seq, k, i, ok, want)
 				}
 				pixels = append(pixels, img.pixels)
+			}
+		}
+		for wi, rr := range m.warm { // one camera: in the order sent
+			for k, img := range rr.images {
+				want := warmupPicture(3, m.c.Images, len(m.warm), wi, k)
+				if i, ok := plain.index(t, m.c.Size, img); !ok || i != want {
+					t.Errorf("%s warm-up %d image %d is snapshot %d (found %v), want %d", m.c.ComboKey, wi, k, i, ok, want)
+				}
 			}
 		}
 		for j := range pixels {

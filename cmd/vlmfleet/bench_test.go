@@ -91,9 +91,18 @@ func snapshotDir(t *testing.T) string {
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv runs the CLI with env added to its environment.
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
-	env := map[string]string{"VLMFLEET_LOG_LEVEL": "warn"}
-	code := run(args, &out, &errb, func(k string) string { return env[k] })
+	all := map[string]string{"VLMFLEET_LOG_LEVEL": "warn"}
+	for k, v := range env {
+		all[k] = v
+	}
+	code := run(args, &out, &errb, func(k string) string { return all[k] })
 	return code, out.String(), errb.String()
 }
 
@@ -276,7 +285,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 	u := serveSim(t, p, speedup)
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "720p",
-		"--cameras", "1", "--requests", "3", "--images", "1", "--warmup", "1", "--max-tokens", "8",
+		"--cameras", "1", "--requests", "3", "--images", "1", "--multi-requests", "3", "--warmup", "1", "--max-tokens", "8",
 		"--image-dir", snapshotDir(t), "--device", "Sim Box", "--json", jsonPath)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -296,7 +305,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 		t.Errorf("run simulated %v, sim_speedup %g; want true, %d", r.Simulated, r.SimSpeedup, speedup)
 	}
 	if len(r.Combinations) != 1 || r.Combinations[0].Completed != 3 {
-		t.Fatalf("%d combinations, first completed %d failed %d errors %+v", len(r.Combinations), r.Combinations[0].Completed, r.Combinations[0].Failed, r.Combinations[0].Errors)
+		t.Fatalf("combinations %+v, want one with 3 requests completed", r.Combinations)
 	}
 	c := r.Combinations[0]
 	// The simulator waits TTFT720/speedup (0.05 s); scaled back, the mean
@@ -388,4 +397,24 @@ func FuzzDecodeModelList(f *testing.F) {
 			t.Errorf("%q: %v, %g", doc, sim, sp)
 		}
 	})
+}
+
+// bench looks for the device tools on the CLI's PATH, not the process's.
+func TestBenchDeviceToolsFromCLIPath(t *testing.T) {
+	srv, _ := benchFakeEngine(t)
+	bin := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := "#!/bin/sh\necho \"$0 $*\" >> " + marker + "\nexit 9\n"
+	if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLIEnv(t, map[string]string{"PATH": bin}, "bench", "--url", srv.URL+"/v1", "--model", "fake-vlm",
+		"--sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
+		"--warmup", "0", "--image-dir", snapshotDir(t))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the nvidia-smi on the CLI's PATH was not run: %v", err)
+	}
 }

@@ -15,7 +15,8 @@ import (
 // explorerHandler is the web explorer mounted at "/" of the controller,
 // built from the runs in the controller's store.
 func explorerHandler(c *controller.Controller, log zerolog.Logger) http.Handler {
-	return explorer.NewHandler(c.Store(), log)
+	// Summaries: the explorer needs the figures, not every request's record.
+	return explorer.NewHandler(c.Store().Summaries(), log)
 }
 
 func cmdController(ctx context.Context, c *cli, args []string) error {

@@ -167,7 +167,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	bars.Close()
 	c.log.Info().Dur("took", time.Since(started).Round(time.Second)).Msg("demo sweep done")
 
-	runs, err := ctrl.Store().Runs(ctx)
+	runs, err := ctrl.Store().Summaries().Runs(ctx)
 	if err != nil {
 		return fmt.Errorf("read results: %w", err)
 	}

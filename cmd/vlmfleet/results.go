@@ -25,6 +25,10 @@ const defaultControllerBase = "http://127.0.0.1:8080"
 // maxRunFileBytes bounds one file of result documents (an array may hold many).
 const maxRunFileBytes = 64 * protocol.MaxMessageBytes
 
+// maxImportRequestBytes is the controller's limit on one import request
+// (controller/decode.go): checked here, before anything is sent.
+const maxImportRequestBytes = 256 << 20
+
 // cmdResults dispatches `vlmfleet results import`.
 func cmdResults(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 {
@@ -110,6 +114,10 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 func postImport(ctx context.Context, base string, body importRequest) (importResponse, error) {
 	var out importResponse
 	data, err := json.Marshal(body)
+	if err == nil && len(data) > maxImportRequestBytes {
+		return out, fmt.Errorf("the files come to %d MiB, over the controller's %d MiB for one import; import them in smaller groups",
+			len(data)>>20, maxImportRequestBytes>>20)
+	}
 	if err != nil {
 		return out, fmt.Errorf("encoding the import: %w", err)
 	}

@@ -208,3 +208,26 @@ func BenchmarkRejectFullBucket(b *testing.B) {
 		}
 	}
 }
+
+func TestFirstFinalDecidesHowARunEnded(t *testing.T) {
+	s := openTest(t)
+	completed := testRun("r2", "a1")
+	completed.Status = protocol.RunCompleted
+	closedLater := completed
+	closedLater.Status, closedLater.Error = protocol.RunFailed, "the agent stopped during this attempt"
+	for _, m := range []protocol.ResultMessage{
+		{Schema: 1, AgentID: "a1", Run: completed, Final: true, Expected: 0},
+		{Schema: 1, AgentID: "a1", Run: closedLater, Final: true},
+	} {
+		if err := s.ApplyResult(m, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.RunSummary(context.Background(), "r2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != protocol.RunCompleted || r.Error != "" {
+		t.Fatalf("a second final rewrote the run: status %s error %q", r.Status, r.Error)
+	}
+}

@@ -73,7 +73,11 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 		// as the engine's log tail on failure): the stored header stays and
 		// only the combination is written.
 		closed := exists && (rec.Final || rec.Run.Status != protocol.RunRunning)
-		if m.Final || !closed {
+		// The first final message decides how the run ended: a later one (an
+		// agent closing an attempt it believes was cut short, which in fact
+		// completed before its job was acknowledged) does not rewrite it.
+		firstFinal := m.Final && !(exists && rec.Final)
+		if firstFinal || !closed {
 			rec.Run = run
 			if m.Final {
 				rec.Final = true
