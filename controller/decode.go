@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -63,40 +62,10 @@ func decodeStrict(data []byte, v any, disallowUnknown bool) error {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return describeJSONError(data, dec.InputOffset(), err)
+		return protocol.DescribeJSONError(data, dec.InputOffset(), err)
 	}
 	if dec.More() {
 		return errors.New("trailing data after the JSON document")
 	}
 	return nil
-}
-
-func describeJSONError(data []byte, at int64, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		l, c := lineCol(data, syn.Offset)
-		return fmt.Errorf("line %d column %d: %v", l, c, syn)
-	case errors.As(err, &typ):
-		l, c := lineCol(data, typ.Offset)
-		return fmt.Errorf("line %d column %d: field %q: got JSON %s, want %s", l, c, typ.Field, typ.Value, typ.Type)
-	case errors.Is(err, io.EOF):
-		return errors.New("empty body; want a JSON document")
-	}
-	l, c := lineCol(data, at)
-	return fmt.Errorf("line %d column %d: %w", l, c, err)
-}
-
-func lineCol(data []byte, off int64) (int, int) {
-	if off < 0 {
-		off = 0
-	}
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	prefix := data[:off]
-	line := bytes.Count(prefix, []byte("\n")) + 1
-	col := int(off) - bytes.LastIndexByte(prefix, '\n')
-	return line, col
 }

@@ -13,7 +13,7 @@ func TestDecodeSweepErrorsNameTheField(t *testing.T) {
 		"{\n \"agents\": [\"bad id!\"]}":          "agents[0]",
 		"{\n \"workload\": {\"cameras\": \"x\"}}": "line 2 column",
 		`{"deployments":[""]}`:                    "deployments[0]",
-		``:                                        "empty body",
+		``:                                        "empty; want a JSON document",
 		`{} {}`:                                   "trailing data",
 	} {
 		_, err := DecodeSweep([]byte(body))

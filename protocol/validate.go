@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 )
@@ -22,7 +23,7 @@ func decode[T any](what string, data []byte, schema func(*T) int) (*T, error) {
 	var v T
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, describeJSONError(data, err))
+		return nil, fmt.Errorf("%s: %w", what, DescribeJSONError(data, dec.InputOffset(), err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s: trailing data after the JSON document", what)
@@ -33,25 +34,33 @@ func decode[T any](what string, data []byte, schema func(*T) int) (*T, error) {
 	return &v, nil
 }
 
-// describeJSONError turns a decoder error into one that names the line and column.
-func describeJSONError(data []byte, err error) error {
+// DescribeJSONError turns an encoding/json decoder error into one that names
+// the line and column, for every decoder of network or file input. at is
+// the decoder's input offset, used where the error carries none.
+func DescribeJSONError(data []byte, at int64, err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		l, c := lineCol(data, syn.Offset)
+		// The offset is just past the byte that was wrong.
+		l, c := LineCol(data, syn.Offset-1)
 		return fmt.Errorf("line %d column %d: %v", l, c, syn)
 	case errors.As(err, &typ):
-		l, c := lineCol(data, typ.Offset)
+		l, c := LineCol(data, typ.Offset)
 		return fmt.Errorf("line %d column %d: field %q: got JSON %s, want %s", l, c, typ.Field, typ.Value, typ.Type)
+	case errors.Is(err, io.EOF):
+		return errors.New("empty; want a JSON document")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		l, c := LineCol(data, int64(len(data)))
+		return fmt.Errorf("line %d column %d: the document ends before it is complete", l, c)
 	}
-	return err
+	l, c := LineCol(data, at)
+	return fmt.Errorf("line %d column %d: %w", l, c, err)
 }
 
-func lineCol(data []byte, off int64) (int, int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
+// LineCol is the 1-based line and column of byte offset off in data.
+func LineCol(data []byte, off int64) (int, int) {
+	off = max(0, min(off, int64(len(data))))
 	prefix := data[:off]
 	line := bytes.Count(prefix, []byte("\n")) + 1
 	col := int(off) - bytes.LastIndexByte(prefix, '\n')
