@@ -211,7 +211,13 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			return nil
 		},
 	}
-	_, err = loadgen.Measure(mctx, target, job.Workload, imgs, hooks)
+	// The request timeout is in the device's time; a simulated device that
+	// runs speedup times faster gets it on its own scale too.
+	measured := job.Workload
+	if speedup > 1 && measured.RequestTimeoutSec > 0 {
+		measured.RequestTimeoutSec /= speedup
+	}
+	_, err = loadgen.Measure(mctx, target, measured, imgs, hooks)
 	if cause := context.Cause(mctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
 	}

@@ -163,6 +163,8 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 			// A client measuring this server needs the factor to put its
 			// times back on the device's scale (1: real time).
 			"root": s.p.Model, "simulated": true, "sim_speedup": s.speedup,
+			// ...and the device it stands for, to file the run under.
+			"sim_device": s.p.Device,
 		}},
 	})
 }

@@ -277,8 +277,13 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 	// A simulated engine (vlmfleet sim) runs speedup times faster than the
 	// device it stands for: its times are scaled back and the run labelled,
 	// never published as a real device's.
-	simulated, speedup := probeSimulated(ctx, c, o)
+	simulated, speedup, simDevice := probeSimulated(ctx, c, o)
 	if simulated {
+		if o.device == "" && simDevice != "" {
+			// Filed under the device it simulates, never under this machine.
+			run.Device = devicefacts.Simulated(simDevice)
+			run.Config.Device = run.Device.Name
+		}
 		run.Simulated, run.SimSpeedup = true, speedup
 		run.Engine.Props = map[string]string{"simulated": "true", "sim_speedup": strconv.FormatFloat(speedup, 'g', -1, 64)}
 		c.log.Warn().Float64("sim_speedup", speedup).Msg("the endpoint is a simulated engine; its times are scaled back and the run is labelled simulated")
@@ -360,15 +365,19 @@ const modelsTimeout = 5 * time.Second
 // served model is a simulated engine and its speedup (1: real time). Any
 // failure means a real engine, as before the look: most servers list no
 // such field.
-func probeSimulated(ctx context.Context, c *cli, o *benchOptions) (bool, float64) {
+func probeSimulated(ctx context.Context, c *cli, o *benchOptions) (simulated bool, speedup float64, device string) {
 	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
 	defer cancel()
 	list, err := fetchModels(ctx, strings.TrimRight(o.url, "/")+"/models", o.apiKey)
 	if err != nil {
 		c.log.Debug().Err(err).Msg("no model list; taking the endpoint for a real engine")
-		return false, 1
+		return false, 1, ""
 	}
-	return list.simulated(o.model)
+	simulated, speedup = list.simulated(o.model)
+	if simulated {
+		device = list.simDevice(o.model)
+	}
+	return simulated, speedup, device
 }
 
 // modelList is the part of an OpenAI-compatible GET /models answer bench
@@ -378,7 +387,18 @@ type modelList struct {
 		ID         string  `json:"id"`
 		Simulated  bool    `json:"simulated"`
 		SimSpeedup float64 `json:"sim_speedup"`
+		SimDevice  string  `json:"sim_device"`
 	} `json:"data"`
+}
+
+// simDevice is the device the simulated model stands for ("" if not said).
+func (l modelList) simDevice(model string) string {
+	for _, m := range l.Data {
+		if m.ID == model || len(l.Data) == 1 {
+			return m.SimDevice
+		}
+	}
+	return ""
 }
 
 // maxModelsBody bounds the model list read: lists are a few kilobytes.

@@ -286,7 +286,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "720p",
 		"--cameras", "1", "--requests", "3", "--images", "1", "--multi-requests", "3", "--warmup", "1", "--max-tokens", "8",
-		"--image-dir", snapshotDir(t), "--device", "Sim Box", "--json", jsonPath)
+		"--image-dir", snapshotDir(t), "--json", jsonPath)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -303,6 +303,9 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 	}
 	if !r.Simulated || r.SimSpeedup != speedup {
 		t.Errorf("run simulated %v, sim_speedup %g; want true, %d", r.Simulated, r.SimSpeedup, speedup)
+	}
+	if r.Config.Device != "Jetson AGX Orin" || r.Device.Kind != protocol.DeviceSimulated {
+		t.Errorf("run filed under %q (%s), want the simulated Jetson AGX Orin", r.Config.Device, r.Device.Kind)
 	}
 	if len(r.Combinations) != 1 || r.Combinations[0].Completed != 3 {
 		t.Fatalf("combinations %+v, want one with 3 requests completed", r.Combinations)
