@@ -31,7 +31,6 @@ type jobRun struct {
 
 	lastProgress time.Time
 	progressMu   sync.Mutex
-	inFlight     atomic.Int64
 	level        atomic.Int64
 	comboIdx     atomic.Int64
 }
@@ -156,12 +155,15 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 		}
 	}()
 
+	// The simulated device's load: a closed loop keeps every camera's
+	// request in flight, so the device is busy whenever a combination runs,
+	// and busier the more cameras share it.
 	tel := newTelemetryRecorder(a, job.ID, simulated, speedup, func() float64 {
 		lvl := j.level.Load()
 		if lvl <= 0 {
 			return 0
 		}
-		return float64(j.inFlight.Load()) / float64(lvl)
+		return 0.6 + 0.4*min(1, float64(lvl)/8)
 	})
 	tel.start(mctx)
 	defer tel.stop()
@@ -181,7 +183,6 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			j.progress(protocol.Progress{Phase: phase, Combo: pc.ComboKey, ComboIdx: idx, ComboN: n, Total: pc.Requests}, true)
 		},
 		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
-			j.inFlight.Store(int64(p.InFlight))
 			last := rec.TTFT
 			mean := p.MeanTTFT
 			if speedup > 1 {
@@ -195,6 +196,7 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			}, p.Done+p.Failed == p.Total)
 		},
 		ComboDone: func(idx int, c *protocol.Combination) error {
+			defer j.level.Store(0)
 			// A combination cut short by the engine's death is not a
 			// measurement: its requests failed in microseconds.
 			if cause := context.Cause(mctx); cause != nil {

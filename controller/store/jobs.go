@@ -22,6 +22,9 @@ type JobRecord struct {
 	// not yet published are published again when the controller starts.
 	Published   bool      `json:"published"`
 	PublishedAt time.Time `json:"published_at,omitempty"`
+	// StreamSeq is the job's sequence in the jobs stream, from JetStream's
+	// acknowledgement: a max-deliveries advisory names the job only by it.
+	StreamSeq uint64    `json:"stream_seq,omitempty"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	// History holds every state report once, keyed by state and attempt.
 	History []JobHistoryEntry `json:"history,omitempty"`
@@ -159,6 +162,23 @@ func (s *Store) Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error) {
 	return out, nil
 }
 
+// JobByStreamSeq finds the agent's job published as sequence seq of the
+// jobs stream, or returns ErrNotFound.
+func (s *Store) JobByStreamSeq(ctx context.Context, agentID string, seq uint64) (JobRecord, error) {
+	jobs, err := s.Jobs(ctx, JobQuery{AgentID: agentID})
+	if err != nil {
+		return JobRecord{}, err
+	}
+	// Newest first: were the stream ever recreated, its sequences restart
+	// and the latest job with the number is the one meant.
+	for i := len(jobs) - 1; i >= 0; i-- {
+		if jobs[i].StreamSeq == seq {
+			return jobs[i], nil
+		}
+	}
+	return JobRecord{}, fmt.Errorf("store: job of agent %s at jobs stream sequence %d: %w", agentID, seq, ErrNotFound)
+}
+
 // UnpublishedJobs lists the jobs JetStream has not acknowledged yet.
 func (s *Store) UnpublishedJobs(ctx context.Context) ([]JobRecord, error) {
 	all, err := s.Jobs(ctx, JobQuery{})
@@ -174,8 +194,9 @@ func (s *Store) UnpublishedJobs(ctx context.Context) ([]JobRecord, error) {
 	return out, nil
 }
 
-// MarkPublished records that JetStream acknowledged the job.
-func (s *Store) MarkPublished(id string, at time.Time) error {
+// MarkPublished records that JetStream acknowledged the job, stored as
+// stream sequence seq.
+func (s *Store) MarkPublished(id string, at time.Time, seq uint64) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJobs)
 		var j JobRecord
@@ -186,11 +207,14 @@ func (s *Store) MarkPublished(id string, at time.Time) error {
 		if !ok {
 			return ErrNotFound
 		}
-		if j.Published {
+		if j.Published && j.StreamSeq == seq {
 			return nil
 		}
-		j.Published = true
-		j.PublishedAt = at
+		if !j.Published {
+			j.Published = true
+			j.PublishedAt = at
+		}
+		j.StreamSeq = seq
 		return putJSON(b, id, &j)
 	})
 	if err != nil {
@@ -222,6 +246,20 @@ func stateRank(s protocol.JobState) int {
 // It reports whether the current state changed. A report by an agent other
 // than the job's is refused with a RejectError.
 func (s *Store) ApplyJobState(ch protocol.JobStateChange, received time.Time) (JobRecord, bool, error) {
+	return s.applyJobState(ch, received, false)
+}
+
+// FailJob records a failure the controller found out itself (JetStream gave
+// up delivering the job) as a state report of ch.Attempt, through the same
+// rules as ApplyJobState, with two more: a job already terminal stays as it
+// is whatever the attempt (the agent's own verdict wins), and a job this
+// store does not know is not made up (ErrNotFound).
+func (s *Store) FailJob(ch protocol.JobStateChange, received time.Time) (JobRecord, bool, error) {
+	ch.State = protocol.JobFailed
+	return s.applyJobState(ch, received, true)
+}
+
+func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, verdict bool) (JobRecord, bool, error) {
 	if err := protocol.ValidateID("job id", ch.JobID); err != nil {
 		return JobRecord{}, false, &RejectError{Reason: "job state: " + err.Error()}
 	}
@@ -232,6 +270,12 @@ func (s *Store) ApplyJobState(ch protocol.JobStateChange, received time.Time) (J
 		ok, err := getJSON(b, ch.JobID, &rec)
 		if err != nil {
 			return err
+		}
+		if !ok && verdict {
+			return ErrNotFound
+		}
+		if verdict && rec.State.Terminal() {
+			return nil
 		}
 		if !ok {
 			// A job this controller did not create (its database was
