@@ -55,8 +55,9 @@ type Controller struct {
 	js       jetstream.JetStream
 	natsURL  string
 
-	consume jetstream.ConsumeContext
-	subs    []*nats.Subscription
+	// consumers are the durable consumers (events, advisories), drained on Close.
+	consumers []jetstream.ConsumeContext
+	subs      []*nats.Subscription
 
 	httpSrv *http.Server
 	httpURL string
@@ -149,6 +150,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startIngest(ctx); err != nil {
 		return err
 	}
+	if err := c.startAdvisories(ctx); err != nil {
+		return err
+	}
 	if err := c.startLive(); err != nil {
 		return err
 	}
@@ -209,12 +213,14 @@ func (c *Controller) Close() error {
 			}
 			cancel()
 		}
-		if c.consume != nil {
-			c.consume.Drain()
+		for _, cc := range c.consumers {
+			cc.Drain()
+		}
+		for _, cc := range c.consumers {
 			select {
-			case <-c.consume.Closed():
+			case <-cc.Closed():
 			case <-time.After(5 * time.Second):
-				c.consume.Stop()
+				cc.Stop()
 			}
 		}
 		if c.bgCancel != nil {

@@ -169,13 +169,19 @@ func (c *Controller) handleSweeps(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
+	agents, err := c.Agents(r.Context())
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	byAgent := agentsByID(agents)
 	bySweep := map[string][]store.JobRecord{}
 	for _, j := range jobs {
 		bySweep[j.Job.SweepID] = append(bySweep[j.Job.SweepID], j)
 	}
 	out := make([]SweepView, 0, len(sweeps))
 	for _, s := range sweeps {
-		out = append(out, SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID])})
+		out = append(out, SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -211,9 +217,15 @@ func (c *Controller) handleSweep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	v := SweepView{Sweep: s, Status: sweepStatus(id, jobs), JobList: make([]JobView, 0, len(jobs))}
+	agents, err := c.Agents(r.Context())
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	byAgent := agentsByID(agents)
+	v := SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: make([]JobView, 0, len(jobs))}
 	for _, j := range jobs {
-		v.JobList = append(v.JobList, jobView(j))
+		v.JobList = append(v.JobList, jobView(j, byAgent))
 	}
 	writeJSON(w, http.StatusOK, v)
 }
@@ -228,9 +240,15 @@ func (c *Controller) handleJobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
+	agents, err := c.Agents(r.Context())
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	byAgent := agentsByID(agents)
 	out := make([]JobView, 0, len(jobs))
 	for _, j := range jobs {
-		out = append(out, jobView(j))
+		out = append(out, jobView(j, byAgent))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -241,7 +259,12 @@ func (c *Controller) handleJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobView(j))
+	agents, err := c.Agents(r.Context())
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobView(j, agentsByID(agents)))
 }
 
 func (c *Controller) handleRejected(w http.ResponseWriter, r *http.Request) {
@@ -285,8 +308,9 @@ func (c *Controller) handleLiveSnapshot(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	snap := LiveSnapshot{Agents: agents, Jobs: make([]JobView, 0, len(jobs))}
+	byAgent := agentsByID(agents)
 	for _, j := range jobs {
-		snap.Jobs = append(snap.Jobs, jobView(j))
+		snap.Jobs = append(snap.Jobs, jobView(j, byAgent))
 	}
 	snap.Progress, snap.Telemetry = c.live.snapshot()
 	if snap.Progress == nil {

@@ -52,7 +52,7 @@ func (c *Controller) startIngest(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: consume %s: %w", protocol.StreamEvents, err)
 	}
-	c.consume = cc
+	c.consumers = append(c.consumers, cc)
 	return nil
 }
 

@@ -37,33 +37,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	a := newFakeAgent(t, c, "orin-1")
 	ev.waitFor(t, 1, helloStored(a.hello(t, "qwen-q8")))
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	defer cancel()
-
-	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/live")); err != nil {
-		t.Fatalf("open /live: %v", err)
-	}
-	poll := func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(sel))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return v
-	}
+	poll, text := openLive(t, path, c.HTTPURL())
 	poll(`document.getElementById("conn").textContent === "live"`)
 	agentsText := text("#agents")
 	for _, want := range []string{"orin-1", "SIMULATED", "Jetson AGX Orin", "qwen-q8"} {
@@ -84,6 +58,61 @@ func TestLivePageInBrowser(t *testing.T) {
 			t.Errorf("jobs %q lack %q", jobsText, want)
 		}
 	}
+}
+
+// openLive opens the live page in headless chromium and returns helpers
+// that poll for a JavaScript condition and read an element's text.
+func openLive(t *testing.T, path, baseURL string) (poll func(js string), text func(sel string) string) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+	t.Cleanup(cancel)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(baseURL+"/live")); err != nil {
+		t.Fatalf("open /live: %v", err)
+	}
+	poll = func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v", js, err)
+		}
+	}
+	text = func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Text(sel))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return v
+	}
+	return poll, text
+}
+
+// TestLivePageShowsStalledJobs checks that a running job whose agent went
+// offline is marked stalled on the live page, and unmarked when it returns.
+func TestLivePageShowsStalledJobs(t *testing.T) {
+	path := chromium(t)
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 1500 * time.Millisecond})
+	ev := watchEvents(t, c)
+	a := newFakeAgent(t, c, "orin-1")
+	ev.waitFor(t, 1, helloStored(a.hello(t, "qwen-q8")))
+	jobID := submitJobs(t, c, "orin-1")[0]
+	a.state(t, jobID, protocol.JobRunning, 1, true)
+	ev.waitFor(t, 1, stateIs(jobID, protocol.JobRunning))
+	poll, text := openLive(t, path, c.HTTPURL())
+	poll(`document.getElementById("conn").textContent === "live"`)
+	poll(`document.querySelector("#jobs .stalled") !== null`)
+	if got := text("#jobs"); !contains(got, "STALLED · agent offline") || !contains(got, jobID) {
+		t.Errorf("jobs %q lack the stalled mark", got)
+	}
+	a.heartbeat(t, jobID)
+	poll(`document.querySelector("#jobs .job") !== null && document.querySelector("#jobs .stalled") === null`)
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -146,7 +146,7 @@ func (c *Controller) embedNATS() (*server.Server, error) {
 }
 
 func ensureStreams(ctx context.Context, js jetstream.JetStream) error {
-	for _, cfg := range []jetstream.StreamConfig{JobsStreamConfig(), EventsStreamConfig()} {
+	for _, cfg := range []jetstream.StreamConfig{JobsStreamConfig(), EventsStreamConfig(), AdvisoriesStreamConfig()} {
 		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("controller: create or update stream %s: %w", cfg.Name, err)
 		}

@@ -165,10 +165,12 @@ func (c *Controller) publishJob(ctx context.Context, j store.JobRecord) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := c.js.Publish(pctx, protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID))); err != nil {
+	// A duplicate's acknowledgement carries the sequence of the stored original.
+	ack, err := c.js.Publish(pctx, protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)))
+	if err != nil {
 		return fmt.Errorf("job %s: publish: %w", j.Job.ID, err)
 	}
-	return c.store.MarkPublished(j.Job.ID, time.Now().UTC())
+	return c.store.MarkPublished(j.Job.ID, time.Now().UTC(), ack.Sequence)
 }
 
 func (c *Controller) kickPublisher() {

@@ -91,18 +91,58 @@ type JobView struct {
 	UpdatedAt  time.Time               `json:"updated_at,omitzero"`
 	Workload   protocol.Workload       `json:"workload"`
 	History    []store.JobHistoryEntry `json:"history"`
+	// Stalled is true while the job is accepted, starting or running and its
+	// agent is offline. The job is not failed for it: JetStream delivers it
+	// again when the agent returns.
+	Stalled bool `json:"stalled"`
+	// StalledSince is the last sign of life of the job or its agent.
+	StalledSince time.Time `json:"stalled_since,omitzero"`
 }
 
-func jobView(r store.JobRecord) JobView {
+// needsAgent reports whether a job in state s is in its agent's hands; a
+// queued job waits for an offline agent by design.
+func needsAgent(s protocol.JobState) bool {
+	return s == protocol.JobAccepted || s == protocol.JobStarting || s == protocol.JobRunning
+}
+
+// agentsByID indexes agents for jobView; an agent missing from it counts
+// as offline.
+func agentsByID(agents []AgentView) map[string]AgentView {
+	m := make(map[string]AgentView, len(agents))
+	for _, a := range agents {
+		m[a.ID] = a
+	}
+	return m
+}
+
+// stalledSince says whether the job is stalled, and since when.
+func stalledSince(r store.JobRecord, agents map[string]AgentView) (bool, time.Time) {
+	if !needsAgent(r.State) {
+		return false, time.Time{}
+	}
+	a, known := agents[r.Job.AgentID]
+	if known && a.Online {
+		return false, time.Time{}
+	}
+	since := r.UpdatedAt
+	if a.LastSeen.After(since) {
+		since = a.LastSeen
+	}
+	return true, since
+}
+
+func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
 	h := r.History
 	if h == nil {
 		h = []store.JobHistoryEntry{}
 	}
-	return JobView{
+	v := JobView{
 		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment,
 		State: r.State, Attempt: r.Attempt, Error: r.Error, RunID: r.RunID, Published: r.Published,
 		CreatedAt: r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
 	}
+	v.Stalled, v.StalledSince = stalledSince(r, agents)
+	return v
 }
 
 // SweepStatus counts a sweep's jobs by state.
@@ -114,12 +154,18 @@ type SweepStatus struct {
 	Failed int `json:"failed"`
 	// Done is true when every job is in a terminal state.
 	Done bool `json:"done"`
+	// Stalled counts jobs whose agent went offline while it had them
+	// (see JobView.Stalled).
+	Stalled int `json:"stalled"`
 }
 
-func sweepStatus(id string, jobs []store.JobRecord) SweepStatus {
+func sweepStatus(id string, jobs []store.JobRecord, agents map[string]AgentView) SweepStatus {
 	st := SweepStatus{ID: id, Jobs: len(jobs), States: map[protocol.JobState]int{}, Done: true}
 	for _, j := range jobs {
 		st.States[j.State]++
+		if stalled, _ := stalledSince(j, agents); stalled {
+			st.Stalled++
+		}
 		if !j.State.Terminal() {
 			st.Done = false
 		} else if j.State != protocol.JobCompleted {
@@ -138,7 +184,11 @@ func (c *Controller) SweepStatus(ctx context.Context, id string) (SweepStatus, e
 	if err != nil {
 		return SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
 	}
-	return sweepStatus(id, jobs), nil
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
+	}
+	return sweepStatus(id, jobs, agentsByID(agents)), nil
 }
 
 // SweepView is a sweep with the state of its jobs.

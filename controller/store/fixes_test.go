@@ -231,3 +231,30 @@ func TestFirstFinalDecidesHowARunEnded(t *testing.T) {
 		t.Fatalf("a second final rewrote the run: status %s error %q", r.Status, r.Error)
 	}
 }
+
+// When the controller fails a job (JetStream gave up delivering it), the run
+// of its last attempt is closed too: no agent will send its final message.
+func TestFailedJobClosesItsRunningRun(t *testing.T) {
+	s := openTest(t)
+	job := protocol.Job{Schema: 1, ID: "j1", AgentID: "a1", Deployment: "d", Workload: protocol.DefaultWorkload()}
+	if err := s.PutJob(JobRecord{Job: job, State: protocol.JobQueued}); err != nil {
+		t.Fatal(err)
+	}
+	run := testRun("j1-a2", "a1")
+	if _, _, err := s.ApplyJobState(protocol.JobStateChange{Schema: 1, JobID: "j1", RunID: run.ID, AgentID: "a1", State: protocol.JobRunning, Attempt: 2}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyResult(protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: combo("480p", 1)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.FailJob(protocol.JobStateChange{Schema: 1, JobID: "j1", AgentID: "a1", Attempt: 2, Error: "delivered 2 times"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.RunSummary(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != protocol.RunFailed || r.Error != "delivered 2 times" || r.FinishedAt.IsZero() || len(r.Combinations) != 1 {
+		t.Fatalf("run after the job failed: status %s error %q finished %s, %d combinations", r.Status, r.Error, r.FinishedAt, len(r.Combinations))
+	}
+}

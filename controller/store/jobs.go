@@ -25,7 +25,7 @@ type JobRecord struct {
 	// StreamSeq is the job's sequence in the jobs stream, from JetStream's
 	// acknowledgement: a max-deliveries advisory names the job only by it.
 	StreamSeq uint64    `json:"stream_seq,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// History holds every state report once, keyed by state and attempt.
 	History []JobHistoryEntry `json:"history,omitempty"`
 }
@@ -323,6 +323,13 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 		}
 		if !forward && seen {
 			return nil // a pure redelivery: nothing to write
+		}
+		if verdict && forward && rec.RunID != "" {
+			// The controller's verdict also closes the run of the last
+			// attempt: no agent will send its final message now.
+			if err := closeRun(tx, rec.RunID, ch.Error, received); err != nil {
+				return err
+			}
 		}
 		return putJSON(b, ch.JobID, &rec)
 	})

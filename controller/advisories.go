@@ -1,0 +1,223 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// JetStream announces on this subject that an agent's job consumer gave up
+// on a job after its MaxDeliver deliveries; the last token is the consumer.
+const maxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + protocol.StreamJobs + ".*"
+
+// maxDeliverAdvisoryType is the advisory's schema type.
+const maxDeliverAdvisoryType = "io.nats.jetstream.advisory.v1.max_deliver"
+
+// AdvisoriesStream keeps the max-deliveries advisories of the jobs stream.
+// The server publishes them on core NATS, once: a stream holds them until
+// the controller has dealt with each, so one sent while the controller was
+// down or restarting is not lost and no job stays unfinished forever.
+const AdvisoriesStream = "VLMFLEET_JOB_ADVISORIES"
+
+// AdvisoriesStreamConfig is the stream of max-deliveries advisories. Work
+// queue retention drops an advisory once the controller acknowledged it.
+func AdvisoriesStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        AdvisoriesStream,
+		Description: "vlmfleet: JetStream gave up delivering a job to its agent",
+		Subjects:    []string{maxDeliveriesSubject},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		MaxAge:      jobsMaxAge,
+		MaxMsgSize:  64 << 10,
+	}
+}
+
+// AdvisoriesConsumerConfig is the controller's durable consumer on the
+// advisories stream; its messages are settled like agent events (see
+// EventsConsumerConfig).
+func AdvisoriesConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "vlmfleet controller: fails jobs JetStream gave up delivering",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    MaxDeliveries,
+		MaxAckPending: 16,
+	}
+}
+
+// maxDeliveriesAdvisory is the part of JetStream's advisory the controller
+// reads (nats-server's JSConsumerDeliveryExceededAdvisory).
+type maxDeliveriesAdvisory struct {
+	Type       string    `json:"type"`
+	Time       time.Time `json:"timestamp"`
+	Stream     string    `json:"stream"`
+	Consumer   string    `json:"consumer"`
+	StreamSeq  uint64    `json:"stream_seq"`
+	Deliveries uint64    `json:"deliveries"`
+}
+
+// decodeMaxDeliveries reads an advisory and returns the agent whose job
+// consumer gave up. Fields this build does not read (id, domain) are allowed.
+func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
+	var a maxDeliveriesAdvisory
+	if err := decodeStrict(data, &a, false); err != nil {
+		return a, "", fmt.Errorf("max-deliveries advisory: %w", err)
+	}
+	if a.Type != maxDeliverAdvisoryType {
+		return a, "", fmt.Errorf("max-deliveries advisory: type %q, want %q", a.Type, maxDeliverAdvisoryType)
+	}
+	if a.Stream != protocol.StreamJobs {
+		return a, "", fmt.Errorf("max-deliveries advisory: stream %q, want %q", a.Stream, protocol.StreamJobs)
+	}
+	agentID, ok := strings.CutPrefix(a.Consumer, protocol.JobConsumerName(""))
+	if !ok || protocol.ValidateAgentID(agentID) != nil || protocol.JobConsumerName(agentID) != a.Consumer {
+		return a, "", fmt.Errorf("max-deliveries advisory: consumer %q is not an agent's job consumer %q", a.Consumer, protocol.JobConsumerName("<agent id>"))
+	}
+	if a.StreamSeq == 0 {
+		return a, "", errors.New("max-deliveries advisory: stream_seq is 0 or missing")
+	}
+	if a.Deliveries == 0 {
+		return a, "", errors.New("max-deliveries advisory: deliveries is 0 or missing")
+	}
+	return a, agentID, nil
+}
+
+func (c *Controller) startAdvisories(ctx context.Context) error {
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, AdvisoriesStream, AdvisoriesConsumerConfig())
+	if err != nil {
+		return fmt.Errorf("controller: consumer %s on %s: %w", ConsumerName, AdvisoriesStream, err)
+	}
+	log := c.log
+	cc, err := cons.Consume(c.handleAdvisory, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			log.Debug().Err(err).Msg("advisories consumer")
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("controller: consume %s: %w", AdvisoriesStream, err)
+	}
+	c.consumers = append(c.consumers, cc)
+	return nil
+}
+
+func (c *Controller) handleAdvisory(msg jetstream.Msg) {
+	var seq uint64
+	var delivered uint64 = 1
+	if md, err := msg.Metadata(); err == nil {
+		seq, delivered = md.Sequence.Stream, md.NumDelivered
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.jobUndeliverable(ctx, msg.Data())
+	switch d := settle(err, delivered); d.action {
+	case actAck:
+		if aerr := msg.Ack(); aerr != nil {
+			c.log.Warn().Err(aerr).Msg("ack of a max-deliveries advisory failed; handling it again is harmless")
+		}
+	case actReject:
+		c.reject(msg, seq, d.reason)
+	default:
+		c.log.Error().Err(err).Uint64("delivery", delivered).Dur("retry_in", d.delay).Msg("handling a max-deliveries advisory failed")
+		_ = msg.NakWithDelay(d.delay)
+	}
+}
+
+// jobUndeliverable marks failed the job an advisory says JetStream gave up
+// delivering, unless the job already ended, and removes it from the jobs
+// stream, where it would otherwise wait for its age limit.
+func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
+	adv, agentID, err := decodeMaxDeliveries(data)
+	if err != nil {
+		return rejectf("%v", err)
+	}
+	job, inStream, err := c.undeliveredJob(ctx, adv, agentID)
+	if errors.Is(err, store.ErrNotFound) {
+		c.log.Warn().Str("agent", agentID).Uint64("stream_seq", adv.StreamSeq).Msg("JetStream gave up delivering a job this controller does not know")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	at := adv.Time
+	if at.IsZero() {
+		at = time.Now().UTC()
+	}
+	ch := protocol.JobStateChange{
+		Schema: protocol.SchemaVersion, JobID: job.ID, SweepID: job.SweepID, AgentID: agentID,
+		State: protocol.JobFailed, Time: at, Attempt: int(min(adv.Deliveries, 1<<20)),
+		Error: fmt.Sprintf("delivered %d times; the agent never finished it (it stopped or crashed each time)", adv.Deliveries),
+	}
+	rec, changed, err := c.store.FailJob(ch, time.Now().UTC())
+	if errors.Is(err, store.ErrNotFound) {
+		c.log.Warn().Str("job", job.ID).Str("agent", agentID).Msg("JetStream gave up delivering a job this controller does not know")
+	} else if err != nil {
+		return err
+	}
+	if inStream {
+		// The consumer never delivers it again; deleting it keeps a
+		// recreated consumer from running a job already declared over.
+		if err := c.deleteJobMsg(ctx, adv.StreamSeq); err != nil {
+			c.log.Warn().Err(err).Str("job", job.ID).Msg("removing an undeliverable job from the stream failed; it stays until its age limit")
+		}
+	}
+	if changed {
+		ch.RunID = rec.RunID
+		c.live.jobEnded(job.ID)
+		c.emit(EventState, agentID, ch)
+		c.log.Warn().Str("job", job.ID).Str("agent", agentID).Uint64("deliveries", adv.Deliveries).Msg("job failed: JetStream gave up delivering it")
+	}
+	return nil
+}
+
+// undeliveredJob finds the job at the advisory's stream sequence: in the
+// jobs stream, which keeps a message its consumer gave up on, or else by the
+// sequence recorded when the job was published.
+func (c *Controller) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisory, agentID string) (protocol.Job, bool, error) {
+	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+	if err != nil {
+		return protocol.Job{}, false, fmt.Errorf("jobs stream: %w", err)
+	}
+	raw, err := stream.GetMsg(ctx, adv.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		rec, err := c.store.JobByStreamSeq(ctx, agentID, adv.StreamSeq)
+		if err != nil {
+			return protocol.Job{}, false, err
+		}
+		return rec.Job, false, nil
+	}
+	if err != nil {
+		return protocol.Job{}, false, fmt.Errorf("jobs stream message %d: %w", adv.StreamSeq, err)
+	}
+	if raw.Subject != protocol.JobSubject(agentID) {
+		return protocol.Job{}, false, rejectf("max-deliveries advisory of consumer %s: jobs stream message %d is on %s, not %s", adv.Consumer, adv.StreamSeq, raw.Subject, protocol.JobSubject(agentID))
+	}
+	job, err := protocol.DecodeJob(raw.Data)
+	if err != nil {
+		return protocol.Job{}, false, rejectf("jobs stream message %d: %v", adv.StreamSeq, err)
+	}
+	if job.AgentID != agentID {
+		return protocol.Job{}, false, rejectf("jobs stream message %d on %s names agent %q", adv.StreamSeq, raw.Subject, job.AgentID)
+	}
+	return *job, true, nil
+}
+
+func (c *Controller) deleteJobMsg(ctx context.Context, seq uint64) error {
+	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+	if err != nil {
+		return fmt.Errorf("jobs stream: %w", err)
+	}
+	if err := stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("delete jobs stream message %d: %w", seq, err)
+	}
+	return nil
+}

@@ -1,0 +1,320 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// submitJobs submits a sweep naming one agent and returns its job ids.
+func submitJobs(t *testing.T, c *Controller, agentID string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	s, err := c.SubmitSweep(ctx, protocol.Sweep{Agents: []string{agentID}, Workload: testWorkload()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Jobs
+}
+
+func stateIs(jobID string, st protocol.JobState) func(Event) bool {
+	return func(e Event) bool {
+		ch, ok := e.Data.(protocol.JobStateChange)
+		return e.Kind == EventState && ok && ch.JobID == jobID && ch.State == st
+	}
+}
+
+// jobConsumer is the agent's job consumer as agent.bindJobs makes it, with
+// a MaxDeliver of 2 so that the test crashes the agent only twice.
+func (a *fakeAgent) jobConsumer(t *testing.T) jetstream.Consumer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	cons, err := a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+		Durable: protocol.JobConsumerName(a.id), FilterSubject: protocol.JobSubject(a.id),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1, MaxDeliver: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons
+}
+
+// fetch takes the next job.
+func fetch(t *testing.T, cons jetstream.Consumer) jetstream.Msg {
+	t.Helper()
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(waitLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got jetstream.Msg
+	for m := range batch.Messages() {
+		got = m
+	}
+	if got == nil {
+		t.Fatalf("no job fetched: %v", batch.Error())
+	}
+	return got
+}
+
+func TestJobFailsWhenJetStreamGivesUpDelivering(t *testing.T) {
+	c := startController(t, t.TempDir())
+	ev := watchEvents(t, c)
+	a := newFakeAgent(t, c, "crashy")
+	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+	jobID := submitJobs(t, c, "crashy")[0]
+	rec, err := c.Store().Job(jobID)
+	if err != nil || rec.StreamSeq == 0 {
+		t.Fatalf("published job has no stream sequence: %+v %v", rec, err)
+	}
+
+	// The agent takes the job and stops mid-job, twice, handing it back.
+	cons := a.jobConsumer(t)
+	for attempt := 1; attempt <= 2; attempt++ {
+		m := fetch(t, cons)
+		if md, _ := m.Metadata(); md == nil || md.NumDelivered != uint64(attempt) {
+			t.Fatalf("delivery %d: metadata %+v", attempt, md)
+		}
+		a.state(t, jobID, protocol.JobRunning, attempt, true)
+		ev.waitFor(t, attempt, stateIs(jobID, protocol.JobRunning))
+		if err := m.Nak(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Coming back, it asks for work: JetStream gives up on the job instead.
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		t.Fatalf("job delivered a third time: %s", m.Data())
+	}
+
+	ev.waitFor(t, 1, stateIs(jobID, protocol.JobFailed))
+	const reason = "delivered 2 times; the agent never finished it (it stopped or crashed each time)"
+	var jv JobView
+	if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+jobID, &jv); code != 200 {
+		t.Fatalf("GET job: %d", code)
+	}
+	if jv.State != protocol.JobFailed || jv.Error != reason || jv.Attempt != 2 || jv.Stalled {
+		t.Errorf("job after the advisory: state %s attempt %d stalled %v error %q, want failed, 2, false, %q", jv.State, jv.Attempt, jv.Stalled, jv.Error, reason)
+	}
+	if n := len(jv.History); n != 3 || jv.History[2].State != protocol.JobFailed || jv.History[2].Error != reason {
+		t.Errorf("history %+v, want running ×2 then failed with the reason", jv.History)
+	}
+	// The job is gone from the stream (deleted before the event), and the
+	// advisory once handled.
+	ctx := context.Background()
+	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.GetMsg(ctx, rec.StreamSeq); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("jobs stream still holds the failed job: %v", err)
+	}
+	eventually(t, "the advisory to be acknowledged", func() bool { return streamMsgs(t, c, AdvisoriesStream) == 0 })
+}
+
+func streamMsgs(t *testing.T, c *Controller, name string) uint64 {
+	t.Helper()
+	s, err := c.js.Stream(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// publishAdvisory publishes what nats-server publishes when a consumer gives up.
+func (a *fakeAgent) publishAdvisory(t *testing.T, consumer string, seq, deliveries uint64) {
+	t.Helper()
+	data, _ := json.Marshal(map[string]any{
+		"type": maxDeliverAdvisoryType, "id": "x", "timestamp": time.Now().UTC(),
+		"stream": protocol.StreamJobs, "consumer": consumer, "stream_seq": seq, "deliveries": deliveries,
+	})
+	if err := a.nc.Publish("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+protocol.StreamJobs+"."+consumer, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdvisoryFindsJobsByStoredSequence covers the advisory for a job the
+// stream no longer holds: found by the sequence stored at publishing,
+// failed when unfinished, left alone when its agent finished it.
+func TestAdvisoryFindsJobsByStoredSequence(t *testing.T) {
+	c := startController(t, t.TempDir())
+	ev := watchEvents(t, c)
+	a := newFakeAgent(t, c, "a1")
+	ev.waitFor(t, 1, helloStored(a.hello(t, "d1", "d2")))
+	jobs := submitJobs(t, c, "a1")
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs, want 2", len(jobs))
+	}
+	done, lost := jobs[0], jobs[1]
+	// Both jobs leave the work-queue stream: acknowledged by the agent.
+	cons := a.jobConsumer(t)
+	for range jobs {
+		if err := fetch(t, cons).DoubleAck(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.state(t, done, protocol.JobCompleted, 1, true)
+	ev.waitFor(t, 1, stateIs(done, protocol.JobCompleted))
+	a.state(t, lost, protocol.JobRunning, 1, true)
+	ev.waitFor(t, 1, stateIs(lost, protocol.JobRunning))
+
+	seq := func(id string) uint64 {
+		r, err := c.Store().Job(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.StreamSeq
+	}
+	a.publishAdvisory(t, protocol.JobConsumerName("a1"), seq(done), 5)
+	a.publishAdvisory(t, protocol.JobConsumerName("a1"), seq(lost), 5)
+	// A forged advisory naming a consumer that is no agent's is recorded.
+	a.publishAdvisory(t, "controller", seq(lost), 5)
+	ev.waitFor(t, 1, stateIs(lost, protocol.JobFailed))
+	eventually(t, "every advisory handled", func() bool { return streamMsgs(t, c, AdvisoriesStream) == 0 })
+
+	if r, _ := c.Store().Job(done); r.State != protocol.JobCompleted || r.Error != "" {
+		t.Errorf("finished job moved by the advisory: %s %q", r.State, r.Error)
+	}
+	if r, _ := c.Store().Job(lost); r.State != protocol.JobFailed || r.Attempt != 5 || !strings.Contains(r.Error, "delivered 5 times") {
+		t.Errorf("lost job: %s attempt %d %q", r.State, r.Attempt, r.Error)
+	}
+	if n := len(ev.waitFor(t, 0, stateIs(done, protocol.JobFailed))); n != 0 {
+		t.Errorf("%d failed events for the finished job", n)
+	}
+	rej, err := c.Store().Rejected(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rej) != 1 || !strings.Contains(rej[0].Reason, `consumer "controller" is not an agent's job consumer`) {
+		t.Errorf("rejections %+v, want the forged advisory's", rej)
+	}
+}
+
+func TestDecodeMaxDeliveries(t *testing.T) {
+	good := `{"type":"io.nats.jetstream.advisory.v1.max_deliver","id":"i","timestamp":"2026-11-29T16:29:15.58Z","stream":"VLMFLEET_JOBS","consumer":"agent-orin-1","stream_seq":7,"deliveries":5,"domain":""}`
+	adv, agent, err := decodeMaxDeliveries([]byte(good))
+	if err != nil || agent != "orin-1" || adv.StreamSeq != 7 || adv.Deliveries != 5 || adv.Time.IsZero() {
+		t.Fatalf("good advisory: %+v %q %v", adv, agent, err)
+	}
+	for body, want := range map[string]string{
+		strings.Replace(good, "max_deliver", "nak", 1):               "type",
+		strings.Replace(good, "VLMFLEET_JOBS", "OTHER", 1):           `stream "OTHER"`,
+		strings.Replace(good, "agent-orin-1", "agent-", 1):           "consumer",
+		strings.Replace(good, "agent-orin-1", "agent-a b", 1):        "consumer",
+		strings.Replace(good, `"stream_seq":7`, `"x":1`, 1):          "stream_seq",
+		strings.Replace(good, `"deliveries":5`, `"deliveries":0`, 1): "deliveries",
+		`{"stream_seq":"7"}`: "line 1 column",
+		``:                   "empty",
+	} {
+		if _, _, err := decodeMaxDeliveries([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error about %q", body, err, want)
+		}
+	}
+}
+
+func FuzzDecodeMaxDeliveries(f *testing.F) {
+	f.Add([]byte(`{"type":"io.nats.jetstream.advisory.v1.max_deliver","stream":"VLMFLEET_JOBS","consumer":"agent-a","stream_seq":1,"deliveries":5}`))
+	f.Add([]byte(`{"type":"io.nats.jetstream.advisory.v1.max_deliver","stream":"VLMFLEET_JOBS","consumer":"agent-","stream_seq":1,"deliveries":5}`))
+	f.Add([]byte(`{"stream_seq":-1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		adv, agent, err := decodeMaxDeliveries(data)
+		if err != nil {
+			return
+		}
+		if protocol.JobConsumerName(agent) != adv.Consumer || protocol.ValidateAgentID(agent) != nil || adv.StreamSeq == 0 || adv.Deliveries == 0 {
+			t.Fatalf("accepted %+v (agent %q)", adv, agent)
+		}
+	})
+}
+
+func (a *fakeAgent) heartbeat(t *testing.T, jobID string) {
+	t.Helper()
+	hb, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: a.id, Time: time.Now(), State: protocol.AgentBusy, JobID: jobID, Seq: 1})
+	if err := a.nc.Publish(protocol.AgentSubject(a.id, protocol.KindHeartbeat), hb); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJobStalledWhileItsAgentIsOffline(t *testing.T) {
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 1500 * time.Millisecond})
+	ev := watchEvents(t, c)
+	a := newFakeAgent(t, c, "a1")
+	ev.waitFor(t, 1, helloStored(a.hello(t, "d1", "d2")))
+	jobs := submitJobs(t, c, "a1")
+	running, queued := jobs[0], jobs[1]
+	a.state(t, running, protocol.JobRunning, 1, true)
+	ev.waitFor(t, 1, stateIs(running, protocol.JobRunning))
+	job := func(id string) JobView {
+		t.Helper()
+		var jv JobView
+		if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+id, &jv); code != 200 {
+			t.Fatalf("GET job %s: %d", id, code)
+		}
+		return jv
+	}
+	if jv := job(running); jv.Stalled || !jv.StalledSince.IsZero() {
+		t.Errorf("job of an online agent stalled: %+v", jv)
+	}
+
+	// The agent falls silent: its running job is stalled, not failed; the
+	// queued one simply waits.
+	ev.waitFor(t, 1, func(e Event) bool {
+		v, ok := e.Data.(AgentView)
+		return e.Kind == EventAgent && ok && v.ID == "a1" && !v.Online
+	})
+	jv := job(running)
+	if !jv.Stalled || jv.State != protocol.JobRunning || jv.StalledSince.Before(jv.UpdatedAt) {
+		t.Errorf("running job of an offline agent: stalled %v since %s (updated %s), state %s", jv.Stalled, jv.StalledSince, jv.UpdatedAt, jv.State)
+	}
+	if jv := job(queued); jv.Stalled {
+		t.Errorf("queued job counted stalled")
+	}
+	var list []JobView
+	getJSON(t, c.HTTPURL()+"/api/jobs?active=1", &list)
+	if len(list) != 2 || !list[0].Stalled || list[1].Stalled {
+		t.Errorf("GET /api/jobs: %+v", list)
+	}
+	var sv SweepView
+	getJSON(t, c.HTTPURL()+"/api/sweeps/"+jv.SweepID, &sv)
+	if sv.Status.Stalled != 1 || len(sv.JobList) != 2 || !sv.JobList[0].Stalled {
+		t.Errorf("sweep status %+v, job states %+v", sv.Status, sv.JobList)
+	}
+	var snap LiveSnapshot
+	getJSON(t, c.HTTPURL()+"/api/live", &snap)
+	if len(snap.Jobs) != 2 || !snap.Jobs[0].Stalled {
+		t.Errorf("live snapshot jobs %+v", snap.Jobs)
+	}
+
+	// Back again: no longer stalled.
+	a.heartbeat(t, running)
+	ev.waitFor(t, 1, kindIs(EventHeartbeat))
+	st, err := c.SweepStatus(context.Background(), jv.SweepID)
+	if err != nil || st.Stalled != 0 {
+		t.Errorf("sweep status after the agent returned: %+v %v", st, err)
+	}
+	if jv := job(running); jv.Stalled {
+		t.Errorf("job still stalled after its agent returned")
+	}
+}
