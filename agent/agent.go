@@ -58,6 +58,8 @@ type Agent struct {
 	state string
 	jobID string
 	seq   uint64
+	// cancelJob ends the job jobID on a cancel from the controller.
+	cancelJob context.CancelCauseFunc
 }
 
 // New checks the configuration; Run connects.
@@ -147,6 +149,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.nc, a.js = nc, js
 
+	// Subscribed before the announcement, so that a controller that sees the
+	// agent can already reach it.
+	ctl, err := nc.Subscribe(protocol.ControlSubject(a.cfg.ID), a.onControl)
+	if err != nil {
+		return fmt.Errorf("subscribe to %s: %w", protocol.ControlSubject(a.cfg.ID), err)
+	}
+	defer func() { _ = ctl.Unsubscribe() }()
+	if err := nc.FlushWithContext(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn().Err(err).Msg("flushing the control subscription")
+	}
+
 	if err := a.announce(ctx); err != nil {
 		return err
 	}
@@ -182,10 +195,40 @@ func (a *Agent) announce(ctx context.Context) error {
 		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)
 }
 
-func (a *Agent) setState(state, jobID string) {
+func (a *Agent) setState(state, jobID string, cancel context.CancelCauseFunc) {
 	a.mu.Lock()
-	a.state, a.jobID = state, jobID
+	a.state, a.jobID, a.cancelJob = state, jobID, cancel
 	a.mu.Unlock()
+}
+
+// cancelledError is the cause of a job's context when the controller
+// cancelled the job.
+type cancelledError struct{ reason string }
+
+func (e *cancelledError) Error() string { return e.reason }
+
+// onControl handles the controller's commands. A cancel of a job this agent
+// is not running is ignored: a queued job is the controller's to remove.
+func (a *Agent) onControl(m *nats.Msg) {
+	c, err := protocol.DecodeCancel(m.Data)
+	if err != nil {
+		a.log.Warn().Err(err).Str("subject", m.Subject).Msg("ignoring a malformed control message")
+		return
+	}
+	a.mu.Lock()
+	cancel := a.cancelJob
+	running := cancel != nil && a.jobID == c.JobID
+	a.mu.Unlock()
+	if !running {
+		a.log.Debug().Str("job", c.JobID).Msg("ignoring a cancel of a job this agent is not running")
+		return
+	}
+	reason := c.Reason
+	if reason == "" {
+		reason = "cancelled on request"
+	}
+	a.log.Info().Str("job", c.JobID).Str("reason", reason).Msg("cancelling the running job")
+	cancel(&cancelledError{reason: reason})
 }
 
 func (a *Agent) heartbeats(ctx context.Context) {
@@ -344,11 +387,14 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("addressed to another agent")
 		return
 	}
-	a.setState(protocol.AgentBusy, job.ID)
-	defer a.setState(protocol.AgentIdle, "")
+	// The job's context ends with the agent's, or with a cancel from the
+	// controller (onControl), whose cause says so.
+	jobCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	a.setState(protocol.AgentBusy, job.ID, stop)
+	defer a.setState(protocol.AgentIdle, "", nil)
 
 	// Keep JetStream from redelivering a long job to nobody while it runs.
-	jobCtx, stop := context.WithCancel(ctx)
 	go func() {
 		t := time.NewTicker(a.opt.JobAckWait / 3)
 		defer t.Stop()
@@ -361,10 +407,10 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {
 			}
 		}
 	}()
-	err = a.runJob(jobCtx, job, attempt)
-	stop()
+	err = a.runJob(ctx, jobCtx, job, attempt)
+	stop(nil)
 	// The acknowledgement outlives a shutdown that began after the job ended:
-	// a finished job must not run again.
+	// a finished (or cancelled) job must not run again.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err != nil && ctx.Err() != nil {

@@ -28,6 +28,11 @@ type jobRun struct {
 	job     *protocol.Job
 	attempt int
 	run     protocol.Run
+	// agentCtx ends when the agent stops; the job's own context also ends
+	// when the job is cancelled, and what follows a cancel is sent on this.
+	agentCtx context.Context
+	// published counts the combinations the stream stored.
+	published int
 
 	lastProgress time.Time
 	progressMu   sync.Mutex
@@ -37,10 +42,23 @@ type jobRun struct {
 
 // runJob measures one job. Failures of the job (an unknown deployment, an
 // engine that does not start or crashes) are reported as job states and a
-// failed run, and return nil: the sweep goes on. An error is returned only
-// when the agent itself is stopping.
-func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) error {
-	j := &jobRun{a: a, job: job, attempt: attempt}
+// failed run, and return nil: the sweep goes on. A job whose ctx the
+// controller cancelled (see Agent.onControl) ends as cancelled, its run
+// keeping what was measured, and also returns nil. An error is returned
+// only when the agent itself (agentCtx) is stopping.
+func (a *Agent) runJob(agentCtx, ctx context.Context, job *protocol.Job, attempt int) error {
+	j := &jobRun{a: a, job: job, attempt: attempt, agentCtx: agentCtx}
+	err := j.measure(ctx)
+	var cancelled *cancelledError
+	if err == nil || agentCtx.Err() != nil || !errors.As(context.Cause(ctx), &cancelled) {
+		return err
+	}
+	return j.cancelled(agentCtx, cancelled)
+}
+
+// measure runs the job until it ends or ctx does.
+func (j *jobRun) measure(ctx context.Context) error {
+	a, job, attempt := j.a, j.job, j.attempt
 	log := a.log.With().Str("job", job.ID).Int("attempt", attempt).Logger()
 	if err := j.state(ctx, protocol.JobAccepted, ""); err != nil {
 		return err
@@ -110,7 +128,7 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 
 	eng, err := engine.New(dep.Engine, a.env)
 	if err != nil {
-		return j.fail(ctx, nil, fmt.Errorf("engine configuration: %w", err))
+		return j.fail(ctx, fmt.Errorf("engine configuration: %w", err))
 	}
 	if err := j.state(ctx, protocol.JobStarting, ""); err != nil {
 		return err
@@ -124,7 +142,7 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return j.fail(ctx, nil, fmt.Errorf("engine did not start: %w", err))
+		return j.fail(ctx, fmt.Errorf("engine did not start: %w", err))
 	}
 	defer stopEngine(eng)
 	j.run.Engine = eng.Info()
@@ -169,7 +187,6 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 	defer tel.stop()
 
 	plan := job.Workload.Plan()
-	published := 0
 	hooks := loadgen.Hooks{
 		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
 			j.level.Store(int64(pc.Cameras))
@@ -204,10 +221,12 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			}
 			c.TelemetrySeries, c.Telemetry = tel.window()
 			c.ScaleTime(speedup)
-			if err := j.publishCombination(ctx, c); err != nil {
+			// Sent on the agent's context: a cancel that arrives meanwhile
+			// must not leave a stored combination uncounted.
+			if err := j.publishCombination(j.agentCtx, c); err != nil {
 				return err
 			}
-			published++
+			j.published++
 			log.Info().Str("combo", c.ComboKey.String()).Int("completed", c.Completed).Int("failed", c.Failed).
 				Float64("ttft_mean_s", c.TTFT.Mean).Float64("tps_mean", c.TPS.Mean).Msg("combination measured")
 			return nil
@@ -228,33 +247,46 @@ func (a *Agent) runJob(ctx context.Context, job *protocol.Job, attempt int) erro
 			return ctx.Err()
 		}
 		j.run.Engine.LogTail = eng.LogTail(40)
-		return j.fail(ctx, &published, err)
+		return j.fail(ctx, err)
 	}
 	j.run.Status = protocol.RunCompleted
 	j.run.FinishedAt = time.Now().UTC()
-	if err := j.publishFinal(ctx, published); err != nil {
+	if err := j.publishFinal(ctx, j.published); err != nil {
 		return err
 	}
 	j.progress(protocol.Progress{Phase: protocol.PhaseDone, ComboIdx: len(plan), ComboN: len(plan)}, true)
-	log.Info().Int("combinations", published).Msg("job completed")
+	log.Info().Int("combinations", j.published).Msg("job completed")
 	return j.state(ctx, protocol.JobCompleted, "")
 }
 
 // fail ends the run as failed with the reason, keeping what was measured.
-func (j *jobRun) fail(ctx context.Context, published *int, cause error) error {
+func (j *jobRun) fail(ctx context.Context, cause error) error {
 	j.a.log.Error().Err(cause).Str("job", j.job.ID).Msg("job failed")
 	j.run.Status = protocol.RunFailed
 	j.run.Error = cause.Error()
 	j.run.FinishedAt = time.Now().UTC()
-	n := 0
-	if published != nil {
-		n = *published
-	}
-	if err := j.publishFinal(ctx, n); err != nil {
+	if err := j.publishFinal(ctx, j.published); err != nil {
 		return err
 	}
 	j.progress(protocol.Progress{Phase: protocol.PhaseDone, Message: cause.Error()}, true)
 	return j.state(ctx, protocol.JobFailed, cause.Error())
+}
+
+// cancelled ends the job as cancelled once measure has returned (the
+// engine is stopped by then), closing its run, if it began, with the
+// combinations measured so far.
+func (j *jobRun) cancelled(ctx context.Context, cause *cancelledError) error {
+	j.a.log.Info().Str("job", j.job.ID).Int("combinations", j.published).Str("reason", cause.reason).Msg("job cancelled")
+	if j.run.ID != "" {
+		j.run.Status = protocol.RunCancelled
+		j.run.Error = cause.Error()
+		j.run.FinishedAt = time.Now().UTC()
+		if err := j.publishFinal(ctx, j.published); err != nil {
+			return err
+		}
+	}
+	j.progress(protocol.Progress{Phase: protocol.PhaseDone, Message: "cancelled: " + cause.Error()}, true)
+	return j.state(ctx, protocol.JobCancelled, cause.Error())
 }
 
 func (j *jobRun) state(ctx context.Context, s protocol.JobState, msg string) error {

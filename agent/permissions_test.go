@@ -225,9 +225,10 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 	})
 
 	// Listening in on agent-b's jobs or events, or on replies meant for
-	// other clients (jobs a fetch delivers, the controller's events).
+	// other clients (jobs a fetch delivers, the controller's events), or
+	// on the controller's commands to agent-b (it could see its cancels).
 	for _, subj := range []string{protocol.JobSubject(other), protocol.AgentSubject(other, ">"), protocol.JobSubjectAll,
-		"_INBOX.>", protocol.AgentInboxPrefix(other) + ".>"} {
+		"_INBOX.>", protocol.AgentInboxPrefix(other) + ".>", protocol.ControlSubject(other), "vlmfleet.control.>"} {
 		if _, err := nc.Subscribe(subj, func(*nats.Msg) {}); err != nil {
 			t.Fatal(err)
 		}
@@ -269,6 +270,19 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 	}
 	if m, err := got.NextMsg(5 * time.Second); err != nil || string(m.Data) != "own" {
 		t.Fatalf("agent-a publishing on its own subject %s: %v", probe, err)
+	}
+	ctl, err := nc.SubscribeSync(protocol.ControlSubject("agent-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Publish(protocol.ControlSubject("agent-a"), []byte("cancel")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := ctl.NextMsg(5 * time.Second); err != nil || string(m.Data) != "cancel" {
+		t.Fatalf("agent-a receiving on its own control subject %s: %v", protocol.ControlSubject("agent-a"), err)
 	}
 	own, err := js.Consumer(ctx, protocol.StreamJobs, protocol.JobConsumerName("agent-a"))
 	if err != nil {

@@ -23,8 +23,10 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /api/sweeps", c.handleSweeps)
 	mux.HandleFunc("POST /api/sweeps", c.handleSubmitSweep)
 	mux.HandleFunc("GET /api/sweeps/{id}", c.handleSweep)
+	mux.HandleFunc("DELETE /api/sweeps/{id}", c.handleCancelSweep)
 	mux.HandleFunc("GET /api/jobs", c.handleJobs)
 	mux.HandleFunc("GET /api/jobs/{id}", c.handleJob)
+	mux.HandleFunc("DELETE /api/jobs/{id}", c.handleCancelJob)
 	mux.HandleFunc("GET /api/rejected", c.handleRejected)
 	mux.HandleFunc("GET /api/live", c.handleLiveSnapshot)
 	mux.HandleFunc("GET /api/events", c.handleEvents)
@@ -265,6 +267,43 @@ func (c *Controller) handleJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, jobView(j, agentsByID(agents)))
+}
+
+// handleCancelJob answers 200 with the job marked cancelled, 202 with the
+// job its agent was asked to stop (it reports cancelled), or 409 with the
+// job as it is when it had already ended.
+func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
+	rec, err := c.CancelJob(r.Context(), r.PathValue("id"))
+	var ended *JobEndedError
+	if err != nil && !errors.As(err, &ended) {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	agents, aerr := c.Agents(r.Context())
+	if aerr != nil {
+		writeError(w, statusOf(aerr), aerr)
+		return
+	}
+	v := jobView(rec, agentsByID(agents))
+	switch {
+	case ended != nil:
+		writeJSON(w, http.StatusConflict, map[string]any{"error": ended.Error(), "job": v})
+	case rec.State == protocol.JobCancelled:
+		writeJSON(w, http.StatusOK, v)
+	default:
+		writeJSON(w, http.StatusAccepted, v)
+	}
+}
+
+// handleCancelSweep cancels every job of the sweep that has not ended and
+// answers 200 with what became of each.
+func (c *Controller) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
+	res, err := c.CancelSweep(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, statusOf(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
 }
 
 func (c *Controller) handleRejected(w http.ResponseWriter, r *http.Request) {

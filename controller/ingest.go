@@ -213,6 +213,11 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 			}
 			c.emit(EventState, s.AgentID, *s)
 		}
+		if rec.CancelRequested && !s.State.Terminal() {
+			// Its agent took the job as (or after) it was cancelled: ask
+			// it again, now that it runs it.
+			c.sendCancel(s.AgentID, s.JobID)
+		}
 	case protocol.KindResult:
 		m, err := protocol.DecodeResultMessage(data)
 		if err != nil {

@@ -78,19 +78,21 @@ func (c *Controller) Agents(ctx context.Context) ([]AgentView, error) {
 
 // JobView is a job as the API shows it.
 type JobView struct {
-	ID         string                  `json:"id"`
-	SweepID    string                  `json:"sweep_id,omitempty"`
-	AgentID    string                  `json:"agent_id"`
-	Deployment string                  `json:"deployment"`
-	State      protocol.JobState       `json:"state"`
-	Attempt    int                     `json:"attempt"`
-	Error      string                  `json:"error,omitempty"`
-	RunID      string                  `json:"run_id,omitempty"`
-	Published  bool                    `json:"published"`
-	CreatedAt  time.Time               `json:"created_at"`
-	UpdatedAt  time.Time               `json:"updated_at,omitzero"`
-	Workload   protocol.Workload       `json:"workload"`
-	History    []store.JobHistoryEntry `json:"history"`
+	ID         string            `json:"id"`
+	SweepID    string            `json:"sweep_id,omitempty"`
+	AgentID    string            `json:"agent_id"`
+	Deployment string            `json:"deployment"`
+	State      protocol.JobState `json:"state"`
+	Attempt    int               `json:"attempt"`
+	Error      string            `json:"error,omitempty"`
+	RunID      string            `json:"run_id,omitempty"`
+	Published  bool              `json:"published"`
+	// CancelRequested is true once a user asked to cancel the job.
+	CancelRequested bool                    `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time               `json:"created_at"`
+	UpdatedAt       time.Time               `json:"updated_at,omitzero"`
+	Workload        protocol.Workload       `json:"workload"`
+	History         []store.JobHistoryEntry `json:"history"`
 	// Stalled is true while the job is accepted, starting or running and its
 	// agent is offline. The job is not failed for it: JetStream delivers it
 	// again when the agent returns.
@@ -139,7 +141,8 @@ func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
 	v := JobView{
 		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment,
 		State: r.State, Attempt: r.Attempt, Error: r.Error, RunID: r.RunID, Published: r.Published,
-		CreatedAt: r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
+		CancelRequested: r.CancelRequested,
+		CreatedAt:       r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
 	}
 	v.Stalled, v.StalledSince = stalledSince(r, agents)
 	return v

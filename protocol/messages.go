@@ -107,6 +107,16 @@ type ResultMessage struct {
 	Expected int `json:"expected,omitempty"`
 }
 
+// Cancel asks an agent, on its control subject, to stop the job it runs.
+// An agent not running the job ignores it: the controller removes a job
+// still queued from the jobs stream itself.
+type Cancel struct {
+	Schema int    `json:"schema"`
+	JobID  string `json:"job_id"`
+	// Reason is shown with the cancelled job; optional.
+	Reason string `json:"reason,omitempty"`
+}
+
 // Progress phases.
 const (
 	PhaseEngineStart = "engine-start"

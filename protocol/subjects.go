@@ -8,7 +8,8 @@ import (
 
 // Subjects. Every subject an agent publishes on or consumes from carries the
 // agent id as its third token, so a NATS account can confine each agent to
-// "vlmfleet.agent.<id>.>" and "vlmfleet.jobs.<id>" (see docs/architecture.md).
+// "vlmfleet.agent.<id>.>", "vlmfleet.jobs.<id>" and "vlmfleet.control.<id>"
+// (see docs/architecture.md).
 const (
 	// SubjectPrefix is the root of every vlmfleet subject.
 	SubjectPrefix = "vlmfleet"
@@ -89,9 +90,14 @@ func AgentPermissionSubjects(agentID string) (publish, subscribe []string) {
 		"$JS.API.STREAM.INFO." + StreamJobs,
 		"$JS.API.INFO",
 	}
-	subscribe = []string{AgentInboxPrefix(agentID) + ".>"}
+	subscribe = []string{AgentInboxPrefix(agentID) + ".>", ControlSubject(agentID)}
 	return publish, subscribe
 }
+
+// ControlSubject is where the controller sends one agent its commands (a
+// job's cancellation) on core NATS: an agent that is offline misses them,
+// and the controller then acts for it.
+func ControlSubject(agentID string) string { return SubjectPrefix + ".control." + agentID }
 
 // AgentInboxPrefix is the prefix of an agent's reply subjects: an inbox of
 // its own, so that its permissions can keep it from reading other clients'

@@ -142,6 +142,29 @@ func DecodeResultMessage(data []byte) (*ResultMessage, error) {
 	return m, nil
 }
 
+// DecodeCancel reads and validates a job cancellation.
+func DecodeCancel(data []byte) (*Cancel, error) {
+	c, err := decode("cancel", data, func(c *Cancel) int { return c.Schema })
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("cancel: %w", err)
+	}
+	return c, nil
+}
+
+// Validate checks a cancellation before it is sent.
+func (c *Cancel) Validate() error {
+	if err := ValidateID("job_id", c.JobID); err != nil {
+		return err
+	}
+	if len(c.Reason) > 1000 {
+		return fmt.Errorf("reason: %d bytes, at most 1000", len(c.Reason))
+	}
+	return nil
+}
+
 // DecodeAgentHello reads and validates an agent announcement.
 func DecodeAgentHello(data []byte) (*AgentHello, error) {
 	h, err := decode("agent hello", data, func(h *AgentHello) int { return h.Schema })

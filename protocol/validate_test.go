@@ -105,3 +105,35 @@ func FuzzDecodeMessages(f *testing.F) {
 		_, _ = DecodeAgentHello(data)
 	})
 }
+
+func TestDecodeCancel(t *testing.T) {
+	good, _ := json.Marshal(Cancel{Schema: SchemaVersion, JobID: "sw-1-j1", Reason: "by a user"})
+	c, err := DecodeCancel(good)
+	if err != nil || c.JobID != "sw-1-j1" || c.Reason != "by a user" {
+		t.Fatalf("DecodeCancel(%s) = %+v, %v", good, c, err)
+	}
+	for _, bad := range []string{
+		`{"schema":1}`,
+		`{"schema":1,"job_id":"../x"}`,
+		`{"schema":99,"job_id":"j"}`,
+		`{"schema":1,"job_id":"j"} {}`,
+		`{"schema":1,"job_id":"j","reason":"` + strings.Repeat("x", 1001) + `"}`,
+	} {
+		if _, err := DecodeCancel([]byte(bad)); err == nil {
+			t.Errorf("DecodeCancel(%.60s) accepted it", bad)
+		}
+	}
+}
+
+func FuzzDecodeCancel(f *testing.F) {
+	good, _ := json.Marshal(Cancel{Schema: SchemaVersion, JobID: "sw-1-j1"})
+	f.Add(good)
+	f.Add([]byte(`{"schema":1,"job_id":""}`))
+	f.Add([]byte(`{"schema":1,"job_id":"j","reason":7}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := DecodeCancel(data)
+		if err == nil && c.Validate() != nil {
+			t.Fatalf("decoded a cancel that does not validate")
+		}
+	})
+}

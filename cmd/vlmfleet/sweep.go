@@ -43,11 +43,27 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 	warmup := fs.Int("warmup", -1, "warm-up requests per camera before each combination")
 	prompt := fs.String("prompt", "", "prompt sent with the images")
 	wait := fs.Bool("wait", false, "follow progress until every job of the sweep has ended")
+	cancelID := fs.String("cancel", "", "cancel the sweep (every job not ended) or the job with this id, instead of submitting")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *cancelID != "" {
+		var other []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "cancel" && f.Name != "controller" {
+				other = append(other, "--"+f.Name)
+			}
+		})
+		if len(other) > 0 {
+			return usageError{fmt.Errorf("--cancel takes only --controller, not %s", strings.Join(other, ", "))}
+		}
+		if err := protocol.ValidateID("--cancel", *cancelID); err != nil {
+			return usageError{err}
+		}
+		return cancelByID(ctx, c, strings.TrimRight(*base, "/"), *cancelID)
 	}
 	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
 	if *file != "" {
@@ -408,4 +424,88 @@ func progressBar(done, total, width int) string {
 	}
 	n := min(width, done*width/total)
 	return strings.Repeat("█", n) + strings.Repeat("·", width-n)
+}
+
+// cancelByID cancels a sweep or, when no sweep has the id, a job. A job
+// that had already ended is reported, not an error: nothing was left to do.
+func cancelByID(ctx context.Context, c *cli, api, id string) error {
+	code, body, err := deleteAPI(ctx, api+"/api/sweeps/"+id)
+	if err != nil {
+		return err
+	}
+	switch code {
+	case http.StatusOK:
+		var sw controller.SweepCancel
+		if err := json.Unmarshal(body, &sw); err != nil {
+			return fmt.Errorf("read the controller's answer: %w", err)
+		}
+		fmt.Fprintf(c.stdout, "sweep %s: %d jobs cancelled, %d asked to stop (their agents report when they have), %d had already ended\n",
+			id, len(sw.Cancelled), len(sw.Requested), len(sw.Ended))
+		for _, j := range sw.Requested {
+			fmt.Fprintf(c.stdout, "  stopping %s\n", j)
+		}
+		return nil
+	case http.StatusNotFound:
+	default:
+		return bodyError(code, body)
+	}
+	code, body, err = deleteAPI(ctx, api+"/api/jobs/"+id)
+	if err != nil {
+		return err
+	}
+	var v controller.JobView
+	switch code {
+	case http.StatusOK, http.StatusAccepted:
+		if err := json.Unmarshal(body, &v); err != nil {
+			return fmt.Errorf("read the controller's answer: %w", err)
+		}
+	case http.StatusConflict:
+		var conflict struct {
+			Job controller.JobView `json:"job"`
+		}
+		if err := json.Unmarshal(body, &conflict); err != nil {
+			return fmt.Errorf("read the controller's answer: %w", err)
+		}
+		fmt.Fprintf(c.stdout, "job %s had already ended (%s); nothing cancelled\n", id, conflict.Job.State)
+		return nil
+	case http.StatusNotFound:
+		return fmt.Errorf("controller %s knows no sweep or job %q", api, id)
+	default:
+		return bodyError(code, body)
+	}
+	if v.State == protocol.JobCancelled {
+		fmt.Fprintf(c.stdout, "job %s: cancelled\n", id)
+	} else {
+		fmt.Fprintf(c.stdout, "job %s: agent %s asked to stop it (%s); it reports cancelled when it has\n", id, v.AgentID, v.State)
+	}
+	return nil
+}
+
+// deleteAPI sends DELETE and returns the status and at most 1 MiB of body.
+func deleteAPI(ctx context.Context, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, url, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("controller URL: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cancel: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("cancel: read the controller's answer: %w", err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// bodyError is apiError for a body already read.
+func bodyError(code int, body []byte) error {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return fmt.Errorf("controller: %s (HTTP %d)", e.Error, code)
+	}
+	return fmt.Errorf("controller: HTTP %d: %s", code, bytes.TrimSpace(body))
 }

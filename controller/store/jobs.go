@@ -24,8 +24,11 @@ type JobRecord struct {
 	PublishedAt time.Time `json:"published_at,omitempty"`
 	// StreamSeq is the job's sequence in the jobs stream, from JetStream's
 	// acknowledgement: a max-deliveries advisory names the job only by it.
-	StreamSeq uint64    `json:"stream_seq,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
+	// CancelRequested is set when a user asked to cancel the job; see
+	// RequestCancel and CancelJob.
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
+	UpdatedAt       time.Time `json:"updated_at"`
 	// History holds every state report once, keyed by state and attempt.
 	History []JobHistoryEntry `json:"history,omitempty"`
 }
@@ -187,7 +190,8 @@ func (s *Store) UnpublishedJobs(ctx context.Context) ([]JobRecord, error) {
 	}
 	var out []JobRecord
 	for _, j := range all {
-		if !j.Published {
+		// A job that ended before it was published (cancelled) is not sent.
+		if !j.Published && !j.State.Terminal() {
 			out = append(out, j)
 		}
 	}
@@ -259,6 +263,45 @@ func (s *Store) FailJob(ch protocol.JobStateChange, received time.Time) (JobReco
 	return s.applyJobState(ch, received, true)
 }
 
+// RequestCancel records that a user asked to cancel the job and returns
+// it. A job already terminal is returned unchanged, with changed false.
+func (s *Store) RequestCancel(id string, at time.Time) (JobRecord, bool, error) {
+	var rec JobRecord
+	changed := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketJobs)
+		ok, err := getJSON(b, id, &rec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		if rec.State.Terminal() || rec.CancelRequested {
+			return nil
+		}
+		rec.CancelRequested = true
+		rec.UpdatedAt = at
+		changed = true
+		return putJSON(b, id, &rec)
+	})
+	if err != nil {
+		return JobRecord{}, false, fmt.Errorf("store: cancel job %s: %w", id, err)
+	}
+	return rec, changed, nil
+}
+
+// CancelJob records a cancellation the controller made itself (the job was
+// still queued, or its agent is offline) as FailJob records a failure, and
+// closes the job's running run as cancelled. Once so cancelled, a job
+// requested cancelled (RequestCancel) is not moved back by a late
+// non-terminal report of an agent that took it meanwhile: only the agent's
+// own verdict moves it on.
+func (s *Store) CancelJob(ch protocol.JobStateChange, received time.Time) (JobRecord, bool, error) {
+	ch.State = protocol.JobCancelled
+	return s.applyJobState(ch, received, true)
+}
+
 func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, verdict bool) (JobRecord, bool, error) {
 	if err := protocol.ValidateID("job id", ch.JobID); err != nil {
 		return JobRecord{}, false, &RejectError{Reason: "job state: " + err.Error()}
@@ -311,6 +354,9 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 		}
 		forward := ch.Attempt > rec.Attempt ||
 			(ch.Attempt == rec.Attempt && stateRank(ch.State) > stateRank(rec.State))
+		if rec.CancelRequested && rec.State == protocol.JobCancelled && !ch.State.Terminal() {
+			forward = false
+		}
 		if forward {
 			rec.State = ch.State
 			rec.Attempt = ch.Attempt
@@ -327,7 +373,11 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 		if verdict && forward && rec.RunID != "" {
 			// The controller's verdict also closes the run of the last
 			// attempt: no agent will send its final message now.
-			if err := closeRun(tx, rec.RunID, ch.Error, received); err != nil {
+			status := protocol.RunFailed
+			if ch.State == protocol.JobCancelled {
+				status = protocol.RunCancelled
+			}
+			if err := closeRun(tx, rec.RunID, status, ch.Error, received); err != nil {
 				return err
 			}
 		}

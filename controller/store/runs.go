@@ -260,16 +260,16 @@ func (s *Store) RunCombinationCount(id string) (int, error) {
 	return n, err
 }
 
-// closeRun marks a run that is still running as failed, with the reason, as
-// its final message would have.
-func closeRun(tx *bolt.Tx, runID, reason string, at time.Time) error {
+// closeRun marks a run that is still running as ended with status (failed
+// or cancelled) and the reason, as its final message would have.
+func closeRun(tx *bolt.Tx, runID, status, reason string, at time.Time) error {
 	rb := tx.Bucket(bucketRuns)
 	var rec runRecord
 	ok, err := getJSON(rb, runID, &rec)
 	if err != nil || !ok || rec.Final || rec.Run.Status != protocol.RunRunning {
 		return err
 	}
-	rec.Run.Status = protocol.RunFailed
+	rec.Run.Status = status
 	rec.Run.Error = reason
 	rec.Run.FinishedAt = at.UTC()
 	rec.Final = true

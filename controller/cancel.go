@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// JobEndedError says a job to cancel has already ended; the API answers it
+// with 409 and the job as it is.
+type JobEndedError struct {
+	ID    string
+	State protocol.JobState
+}
+
+func (e *JobEndedError) Error() string {
+	return fmt.Sprintf("job %s already ended (%s); nothing to cancel", e.ID, e.State)
+}
+
+// cancelReason is what a cancelled job and its run say.
+const cancelReason = "cancelled by a user"
+
+// CancelJob cancels a job that has not ended. A job still queued (not yet
+// taken by its agent), or whose agent is offline, is removed from the jobs
+// stream and marked cancelled here. A job its agent runs is cancelled by the
+// agent, asked on its control subject: it stops the engine, closes the run
+// as cancelled with what was measured and reports the job cancelled. The
+// agent is asked in every case, so that a job it took just now is caught
+// too; a job that reports any non-terminal state after it was asked is asked
+// again (see ingest). It returns the job as it stands, or a *JobEndedError.
+func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord, error) {
+	now := time.Now().UTC()
+	rec, _, err := c.store.RequestCancel(id, now)
+	if err != nil {
+		return store.JobRecord{}, fmt.Errorf("controller: %w", err)
+	}
+	if rec.State.Terminal() {
+		return rec, &JobEndedError{ID: id, State: rec.State}
+	}
+	c.sendCancel(rec.Job.AgentID, id)
+	online := false
+	if a, err := c.agentView(rec.Job.AgentID); err == nil {
+		online = a.Online
+	}
+	if rec.State != protocol.JobQueued && online {
+		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Msg("asked the agent to cancel its job")
+		return rec, nil
+	}
+	if rec.Published && rec.StreamSeq != 0 {
+		if err := c.deleteQueuedJob(ctx, rec); err != nil {
+			return rec, fmt.Errorf("controller: cancel job %s: %w", id, err)
+		}
+	}
+	reason := cancelReason
+	if rec.State != protocol.JobQueued {
+		reason += " while its agent was offline"
+	}
+	ch := protocol.JobStateChange{
+		Schema: protocol.SchemaVersion, JobID: id, SweepID: rec.Job.SweepID, RunID: rec.RunID,
+		AgentID: rec.Job.AgentID, State: protocol.JobCancelled, Time: now, Attempt: rec.Attempt, Error: reason,
+	}
+	after, changed, err := c.store.CancelJob(ch, now)
+	if err != nil {
+		return rec, fmt.Errorf("controller: %w", err)
+	}
+	if changed {
+		c.live.jobEnded(id)
+		c.emit(EventState, rec.Job.AgentID, ch)
+		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Msg("job cancelled")
+	}
+	return after, nil
+}
+
+// SweepCancel is what cancelling a sweep did to each of its jobs.
+type SweepCancel struct {
+	ID string `json:"id"`
+	// Cancelled lists the jobs marked cancelled here (queued, or with their
+	// agent offline); Requested those whose agent was asked to stop them;
+	// Ended those that had already ended.
+	Cancelled []string `json:"cancelled"`
+	Requested []string `json:"requested"`
+	Ended     []string `json:"ended"`
+}
+
+// CancelSweep cancels every job of the sweep that has not ended.
+func (c *Controller) CancelSweep(ctx context.Context, id string) (SweepCancel, error) {
+	if _, err := c.store.Sweep(id); err != nil {
+		return SweepCancel{}, fmt.Errorf("controller: %w", err)
+	}
+	jobs, err := c.store.Jobs(ctx, store.JobQuery{SweepID: id})
+	if err != nil {
+		return SweepCancel{}, fmt.Errorf("controller: %w", err)
+	}
+	out := SweepCancel{ID: id, Cancelled: []string{}, Requested: []string{}, Ended: []string{}}
+	var errs []error
+	for _, j := range jobs {
+		rec, err := c.CancelJob(ctx, j.Job.ID)
+		var ended *JobEndedError
+		switch {
+		case errors.As(err, &ended):
+			out.Ended = append(out.Ended, j.Job.ID)
+		case err != nil:
+			errs = append(errs, err)
+		case rec.State == protocol.JobCancelled:
+			out.Cancelled = append(out.Cancelled, j.Job.ID)
+		default:
+			out.Requested = append(out.Requested, j.Job.ID)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// sendCancel asks the agent, on core NATS, to cancel the job if it runs it.
+// Losing the message is harmless: the job is asked again at its next state
+// report, or by cancelling again.
+func (c *Controller) sendCancel(agentID, jobID string) {
+	m := protocol.Cancel{Schema: protocol.SchemaVersion, JobID: jobID, Reason: cancelReason}
+	if err := m.Validate(); err != nil {
+		c.log.Error().Err(err).Str("job", jobID).Msg("not sending an invalid cancel")
+		return
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		c.log.Error().Err(err).Str("job", jobID).Msg("encode cancel")
+		return
+	}
+	if err := c.nc.Publish(protocol.ControlSubject(agentID), data); err != nil {
+		c.log.Warn().Err(err).Str("job", jobID).Str("agent", agentID).Msg("sending a cancel failed")
+	}
+}
+
+// deleteQueuedJob removes the job from the jobs stream, after checking that
+// the message at its recorded sequence is this job (a recreated stream
+// numbers its messages afresh). A message already gone is no error.
+func (c *Controller) deleteQueuedJob(ctx context.Context, rec store.JobRecord) error {
+	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+	if err != nil {
+		return fmt.Errorf("jobs stream: %w", err)
+	}
+	raw, err := stream.GetMsg(ctx, rec.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("jobs stream message %d: %w", rec.StreamSeq, err)
+	}
+	if raw.Subject != protocol.JobSubject(rec.Job.AgentID) {
+		return nil
+	}
+	if job, err := protocol.DecodeJob(raw.Data); err != nil || job.ID != rec.Job.ID {
+		return nil
+	}
+	return c.deleteJobMsg(ctx, rec.StreamSeq)
+}
