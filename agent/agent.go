@@ -156,7 +156,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe to %s: %w", protocol.ControlSubject(a.cfg.ID), err)
 	}
 	defer func() { _ = ctl.Unsubscribe() }()
-	if err := nc.FlushWithContext(ctx); err != nil && ctx.Err() == nil {
+	fctx, cancelFlush := context.WithTimeout(ctx, 10*time.Second)
+	err = nc.FlushWithContext(fctx)
+	cancelFlush()
+	if err != nil && ctx.Err() == nil {
 		a.log.Warn().Err(err).Msg("flushing the control subscription")
 	}
 
