@@ -2,59 +2,16 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
-
-	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // vlmfleet sweep --cancel cancels a sweep's queued jobs, and says so when
 // the job named has already ended.
 func TestSweepCommandCancels(t *testing.T) {
-	ctl, err := controller.New(controller.Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	nc, err := nats.Connect(ctl.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	announced := make(chan struct{}, 1)
-	stop := ctl.OnEvent(func(e controller.Event) {
-		if e.Kind == controller.EventAgent {
-			select {
-			case announced <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer stop()
-	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", Simulated: true,
-		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}}})
-	if _, err := js.Publish(ctx, protocol.AgentSubject("a1", protocol.KindHello), hello); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-announced:
-	case <-ctx.Done():
-		t.Fatal("the agent was never stored")
-	}
+	ctx, ctl, js := controllerWithAgent(t)
 	sw, err := ctl.SubmitSweep(ctx, protocol.Sweep{Agents: []string{"a1"}, Workload: protocol.DefaultWorkload()})
 	if err != nil {
 		t.Fatal(err)

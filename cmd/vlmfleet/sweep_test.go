@@ -51,42 +51,7 @@ func TestReadSweepFile(t *testing.T) {
 // TestSweepCommandWaits submits a sweep through the command, plays the
 // agent's part over NATS and checks that --wait returns once the job ends.
 func TestSweepCommandWaits(t *testing.T) {
-	ctl, err := controller.New(controller.Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Close()
-	nc, err := nats.Connect(ctl.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	announced := make(chan struct{}, 1)
-	stop := ctl.OnEvent(func(e controller.Event) {
-		if e.Kind == controller.EventAgent {
-			select {
-			case announced <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer stop()
-	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", Simulated: true,
-		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}}})
-	if _, err := js.Publish(ctx, protocol.AgentSubject("a1", protocol.KindHello), hello); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-announced:
-	case <-ctx.Done():
-		t.Fatal("the agent was never stored")
-	}
+	ctx, ctl, js := controllerWithAgent(t)
 
 	type result struct {
 		code           int
@@ -145,4 +110,48 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 	if code != 2 || !strings.Contains(errb.String(), "workload.sizes[0]") {
 		t.Errorf("exit %d: %s", code, errb.String())
 	}
+}
+
+// controllerWithAgent starts a real controller and announces agent a1, which
+// offers deployment d1, the way an agent does over JetStream; the test plays
+// the agent's part with the returned client.
+func controllerWithAgent(t *testing.T) (context.Context, *controller.Controller, jetstream.JetStream) {
+	t.Helper()
+	ctl, err := controller.New(controller.Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if err := ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctl.Close() })
+	nc, err := nats.Connect(ctl.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	announced := make(chan struct{}, 1)
+	stop := ctl.OnEvent(func(e controller.Event) {
+		if e.Kind == controller.EventAgent {
+			select {
+			case announced <- struct{}{}:
+			default:
+			}
+		}
+	})
+	t.Cleanup(stop)
+	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", Simulated: true,
+		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}}})
+	if _, err := js.Publish(ctx, protocol.AgentSubject("a1", protocol.KindHello), hello); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-announced:
+	case <-ctx.Done():
+		t.Fatal("the agent was never stored")
+	}
+	return ctx, ctl, js
 }
