@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -11,19 +10,4 @@ import (
 // fakeBinary is the fake tools binary TestMain builds once for all tests.
 var fakeBinary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fakehw-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBinary, err = fakehw.Build(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(fakehw.Main(m, &fakeBinary)) }

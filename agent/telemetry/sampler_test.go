@@ -13,21 +13,9 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// scenario lays out a fixture system root ("" for an empty one) and the
-// fake tools of cfg; it returns the root and a PATH holding only the fakes.
 func scenario(t *testing.T, sysroot string, cfg fakehw.Config) (root, path string) {
 	t.Helper()
-	root = t.TempDir()
-	if sysroot != "" {
-		if err := fakehw.WriteSysroot(sysroot, root); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path = t.TempDir()
-	if err := fakehw.Install(path, fakeBinary, cfg); err != nil {
-		t.Fatal(err)
-	}
-	return root, path
+	return fakehw.Scenario(t, fakeBinary, sysroot, cfg)
 }
 
 func testLog(t *testing.T) zerolog.Logger {
