@@ -101,8 +101,10 @@ func (j *jobRun) measure(ctx context.Context) error {
 			Model:        dep.Model,
 			ParamsB:      dep.ParamsB,
 			Quantization: dep.Quantization,
-			Engine:       engineDisplayName(dep.Engine),
-			Device:       device.Name,
+			// The engine's own display name once it exists (below); the
+			// adapter kind until then.
+			Engine: dep.Engine.Kind,
+			Device: device.Name,
 		},
 		Workload:  job.Workload,
 		Status:    protocol.RunRunning,
@@ -130,12 +132,14 @@ func (j *jobRun) measure(ctx context.Context) error {
 	if err != nil {
 		return j.fail(ctx, fmt.Errorf("engine configuration: %w", err))
 	}
+	j.run.Engine = eng.Info()
+	j.run.Config.Engine = j.run.Engine.Name
 	if err := j.state(ctx, protocol.JobStarting, ""); err != nil {
 		return err
 	}
 	j.progress(protocol.Progress{Phase: protocol.PhaseEngineStart, Message: "starting " + j.run.Config.Engine}, true)
 	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("starting engine")
-	ep, err := eng.Start(ctx, needsOf(job.Workload))
+	ep, err := eng.Start(ctx, engine.NeedsOf(job.Workload))
 	if err != nil {
 		j.run.Engine = eng.Info()
 		stopEngine(eng)
@@ -146,15 +150,14 @@ func (j *jobRun) measure(ctx context.Context) error {
 	}
 	defer stopEngine(eng)
 	j.run.Engine = eng.Info()
-	if j.run.Engine.Name != "" {
-		j.run.Config.Engine = j.run.Engine.Name
-	}
 	if err := j.state(ctx, protocol.JobRunning, ""); err != nil {
 		return err
 	}
 
-	target := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: dep.Engine.APIKey, ExtraBody: ep.ExtraBody}
-	if job.Workload.CachePrompt != nil && (dep.Engine.Kind == "llamacpp" || dep.Engine.SimEngine == "llama.cpp") {
+	target := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody}
+	// llama.cpp's own field, also for a simulated llama.cpp (whose engine
+	// name is "llama.cpp" however its profile was spelled in the config).
+	if job.Workload.CachePrompt != nil && j.run.Config.Engine == "llama.cpp" {
 		target.ExtraBody = mergeBody(target.ExtraBody, "cache_prompt", *job.Workload.CachePrompt)
 	}
 
@@ -391,31 +394,6 @@ func (a *Agent) imageSet(name string) (*imageset.Set, error) {
 		return nil, fmt.Errorf("image_set %q: %w", name, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("image_set %q: not found under the agent's image roots %v", name, a.cfg.ImageRoots)
-}
-
-// needsOf tells the engine what the workload will ask of it.
-func needsOf(w protocol.Workload) engine.Needs {
-	n := engine.Needs{MaxCameras: w.MaxCameras(), MaxImages: w.MaxImages(), MaxTokens: w.MaxTokens}
-	for _, names := range [][]string{w.Sizes, w.MultiImageSizes} {
-		for _, name := range names {
-			if s, err := protocol.LookupImageSize(name); err == nil && s.Width*s.Height > n.MaxWidth*n.MaxHeight {
-				n.MaxWidth, n.MaxHeight = s.Width, s.Height
-			}
-		}
-	}
-	return n
-}
-
-func engineDisplayName(c engine.Config) string {
-	switch c.Kind {
-	case "vllm":
-		return "vLLM"
-	case "llamacpp":
-		return "llama.cpp"
-	case "sim":
-		return c.SimEngine
-	}
-	return c.Kind
 }
 
 func mergeBody(m map[string]any, k string, v any) map[string]any {
