@@ -80,13 +80,13 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		s.Name = *name
 	}
 	if set["agents"] {
-		s.Agents = sweepList(*agents)
+		s.Agents = splitList(*agents)
 	}
 	if set["deployments"] {
-		s.Deployments = sweepList(*deployments)
+		s.Deployments = splitList(*deployments)
 	}
 	if set["sizes"] {
-		w.Sizes = sweepList(*sizes)
+		w.Sizes = splitList(*sizes)
 	}
 	if set["cameras"] {
 		if w.Cameras, err = sweepInts("cameras", *cameras); err != nil {
@@ -97,7 +97,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		w.RequestsPerLevel = *requests
 	}
 	if set["multi-sizes"] {
-		w.MultiImageSizes = sweepList(*multiSizes)
+		w.MultiImageSizes = splitList(*multiSizes)
 		if *multiSizes == "none" {
 			w.MultiImageSizes, w.ImagesPerRequest = nil, nil
 		}
@@ -164,19 +164,9 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 	}
 }
 
-func sweepList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func sweepInts(flagName, s string) ([]int, error) {
 	var out []int
-	for _, p := range sweepList(s) {
+	for _, p := range splitList(s) {
 		n, err := strconv.Atoi(p)
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %q is not a whole number", flagName, p)
