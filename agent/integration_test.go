@@ -30,12 +30,12 @@ func TestLabEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 
-	ctrl, err := controller.New(controller.Options{DataDir: dir, NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: log})
+	ctrl, err := controller.New(controller.Options{DataDir: dir, NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: log,
+		Explorer: func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctrl.Close()
-	ctrl.SetExplorer(explorer.NewHandler(ctrl.Store(), log))
 	if err := ctrl.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

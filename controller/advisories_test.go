@@ -71,7 +71,7 @@ func TestJobFailsWhenJetStreamGivesUpDelivering(t *testing.T) {
 	a := newFakeAgent(t, c, "crashy")
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
 	jobID := submitJobs(t, c, "crashy")[0]
-	rec, err := c.Store().Job(jobID)
+	rec, err := c.store.Job(jobID)
 	if err != nil || rec.StreamSeq == 0 {
 		t.Fatalf("published job has no stream sequence: %+v %v", rec, err)
 	}
@@ -177,7 +177,7 @@ func TestAdvisoryFindsJobsByStoredSequence(t *testing.T) {
 	ev.waitFor(t, 1, stateIs(lost, protocol.JobRunning))
 
 	seq := func(id string) uint64 {
-		r, err := c.Store().Job(id)
+		r, err := c.store.Job(id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,16 +190,16 @@ func TestAdvisoryFindsJobsByStoredSequence(t *testing.T) {
 	ev.waitFor(t, 1, stateIs(lost, protocol.JobFailed))
 	eventually(t, "every advisory handled", func() bool { return streamMsgs(t, c, AdvisoriesStream) == 0 })
 
-	if r, _ := c.Store().Job(done); r.State != protocol.JobCompleted || r.Error != "" {
+	if r, _ := c.store.Job(done); r.State != protocol.JobCompleted || r.Error != "" {
 		t.Errorf("finished job moved by the advisory: %s %q", r.State, r.Error)
 	}
-	if r, _ := c.Store().Job(lost); r.State != protocol.JobFailed || r.Attempt != 5 || !strings.Contains(r.Error, "delivered 5 times") {
+	if r, _ := c.store.Job(lost); r.State != protocol.JobFailed || r.Attempt != 5 || !strings.Contains(r.Error, "delivered 5 times") {
 		t.Errorf("lost job: %s attempt %d %q", r.State, r.Attempt, r.Error)
 	}
 	if n := len(ev.waitFor(t, 0, stateIs(done, protocol.JobFailed))); n != 0 {
 		t.Errorf("%d failed events for the finished job", n)
 	}
-	rej, err := c.Store().Rejected(context.Background(), 0)
+	rej, err := c.store.Rejected(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // Options configure a Controller.
@@ -34,8 +35,10 @@ type Options struct {
 	NATSListen string
 	// HTTPAddr is where the API and pages are served ("127.0.0.1:8080"; port 0 picks one).
 	HTTPAddr string
-	// Explorer is mounted at "/"; nil serves a small page linking /live and /api/runs.
-	Explorer http.Handler
+	// Explorer makes the handler mounted at "/" (and /api/explorer/) from
+	// the stored runs' summaries (every figure, no per-request records);
+	// nil serves a small page linking /live and /api/runs.
+	Explorer func(runs RunSource) http.Handler
 	Log      zerolog.Logger
 	// HeartbeatTimeout is how long an agent stays online without a heartbeat (default 15 s).
 	HeartbeatTimeout time.Duration
@@ -106,19 +109,29 @@ func New(opt Options) (*Controller, error) {
 	return c, nil
 }
 
-// SetExplorer mounts h at "/" in place of Options.Explorer. It exists
-// because an explorer usually reads this controller's store, which only
-// exists after New; call it before Start.
-func (c *Controller) SetExplorer(h http.Handler) {
-	c.startMu.Lock()
-	defer c.startMu.Unlock()
-	if !c.started {
-		c.opt.Explorer = h
-	}
+// RunSource lists runs; the explorer's RunSource has the same method.
+type RunSource interface {
+	Runs(ctx context.Context) ([]protocol.Run, error)
 }
 
-// Store is the controller's database.
-func (c *Controller) Store() *store.Store { return c.store }
+// RunSummaries lists the stored runs with their combinations' figures and
+// telemetry summaries but without per-request records, oldest first.
+func (c *Controller) RunSummaries(ctx context.Context) ([]protocol.Run, error) {
+	return c.store.Summaries().Runs(ctx)
+}
+
+// Job is one job as GET /api/jobs/{id} shows it.
+func (c *Controller) Job(ctx context.Context, id string) (JobView, error) {
+	j, err := c.store.Job(id)
+	if err != nil {
+		return JobView{}, err
+	}
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return JobView{}, err
+	}
+	return jobView(j, agentsByID(agents)), nil
+}
 
 // NATSURL is the URL agents connect to.
 func (c *Controller) NATSURL() string { return c.natsURL }

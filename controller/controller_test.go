@@ -109,7 +109,7 @@ func TestRejectedMessagesAreRecordedNotRedelivered(t *testing.T) {
 	// were handled (the consumer delivers in order).
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
 
-	rej, err := c.Store().Rejected(context.Background(), 0)
+	rej, err := c.store.Rejected(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestSubmitSweepPublishesJobs(t *testing.T) {
 			t.Errorf("msg id %q, want %q", got, protocol.JobMsgID(job.ID))
 		}
 		_ = m.Ack()
-		rec, err := c.Store().Job(job.ID)
+		rec, err := c.store.Job(job.ID)
 		if err != nil || !rec.Published || rec.State != protocol.JobQueued {
 			t.Errorf("stored job %+v, %v", rec, err)
 		}
@@ -309,7 +309,7 @@ func TestRestartKeepsStateAndRepublishes(t *testing.T) {
 		t.Errorf("jobs after restart: %v", ids)
 	}
 	eventually(t, "the orphan marked published", func() bool {
-		j, err := c2.Store().Job("orphan-1")
+		j, err := c2.store.Job("orphan-1")
 		return err == nil && j.Published
 	})
 }
@@ -447,7 +447,7 @@ func TestExternalNATS(t *testing.T) {
 	ev := watchEvents(t, c)
 	a := newFakeAgent(t, c, "ext-1")
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
-	if _, err := c.Store().Agent("ext-1"); err != nil {
+	if _, err := c.store.Agent("ext-1"); err != nil {
 		t.Fatal(err)
 	}
 }

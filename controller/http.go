@@ -35,10 +35,11 @@ func (c *Controller) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /live", c.handleLivePage)
 	if c.opt.Explorer != nil {
-		mux.Handle("/", c.opt.Explorer)
+		ex := c.opt.Explorer(c.store.Summaries())
+		mux.Handle("/", ex)
 		// The explorer owns its API paths; the more specific pattern wins
 		// over the catch-all "/api/" 404 above.
-		mux.Handle("/api/explorer/", c.opt.Explorer)
+		mux.Handle("/api/explorer/", ex)
 	} else {
 		mux.HandleFunc("GET /{$}", handlePlaceholder)
 	}
@@ -256,17 +257,12 @@ func (c *Controller) handleJobs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Controller) handleJob(w http.ResponseWriter, r *http.Request) {
-	j, err := c.store.Job(r.PathValue("id"))
+	j, err := c.Job(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	agents, err := c.Agents(r.Context())
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	writeJSON(w, http.StatusOK, jobView(j, agentsByID(agents)))
+	writeJSON(w, http.StatusOK, j)
 }
 
 // handleCancelJob answers 200 with the job marked cancelled, 202 with the

@@ -105,7 +105,7 @@ func (m *recordingMsg) TermWithReason(r string) error {
 // ends the message instead of leaving it to JetStream's silent give-up.
 func TestFailingStoreIsRetriedUntilTheLastDelivery(t *testing.T) {
 	c := startController(t, t.TempDir())
-	if err := c.Store().Close(); err != nil { // every write now fails
+	if err := c.store.Close(); err != nil { // every write now fails
 		t.Fatal(err)
 	}
 	hello, err := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", StartedAt: time.Now().UTC()})

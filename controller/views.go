@@ -87,6 +87,8 @@ type JobView struct {
 	Error      string            `json:"error,omitempty"`
 	RunID      string            `json:"run_id,omitempty"`
 	Published  bool              `json:"published"`
+	// StreamSeq is the job's message in the jobs stream once published.
+	StreamSeq uint64 `json:"stream_seq,omitempty"`
 	// CancelRequested is true once a user asked to cancel the job.
 	CancelRequested bool                    `json:"cancel_requested,omitempty"`
 	CreatedAt       time.Time               `json:"created_at"`
@@ -141,8 +143,8 @@ func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
 	v := JobView{
 		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment,
 		State: r.State, Attempt: r.Attempt, Error: r.Error, RunID: r.RunID, Published: r.Published,
-		CancelRequested: r.CancelRequested,
-		CreatedAt:       r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
+		StreamSeq: r.StreamSeq, CancelRequested: r.CancelRequested,
+		CreatedAt: r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
 	}
 	v.Stalled, v.StalledSince = stalledSince(r, agents)
 	return v

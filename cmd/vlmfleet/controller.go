@@ -12,11 +12,9 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// explorerHandler is the web explorer mounted at "/" of the controller,
-// built from the runs in the controller's store.
-func explorerHandler(c *controller.Controller, log zerolog.Logger) http.Handler {
-	// Summaries: the explorer needs the figures, not every request's record.
-	return explorer.NewHandler(c.Store().Summaries(), log)
+// explorerHandler makes the web explorer mounted at "/" of the controller.
+func explorerHandler(log zerolog.Logger) func(controller.RunSource) http.Handler {
+	return func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) }
 }
 
 func cmdController(ctx context.Context, c *cli, args []string) error {
@@ -33,13 +31,11 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	}
 	ctl, err := controller.New(controller.Options{
 		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr,
-		Log: c.log, Version: c.version,
+		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})
 	if err != nil {
 		return err
 	}
-	// The explorer needs the controller's store, so it is mounted after New.
-	ctl.SetExplorer(explorerHandler(ctl, c.log))
 	if err := ctl.Start(ctx); err != nil {
 		_ = ctl.Close()
 		return err

@@ -80,12 +80,12 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		HTTPAddr:   *httpAddr,
 		Log:        quiet.With().Str("component", "controller").Logger(),
 		Version:    c.version,
+		Explorer:   explorerHandler(quiet),
 	})
 	if err != nil {
 		return err
 	}
 	defer ctrl.Close()
-	ctrl.SetExplorer(explorerHandler(ctrl, quiet))
 	if err := ctrl.Start(ctx); err != nil {
 		return fmt.Errorf("start controller: %w", err)
 	}
@@ -158,8 +158,8 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 		for _, id := range s.Jobs {
-			if j, err := ctrl.Store().Job(id); err == nil {
-				deployments.Store(id, j.Job.Deployment)
+			if j, err := ctrl.Job(ctx, id); err == nil {
+				deployments.Store(id, j.Deployment)
 			}
 		}
 		sweeps = append(sweeps, s)
@@ -173,7 +173,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	bars.Close()
 	c.log.Info().Dur("took", time.Since(started).Round(time.Second)).Msg("demo sweep done")
 
-	runs, err := ctrl.Store().Summaries().Runs(ctx)
+	runs, err := ctrl.RunSummaries(ctx)
 	if err != nil {
 		return fmt.Errorf("read results: %w", err)
 	}

@@ -24,7 +24,7 @@ func TestSweepCommandCancels(t *testing.T) {
 	if code, out, errs := runCLI("--cancel", sw.ID); code != 0 || !strings.Contains(out, "1 jobs cancelled, 0 asked to stop") {
 		t.Fatalf("cancel sweep: exit %d\n%s%s", code, out, errs)
 	}
-	rec, err := ctl.Store().Job(sw.Jobs[0])
+	rec, err := ctl.Job(ctx, sw.Jobs[0])
 	if err != nil || rec.State != protocol.JobCancelled {
 		t.Fatalf("job after cancel: %s, %v", rec.State, err)
 	}
