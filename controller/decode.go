@@ -10,10 +10,10 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Request body limits.
+// Request body limits of the API; clients check them before sending.
 const (
-	maxSweepBody  = 1 << 20
-	maxImportBody = 256 << 20
+	MaxSweepBody  = 1 << 20
+	MaxImportBody = 256 << 20
 )
 
 // DecodeSweep reads a sweep request. Workload fields left out take the

@@ -143,7 +143,7 @@ func (c *Controller) handleRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
-	data, ok := readBody(w, r, maxImportBody)
+	data, ok := readBody(w, r, MaxImportBody)
 	if !ok {
 		return
 	}
@@ -190,7 +190,7 @@ func (c *Controller) handleSweeps(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
-	data, ok := readBody(w, r, maxSweepBody)
+	data, ok := readBody(w, r, MaxSweepBody)
 	if !ok {
 		return
 	}
