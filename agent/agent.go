@@ -112,7 +112,7 @@ func (a *Agent) Deployments() []protocol.Deployment {
 			Model:        d.Model,
 			ParamsB:      d.ParamsB,
 			Quantization: d.Quantization,
-			Simulated:    d.Engine.Kind == "sim",
+			Simulated:    d.Engine.Kind == engine.KindSim,
 		})
 	}
 	return out

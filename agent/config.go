@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -94,9 +95,9 @@ func (c Config) withDefaults(hostname string) Config {
 		c.HeartbeatInterval = engine.Duration(3 * time.Second)
 	}
 	if c.Telemetry.Source == "" {
-		c.Telemetry.Source = "auto"
+		c.Telemetry.Source = telemetry.SourceAuto
 		if c.Simulate != "" {
-			c.Telemetry.Source = "simulated"
+			c.Telemetry.Source = telemetry.SourceSimulated
 		}
 	}
 	if c.Telemetry.Interval == 0 {
@@ -120,7 +121,8 @@ func (c Config) Validate(env engine.Env) error {
 		return fmt.Errorf("deployments: none configured; an agent needs at least one model to serve")
 	}
 	switch c.Telemetry.Source {
-	case "auto", "tegrastats", "nvidia-smi", "host", "simulated", "off":
+	case telemetry.SourceAuto, telemetry.SourceTegrastats, telemetry.SourceNvidiaSMI, telemetry.SourceHost,
+		telemetry.SourceSimulated, telemetry.SourceOff:
 	default:
 		return fmt.Errorf("telemetry.source: %q, want auto, tegrastats, nvidia-smi, host, simulated or off", c.Telemetry.Source)
 	}

@@ -9,13 +9,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
-	"github.com/vlmfleet/vlmfleet/agent/loadgen"
+	"github.com/vlmfleet/vlmfleet/agent/measure"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -31,13 +29,15 @@ type jobRun struct {
 	// agentCtx ends when the agent stops; the job's own context also ends
 	// when the job is cancelled, and what follows a cancel is sent on this.
 	agentCtx context.Context
+	// runID is the run's id once it has one; progress reads it from
+	// the measuring goroutines, so it is set once before they start.
+	runID     string
+	simulated bool
 	// published counts the combinations the stream stored.
 	published int
 
 	lastProgress time.Time
 	progressMu   sync.Mutex
-	level        atomic.Int64
-	comboIdx     atomic.Int64
 }
 
 // runJob measures one job. Failures of the job (an unknown deployment, an
@@ -76,190 +76,111 @@ func (j *jobRun) measure(ctx context.Context) error {
 		return j.state(ctx, protocol.JobRejected, err.Error())
 	}
 
-	simulated := dep.Engine.Kind == "sim" || a.cfg.Simulate != ""
-	device := a.device
-	if dep.Engine.Kind == "sim" && !strings.EqualFold(device.Name, dep.Engine.SimDevice) {
-		// A simulated deployment on a lab agent is filed under the device it
-		// simulates, never under the real hardware it happens to run on.
-		device = devicefacts.Simulated(dep.Engine.SimDevice)
-	}
-	speedup := 0.0
-	if dep.Engine.Kind == "sim" && dep.Engine.SimSpeedup > 1 {
-		speedup = dep.Engine.SimSpeedup
-	}
-	now := time.Now().UTC()
-	j.run = protocol.Run{
-		Schema:     protocol.SchemaVersion,
-		ID:         fmt.Sprintf("%s-a%d", job.ID, attempt),
-		JobID:      job.ID,
-		SweepID:    job.SweepID,
-		AgentID:    a.cfg.ID,
-		Simulated:  simulated,
-		SimSpeedup: speedup,
-		Source:     protocol.SourceLab,
-		Config: protocol.Configuration{
-			Model:        dep.Model,
-			ParamsB:      dep.ParamsB,
-			Quantization: dep.Quantization,
-			// The engine's own display name once it exists (below); the
-			// adapter kind until then.
-			Engine: dep.Engine.Kind,
-			Device: device.Name,
-		},
-		Workload:  job.Workload,
-		Status:    protocol.RunRunning,
-		CreatedAt: now,
-		StartedAt: now,
-		Device:    device,
-		Client:    loadgen.ClientInfo(imgs, a.opt.Version),
-	}
-	if attempt > 1 {
-		// The previous attempt ended with its agent (it never sent a final
-		// message): close its run so it does not stay "running" for ever.
-		prev := j.header()
-		prev.ID = fmt.Sprintf("%s-a%d", job.ID, attempt-1)
-		prev.Status = protocol.RunFailed
-		prev.Error = fmt.Sprintf("the agent stopped during this attempt; the job was delivered again as attempt %d", attempt)
-		prev.FinishedAt = now
-		m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Run: prev, Final: true}
-		if err := a.publishDurable(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindResult),
-			protocol.ResultMsgID(prev.ID, "final"), m); err != nil {
-			return err
-		}
-	}
-
 	eng, err := engine.New(dep.Engine, a.env)
 	if err != nil {
 		return j.fail(ctx, fmt.Errorf("engine configuration: %w", err))
 	}
-	j.run.Engine = eng.Info()
-	j.run.Config.Engine = j.run.Engine.Name
-	if err := j.state(ctx, protocol.JobStarting, ""); err != nil {
-		return err
-	}
-	j.progress(protocol.Progress{Phase: protocol.PhaseEngineStart, Message: "starting " + j.run.Config.Engine}, true)
-	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("starting engine")
-	ep, err := eng.Start(ctx, engine.NeedsOf(job.Workload))
-	if err != nil {
-		j.run.Engine = eng.Info()
-		stopEngine(eng)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return j.fail(ctx, fmt.Errorf("engine did not start: %w", err))
-	}
-	defer stopEngine(eng)
-	j.run.Engine = eng.Info()
-	if err := j.state(ctx, protocol.JobRunning, ""); err != nil {
-		return err
-	}
-
-	target := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody}
-	// llama.cpp's own field, also for a simulated llama.cpp (whose engine
-	// name is "llama.cpp" however its profile was spelled in the config).
-	if job.Workload.CachePrompt != nil && j.run.Config.Engine == "llama.cpp" {
-		target.ExtraBody = mergeBody(target.ExtraBody, "cache_prompt", *job.Workload.CachePrompt)
-	}
-
-	// The engine may die while it is measured (out of memory is common on a
-	// 16 GB Orin NX): that ends the run as failed, with the engine's words.
-	mctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case err := <-eng.Exited():
-			if err == nil {
-				err = errors.New("engine exited")
-			}
-			cancel(fmt.Errorf("engine exited while measuring: %w", err))
-		case <-mctx.Done():
-		}
-	}()
-
-	// The simulated device's load: a closed loop keeps every camera's
-	// request in flight, so the device is busy whenever a combination runs,
-	// and busier the more cameras share it.
-	tel := newTelemetryRecorder(a, job.ID, simulated, speedup, func() float64 {
-		lvl := j.level.Load()
-		if lvl <= 0 {
-			return 0
-		}
-		return 0.6 + 0.4*min(1, float64(lvl)/8)
-	})
-	tel.start(mctx)
-	defer tel.stop()
-
-	plan := job.Workload.Plan()
-	hooks := loadgen.Hooks{
-		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
-			j.level.Store(int64(pc.Cameras))
-			j.comboIdx.Store(int64(idx))
-			phase := protocol.PhaseMeasure
-			if warmup {
-				phase = protocol.PhaseWarmup
-			} else {
-				tel.mark()
-			}
-			j.progress(protocol.Progress{Phase: phase, Combo: pc.ComboKey, ComboIdx: idx, ComboN: n, Total: pc.Requests}, true)
+	spec := measure.Spec{
+		Run: protocol.Run{
+			ID:      fmt.Sprintf("%s-a%d", job.ID, attempt),
+			JobID:   job.ID,
+			SweepID: job.SweepID,
+			AgentID: a.cfg.ID,
+			Source:  protocol.SourceLab,
+			Config: protocol.Configuration{
+				Model:        dep.Model,
+				ParamsB:      dep.ParamsB,
+				Quantization: dep.Quantization,
+			},
+			Workload: job.Workload,
 		},
-		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
-			last := rec.TTFT
-			mean := p.MeanTTFT
-			if speedup > 1 {
-				last *= speedup
-				mean *= speedup
-			}
-			j.progress(protocol.Progress{
-				Phase: protocol.PhaseMeasure, Combo: k, ComboIdx: int(j.comboIdx.Load()), ComboN: len(plan),
-				Done: p.Done, Failed: p.Failed, Total: p.Total, InFlight: p.InFlight,
-				LastTTFT: last, MeanTTFT: mean,
-			}, p.Done+p.Failed == p.Total)
+		Engine:    eng,
+		Images:    imgs,
+		Device:    a.device,
+		Simulated: a.cfg.Simulate != "",
+		Version:   a.opt.Version,
+		Telemetry: measure.Telemetry{
+			Source:   a.cfg.Telemetry.Source,
+			Interval: time.Duration(a.cfg.Telemetry.Interval),
+			SysRoot:  a.cfg.SysRoot,
+			Path:     a.opt.Getenv("PATH"),
 		},
-		ComboDone: func(idx int, c *protocol.Combination) error {
-			defer j.level.Store(0)
-			// A combination cut short by the engine's death is not a
-			// measurement: its requests failed in microseconds.
-			if cause := context.Cause(mctx); cause != nil {
-				return cause
+		Log: log,
+	}
+	j.run = measure.Header(spec, time.Now().UTC())
+	j.runID, j.simulated = j.run.ID, j.run.Simulated
+	if attempt > 1 {
+		if err := j.closePrevious(ctx); err != nil {
+			return err
+		}
+	}
+
+	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("measuring")
+	var stateErr error
+	run, err := measure.Run(ctx, spec, measure.Hooks{
+		Starting: func(h protocol.Run) {
+			j.run = h
+			stateErr = j.state(ctx, protocol.JobStarting, "")
+		},
+		Running: func(h protocol.Run) {
+			j.run = h
+			if stateErr == nil {
+				stateErr = j.state(ctx, protocol.JobRunning, "")
 			}
-			c.TelemetrySeries, c.Telemetry = tel.window()
-			c.ScaleTime(speedup)
+		},
+		Progress: func(p protocol.Progress) {
+			ended := p.Done + p.Failed
+			j.progress(p, p.Phase != protocol.PhaseMeasure || ended == 0 || ended == p.Total)
+		},
+		Sample: func(s protocol.TelemetrySample) {
+			a.publishLive(protocol.KindTelemetry, protocol.TelemetryTick{
+				Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, JobID: job.ID, Sample: s,
+			})
+		},
+		Combination: func(h protocol.Run, c *protocol.Combination) error {
+			if stateErr != nil {
+				return stateErr
+			}
 			// Sent on the agent's context: a cancel that arrives meanwhile
 			// must not leave a stored combination uncounted.
-			if err := j.publishCombination(j.agentCtx, c); err != nil {
+			if err := j.publishCombination(j.agentCtx, h, c); err != nil {
 				return err
 			}
 			j.published++
-			log.Info().Str("combo", c.ComboKey.String()).Int("completed", c.Completed).Int("failed", c.Failed).
-				Float64("ttft_mean_s", c.TTFT.Mean).Float64("tps_mean", c.TPS.Mean).Msg("combination measured")
 			return nil
 		},
-	}
-	// The request timeout is in the device's time; a simulated device that
-	// runs speedup times faster gets it on its own scale too.
-	measured := job.Workload
-	if speedup > 1 && measured.RequestTimeoutSec > 0 {
-		measured.RequestTimeoutSec /= speedup
-	}
-	_, err = loadgen.Measure(mctx, target, measured, imgs, hooks)
-	if cause := context.Cause(mctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		err = cause
+	})
+	run.Combinations = nil
+	j.run = run
+	if stateErr != nil {
+		return stateErr
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		j.run.Engine.LogTail = eng.LogTail(40)
 		return j.fail(ctx, err)
 	}
-	j.run.Status = protocol.RunCompleted
-	j.run.FinishedAt = time.Now().UTC()
 	if err := j.publishFinal(ctx, j.published); err != nil {
 		return err
 	}
-	j.progress(protocol.Progress{Phase: protocol.PhaseDone, ComboIdx: len(plan), ComboN: len(plan)}, true)
+	j.progress(protocol.Progress{Phase: protocol.PhaseDone, ComboIdx: len(job.Workload.Plan()), ComboN: len(job.Workload.Plan())}, true)
 	log.Info().Int("combinations", j.published).Msg("job completed")
 	return j.state(ctx, protocol.JobCompleted, "")
+}
+
+// closePrevious closes the run of the previous attempt, which ended with
+// its agent (it never sent a final message), so that it does not stay
+// "running" for ever.
+func (j *jobRun) closePrevious(ctx context.Context) error {
+	prev := j.header()
+	prev.ID = fmt.Sprintf("%s-a%d", j.job.ID, j.attempt-1)
+	prev.Status = protocol.RunFailed
+	prev.Error = fmt.Sprintf("the agent stopped during this attempt; the job was delivered again as attempt %d", j.attempt)
+	prev.FinishedAt = prev.StartedAt
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: prev, Final: true}
+	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
+		protocol.ResultMsgID(prev.ID, "final"), m)
 }
 
 // fail ends the run as failed with the reason, keeping what was measured.
@@ -308,10 +229,10 @@ func (j *jobRun) header() protocol.Run {
 	return h
 }
 
-func (j *jobRun) publishCombination(ctx context.Context, c *protocol.Combination) error {
-	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: j.header(), Combination: c}
+func (j *jobRun) publishCombination(ctx context.Context, header protocol.Run, c *protocol.Combination) error {
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: header, Combination: c}
 	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
-		protocol.ResultMsgID(j.run.ID, c.ComboKey.String()), m)
+		protocol.ResultMsgID(header.ID, c.ComboKey.String()), m)
 }
 
 func (j *jobRun) publishFinal(ctx context.Context, expected int) error {
@@ -333,9 +254,9 @@ func (j *jobRun) progress(p protocol.Progress, force bool) {
 	p.Schema = protocol.SchemaVersion
 	p.AgentID = j.a.cfg.ID
 	p.JobID = j.job.ID
-	p.RunID = j.run.ID
+	p.RunID = j.runID
 	p.Time = now.UTC()
-	p.Simulated = j.run.Simulated
+	p.Simulated = p.Simulated || j.simulated
 	j.a.publishLive(protocol.KindProgress, p)
 }
 
@@ -394,19 +315,4 @@ func (a *Agent) imageSet(name string) (*imageset.Set, error) {
 		return nil, fmt.Errorf("image_set %q: %w", name, errors.Join(errs...))
 	}
 	return nil, fmt.Errorf("image_set %q: not found under the agent's image roots %v", name, a.cfg.ImageRoots)
-}
-
-func mergeBody(m map[string]any, k string, v any) map[string]any {
-	out := make(map[string]any, len(m)+1)
-	for mk, mv := range m {
-		out[mk] = mv
-	}
-	out[k] = v
-	return out
-}
-
-func stopEngine(e engine.Engine) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_ = e.Stop(ctx)
 }

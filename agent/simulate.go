@@ -40,7 +40,7 @@ func SimulatedDeployments(device string, speedup float64, models ...string) ([]D
 			ParamsB:      p.ParamsB,
 			Quantization: p.Quantization,
 			Engine: engine.Config{
-				Kind:            "sim",
+				Kind:            engine.KindSim,
 				SimDevice:       p.Device,
 				SimModel:        p.Model,
 				SimQuantization: p.Quantization,

@@ -51,7 +51,7 @@ func (k identity) id() string {
 }
 
 func isSimulated(r *protocol.Run) bool {
-	return r.Simulated || r.Engine.Kind == "sim" || r.Device.Kind == protocol.DeviceSimulated
+	return r.Simulated || r.Engine.Kind == protocol.EngineSim || r.Device.Kind == protocol.DeviceSimulated
 }
 
 // runDate is when a run finished, or when it was created if it never did.

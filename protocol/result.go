@@ -106,9 +106,18 @@ type ClientInfo struct {
 	Go           string `json:"go,omitempty"`
 }
 
+// Engine kinds: the adapters an agent's config names and EngineInfo.Kind
+// records. The simulator's kind marks a run simulated wherever it appears.
+const (
+	EngineVLLM     = "vllm"
+	EngineLlamaCpp = "llamacpp"
+	EngineExternal = "external"
+	EngineSim      = "sim"
+)
+
 // EngineInfo records exactly how the engine ran.
 type EngineInfo struct {
-	// Kind is the adapter: vllm, llamacpp, external or sim.
+	// Kind is the adapter: one of the Engine* kinds.
 	Kind string `json:"kind"`
 	// Name is the engine as shown to people: "vLLM", "llama.cpp", ...
 	Name     string            `json:"name"`

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // Engine kinds, as written in the agent's config.
 const (
-	KindVLLM     = "vllm"
-	KindLlamaCpp = "llamacpp"
-	KindExternal = "external"
-	KindSim      = "sim"
+	KindVLLM     = protocol.EngineVLLM
+	KindLlamaCpp = protocol.EngineLlamaCpp
+	KindExternal = protocol.EngineExternal
+	KindSim      = protocol.EngineSim
 )
 
 // Config is one deployment's engine settings from the agent's LOCAL YAML

@@ -42,9 +42,11 @@ func (e *externalEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
 	defer deadline.Stop()
 	tick := time.NewTicker(e.env.pollEvery)
 	defer tick.Stop()
+	var listed modelList
 	for {
-		_, err := p.listsModel(ctx, base, e.r.model)
+		ml, err := p.listsModel(ctx, base, e.r.model)
 		if err == nil {
+			listed = ml
 			break
 		}
 		select {
@@ -58,6 +60,7 @@ func (e *externalEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
 	version := externalVersion(ctx, p, strings.TrimSuffix(base, "/v1"))
 	e.mu.Lock()
 	e.info.Version = version
+	e.info.Props = listedProps(listed, e.r.model)
 	e.mu.Unlock()
 	return Endpoint{BaseURL: base, Model: e.r.served, APIKey: e.r.APIKey}, nil
 }
@@ -81,7 +84,25 @@ func (e *externalEngine) Exited() <-chan error { return e.exited }
 func (e *externalEngine) Info() protocol.EngineInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.info
+	info := e.info
+	info.Props = copyProps(e.info.Props)
+	return info
+}
+
+// listedProps records what a server's model list says of the served
+// model: that it is the simulator (a `vlmfleet sim` behind an external
+// deployment or a bench), so the run is labelled and scaled as one.
+func listedProps(ml modelList, model string) map[string]string {
+	m, ok := ml.entry(model)
+	if !ok {
+		return nil
+	}
+	props := map[string]string{}
+	simulationOfEntry(m.ModelEntry).setProps(props)
+	if len(props) == 0 {
+		return nil
+	}
+	return props
 }
 
 func (e *externalEngine) LogTail(int) string { return "" }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
 )
 
 // freePort asks the kernel for a free loopback port. The listener is closed
@@ -87,12 +89,29 @@ func (p *prober) getJSON(ctx context.Context, url string, v any) error {
 	return nil
 }
 
-// modelList is the OpenAI /v1/models answer.
+// modelList is the OpenAI /v1/models answer, with the fields vLLM and
+// the simulator add.
 type modelList struct {
-	Data []struct {
-		ID          string `json:"id"`
-		MaxModelLen int    `json:"max_model_len"` // vLLM adds it
-	} `json:"data"`
+	Data []modelEntry `json:"data"`
+}
+
+type modelEntry struct {
+	simengine.ModelEntry
+	MaxModelLen int `json:"max_model_len"` // vLLM adds it
+}
+
+// entry is the served model's entry. The simulator answers to any name,
+// so a list of one entry stands for the model whatever its id.
+func (ml modelList) entry(name string) (modelEntry, bool) {
+	for _, m := range ml.Data {
+		if m.ID == name {
+			return m, true
+		}
+	}
+	if len(ml.Data) == 1 {
+		return ml.Data[0], true
+	}
+	return modelEntry{}, false
 }
 
 // listsModel checks that GET base/models lists name; with name empty, any

@@ -38,7 +38,7 @@ func newSim(r *resolved, env Env) *simEngine {
 	if speedup == 0 {
 		speedup = 1
 	}
-	return &simEngine{
+	e := &simEngine{
 		r: r, env: env,
 		exited: make(chan error, 1),
 		info: protocol.EngineInfo{
@@ -54,9 +54,6 @@ func newSim(r *resolved, env Env) *simEngine {
 				"--served-name", r.served,
 				"--speedup", strconv.FormatFloat(speedup, 'g', -1, 64)},
 			Props: map[string]string{
-				"simulated":        "true",
-				"sim_speedup":      strconv.FormatFloat(speedup, 'g', -1, 64),
-				"sim_device":       r.profile.Device,
 				"sim_model":        r.profile.Model,
 				"sim_quantization": r.profile.Quantization,
 				"params_b":         strconv.FormatFloat(r.profile.ParamsB, 'g', -1, 64),
@@ -64,6 +61,8 @@ func newSim(r *resolved, env Env) *simEngine {
 			},
 		},
 	}
+	Simulation{Simulated: true, Speedup: speedup, Device: r.profile.Device}.setProps(e.info.Props)
+	return e
 }
 
 func (e *simEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {

@@ -147,6 +147,24 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// ModelEntry is one entry of the simulator's GET /v1/models: the OpenAI
+// fields and the simulator's own. This type is the contract: the server
+// writes it, and clients that tell a simulator from a real engine read it.
+type ModelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object,omitempty"`
+	Created int64  `json:"created,omitempty"`
+	OwnedBy string `json:"owned_by,omitempty"`
+	Root    string `json:"root,omitempty"`
+	// Simulated marks the simulator; real engines never send it.
+	Simulated bool `json:"simulated,omitempty"`
+	// SimSpeedup is how many times faster than its device the simulator
+	// runs: a client puts its times back on the device's scale with it.
+	SimSpeedup float64 `json:"sim_speedup,omitempty"`
+	// SimDevice is the device it stands for, to file the run under.
+	SimDevice string `json:"sim_device,omitempty"`
+}
+
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		s.writeError(w, &requestError{code: http.StatusMethodNotAllowed, msg: "use GET"})
@@ -158,13 +176,9 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"object": "list",
-		"data": []map[string]any{{
-			"id": s.opt.ServedName, "object": "model", "created": s.start.Unix(), "owned_by": owner,
-			// A client measuring this server needs the factor to put its
-			// times back on the device's scale (1: real time).
-			"root": s.p.Model, "simulated": true, "sim_speedup": s.speedup,
-			// ...and the device it stands for, to file the run under.
-			"sim_device": s.p.Device,
+		"data": []ModelEntry{{
+			ID: s.opt.ServedName, Object: "model", Created: s.start.Unix(), OwnedBy: owner, Root: s.p.Model,
+			Simulated: true, SimSpeedup: s.speedup, SimDevice: s.p.Device,
 		}},
 	})
 }

@@ -24,6 +24,9 @@ const (
 	SourceNvidiaSMI  = "nvidia-smi"
 	SourceHost       = "host"
 	SourceSimulated  = "simulated"
+	// SourceOff is no telemetry at all (an agent's or bench's choice; New
+	// refuses it, since there is nothing to sample).
+	SourceOff = "off"
 )
 
 // Options configure a Sampler.

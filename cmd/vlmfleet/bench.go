@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -20,8 +17,10 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
+	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
-	"github.com/vlmfleet/vlmfleet/agent/loadgen"
+	"github.com/vlmfleet/vlmfleet/agent/measure"
+	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -41,7 +40,7 @@ type benchOptions struct {
 	prompt, imageDir          string
 	jsonOut, csvOut           string
 	device, engineName, quant string
-	modelName                 string
+	modelName, telemetry      string
 	params                    float64
 }
 
@@ -90,7 +89,8 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	fs.StringVar(&o.jsonOut, "json", "", "write the result document to `FILE` (importable with `vlmfleet results import`)")
 	fs.StringVar(&o.csvOut, "csv", "", "write one line per combination to `FILE`")
 	fs.StringVar(&o.device, "device", "", "device display name (default: detected)")
-	fs.StringVar(&o.engineName, "engine-name", "external", "engine display name, e.g. vLLM or llama.cpp")
+	fs.StringVar(&o.engineName, "engine-name", "", "engine display name, e.g. vLLM or llama.cpp (default: what the endpoint says, else external)")
+	fs.StringVar(&o.telemetry, "telemetry", "", "sample this machine's hardware: auto, tegrastats, nvidia-smi, host or off (default: auto for a loopback endpoint, else off)")
 	fs.StringVar(&o.quant, "quantization", "", "number format of the model, e.g. BF16, FP8, Q4_K_M")
 	fs.Float64Var(&o.params, "params", 0, "model parameters in billions, vision encoder included")
 	fs.StringVar(&o.modelName, "model-name", "", "model display name (default: --model)")
@@ -232,122 +232,25 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := o.workload()
-	var imgs *imageset.Set
-	if o.imageDir != "" {
-		imgs, err = imageset.FromDir(o.imageDir)
-	} else {
-		imgs, err = imageset.Builtin()
-	}
+	spec, err := benchSpec(ctx, c, o)
 	if err != nil {
-		return fmt.Errorf("loading the pictures: %w", err)
+		return err
 	}
-
-	// The tools are looked up on the CLI's PATH, not the process's: an empty
-	// one finds nothing rather than falling back to os.Getenv.
-	path := c.getenv("PATH")
-	if path == "" {
-		path = string(os.PathListSeparator)
-	}
-	facts := devicefacts.Detect(ctx, devicefacts.Options{SysRoot: c.getenv("VLMFLEET_SYSROOT"), Path: path})
-	if o.device != "" {
-		facts.Name = o.device
-	} else if u, err := url.Parse(o.url); err == nil && !isLoopbackHost(u.Hostname()) {
-		c.log.Warn().Str("host", u.Hostname()).
-			Msg("the device facts describe this machine, not the endpoint's; name the endpoint's device with --device")
-	}
-	if facts.Name == "" {
-		facts.Name = "unknown device"
-	}
-	run := protocol.Run{
-		Schema: protocol.SchemaVersion,
-		ID:     newRunID(),
-		Source: protocol.SourceBench,
-		Config: protocol.Configuration{
-			Model: o.modelName, ParamsB: o.params, Quantization: o.quant,
-			Engine: o.engineName, Device: facts.Name,
-		},
-		Workload:  w,
-		Status:    protocol.RunRunning,
-		CreatedAt: time.Now().UTC(),
-		Engine:    protocol.EngineInfo{Kind: "external", Name: o.engineName, Endpoint: o.url, Model: o.model},
-		Device:    facts,
-		Client:    loadgen.ClientInfo(imgs, c.version),
-	}
-	// A simulated engine (vlmfleet sim) runs speedup times faster than the
-	// device it stands for: its times are scaled back and the run labelled,
-	// never published as a real device's.
-	simulated, speedup, simDevice := probeSimulated(ctx, c, o)
-	if simulated {
-		if o.device == "" && simDevice != "" {
-			// Filed under the device it simulates, never under this machine.
-			run.Device = devicefacts.Simulated(simDevice)
-			run.Config.Device = run.Device.Name
-		}
-		run.Simulated, run.SimSpeedup = true, speedup
-		run.Engine.Props = map[string]string{"simulated": "true", "sim_speedup": strconv.FormatFloat(speedup, 'g', -1, 64)}
-		c.log.Warn().Float64("sim_speedup", speedup).Msg("the endpoint is a simulated engine; its times are scaled back and the run is labelled simulated")
-	}
-	// scale is what the progress line multiplies live TTFTs by, so that they
-	// read on the same scale as the summary.
-	scale := 1.0
-	if simulated && speedup > 1 {
-		scale = speedup
-	}
-	run.StartedAt = run.CreatedAt
-	plan := w.Plan()
+	plan := spec.Run.Workload.Plan()
 	c.log.Info().Str("url", o.url).Str("model", o.model).Int("combinations", len(plan)).
-		Str("images", run.Client.ImageSet).Msg("bench starting")
-
+		Str("images", spec.Images.Name()).Msg("bench starting")
 	bars := termprogress.New(c.stderr, c.tty)
-	hooks := loadgen.Hooks{
-		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
-			label := fmt.Sprintf("[%d/%d] %s", idx+1, n, pc.ComboKey)
-			if warmup {
-				bars.Set(pc.ComboKey.String(), label, 0, 0, "warm-up")
-				return
+	run, merr := measure.Run(ctx, spec, measure.Hooks{
+		Running: func(h protocol.Run) {
+			if h.Simulated {
+				c.log.Warn().Float64("sim_speedup", max(h.SimSpeedup, 1)).Str("device", h.Config.Device).
+					Msg("the endpoint is a simulated engine; its times are scaled back and the run is labelled simulated")
 			}
-			bars.Set(pc.ComboKey.String(), label, 0, pc.Requests, "")
 		},
-		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
-			suffix := "TTFT -"
-			if p.Done > 0 {
-				suffix = fmt.Sprintf("TTFT %.2f s", p.MeanTTFT*scale)
-			}
-			if p.Failed > 0 {
-				suffix += fmt.Sprintf(", %d failed", p.Failed)
-			}
-			bars.Set(k.String(), labelFor(plan, k), p.Done+p.Failed, p.Total, suffix)
-		},
-		ComboDone: func(idx int, cb *protocol.Combination) error {
-			bars.Finish(cb.ComboKey.String())
-			return nil
-		},
-	}
-	target := loadgen.Target{BaseURL: o.url, Model: o.model, APIKey: o.apiKey}
-	if o.cachePrompt != nil {
-		// llama.cpp's field; other servers may refuse unknown fields, so it
-		// is sent only when asked for.
-		target.ExtraBody = map[string]any{"cache_prompt": *o.cachePrompt}
-	}
-	combos, merr := loadgen.Measure(ctx, target, w, imgs, hooks)
+		Progress: func(p protocol.Progress) { bars.Progress("bench", "", p) },
+	})
 	bars.Close()
-
-	if simulated {
-		for i := range combos {
-			combos[i].ScaleTime(speedup)
-		}
-	}
-	run.Combinations = combos
-	run.FinishedAt = time.Now().UTC()
-	run.Status = protocol.RunCompleted
-	if merr != nil {
-		run.Status, run.Error = protocol.RunFailed, merr.Error()
-		if ctx.Err() != nil {
-			run.Status = protocol.RunCancelled
-		}
-	}
-	printBenchSummary(c.stdout, &run, o.target)
+	explorer.WriteRunSummary(c.stdout, &run, o.target)
 	if err := writeBenchFiles(o, &run); err != nil {
 		return err
 	}
@@ -357,108 +260,59 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// modelsTimeout bounds the look at /models: an endpoint without one (or a
-// slow one) must not hold up the measurement.
-const modelsTimeout = 5 * time.Second
-
-// probeSimulated reads the endpoint's model list and reports whether the
-// served model is a simulated engine and its speedup (1: real time). Any
-// failure means a real engine, as before the look: most servers list no
-// such field.
-func probeSimulated(ctx context.Context, c *cli, o *benchOptions) (simulated bool, speedup float64, device string) {
-	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
-	defer cancel()
-	list, err := fetchModels(ctx, strings.TrimRight(o.url, "/")+"/models", o.apiKey)
+// benchSpec is the measurement of the endpoint the flags name, as a lab
+// job would make it: the same path measures both.
+func benchSpec(ctx context.Context, c *cli, o *benchOptions) (measure.Spec, error) {
+	var imgs *imageset.Set
+	var err error
+	if o.imageDir != "" {
+		imgs, err = imageset.FromDir(o.imageDir)
+	} else {
+		imgs, err = imageset.Builtin()
+	}
 	if err != nil {
-		c.log.Debug().Err(err).Msg("no model list; taking the endpoint for a real engine")
-		return false, 1, ""
+		return measure.Spec{}, fmt.Errorf("loading the pictures: %w", err)
 	}
-	simulated, speedup = list.simulated(o.model)
-	if simulated {
-		device = list.simDevice(o.model)
+	// The tools are looked up on the CLI's PATH, not the process's: an empty
+	// one finds nothing rather than falling back to os.Getenv.
+	path := c.getenv("PATH")
+	if path == "" {
+		path = string(os.PathListSeparator)
 	}
-	return simulated, speedup, device
-}
-
-// modelList is the part of an OpenAI-compatible GET /models answer bench
-// reads; simulated and sim_speedup are vlmfleet sim's own fields.
-type modelList struct {
-	Data []struct {
-		ID         string  `json:"id"`
-		Simulated  bool    `json:"simulated"`
-		SimSpeedup float64 `json:"sim_speedup"`
-		SimDevice  string  `json:"sim_device"`
-	} `json:"data"`
-}
-
-// simDevice is the device the simulated model stands for ("" if not said).
-func (l modelList) simDevice(model string) string {
-	for _, m := range l.Data {
-		if m.ID == model || len(l.Data) == 1 {
-			return m.SimDevice
+	sysroot := c.getenv("VLMFLEET_SYSROOT")
+	loopback := false
+	if u, err := url.Parse(o.url); err == nil {
+		loopback = isLoopbackHost(u.Hostname())
+	}
+	if o.device == "" && !loopback {
+		c.log.Warn().Str("url", o.url).
+			Msg("the device facts describe this machine, not the endpoint's; name the endpoint's device with --device")
+	}
+	telemetrySource := o.telemetry
+	if telemetrySource == "" {
+		// This machine's hardware says nothing of a remote endpoint's.
+		telemetrySource = telemetry.SourceOff
+		if loopback {
+			telemetrySource = telemetry.SourceAuto
 		}
 	}
-	return ""
-}
-
-// maxModelsBody bounds the model list read: lists are a few kilobytes.
-const maxModelsBody = 1 << 20
-
-func fetchModels(ctx context.Context, u, apiKey string) (modelList, error) {
-	var list modelList
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return list, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return list, fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return list, fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	list, err = decodeModelList(io.LimitReader(resp.Body, maxModelsBody))
-	if err != nil {
-		return list, fmt.Errorf("GET %s: %w", u, err)
-	}
-	return list, nil
-}
-
-func decodeModelList(r io.Reader) (modelList, error) {
-	var list modelList
-	if err := json.NewDecoder(r).Decode(&list); err != nil {
-		return list, fmt.Errorf("model list: %w", err)
-	}
-	return list, nil
-}
-
-// simulated reads the entry of the served model; the simulator answers to
-// any name, so a list of one entry stands for the model whatever its id.
-// A speedup that is missing or not a finite number of at least 1 counts as
-// real time.
-func (l modelList) simulated(model string) (bool, float64) {
-	i := -1
-	for j, m := range l.Data {
-		if m.ID == model {
-			i = j
-			break
-		}
-	}
-	if i < 0 && len(l.Data) == 1 {
-		i = 0
-	}
-	if i < 0 || !l.Data[i].Simulated {
-		return false, 1
-	}
-	sp := l.Data[i].SimSpeedup
-	if !(sp >= 1) || math.IsInf(sp, 0) {
-		sp = 1
-	}
-	return true, sp
+	return measure.Spec{
+		Run: protocol.Run{
+			ID:       newRunID(),
+			Source:   protocol.SourceBench,
+			Config:   protocol.Configuration{Model: o.modelName, ParamsB: o.params, Quantization: o.quant},
+			Workload: o.workload(),
+		},
+		Engine: engine.Attach(engine.Endpoint{BaseURL: o.url, Model: o.model, APIKey: o.apiKey},
+			engine.Env{Log: c.log, Getenv: c.getenv}),
+		Images:     imgs,
+		Device:     devicefacts.Detect(ctx, devicefacts.Options{SysRoot: sysroot, Path: path}),
+		DeviceName: o.device,
+		EngineName: o.engineName,
+		Version:    c.version,
+		Telemetry:  measure.Telemetry{Source: telemetrySource, SysRoot: sysroot, Path: path},
+		Log:        c.log,
+	}, nil
 }
 
 // isLoopbackHost reports whether host names this machine.
@@ -470,65 +324,10 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// labelFor is the progress label of a combination: its place in the plan and its key.
-func labelFor(plan []protocol.PlannedCombo, k protocol.ComboKey) string {
-	for i, pc := range plan {
-		if pc.ComboKey == k {
-			return fmt.Sprintf("[%d/%d] %s", i+1, len(plan), k)
-		}
-	}
-	return k.String()
-}
-
 func newRunID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// benchPoints turns the run into the explorer's points, so that bench and
-// the explorer compute Max Cameras with one rule.
-func benchPoints(run *protocol.Run) []explorer.Point {
-	ds := explorer.Aggregate([]protocol.Run{*run}, time.Now())
-	for _, r := range ds.Rows {
-		if r.Run.ID == run.ID {
-			return r.Points
-		}
-	}
-	return nil
-}
-
-func printBenchSummary(w io.Writer, run *protocol.Run, target float64) {
-	fmt.Fprintf(w, "\n%s on %s (%s), %s", run.Config.Model, run.Config.Device, run.Engine.Endpoint, run.Status)
-	if run.Simulated {
-		fmt.Fprintf(w, ", SIMULATED engine (%gx real time; times scaled back)", max(run.SimSpeedup, 1))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-6s %4s %4s %5s %6s %10s %10s %8s %10s\n", "Size", "Imgs", "Cams", "Done", "Failed", "TTFT mean", "TTFT p90", "TPS", "Out tok/s")
-	for _, cb := range run.Combinations {
-		if cb.Completed == 0 {
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, "-", "-", "-", "-")
-		} else {
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8.1f %10.1f\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, cb.TPS.Mean, cb.OutputTokensPerSec)
-		}
-		for _, e := range cb.Errors {
-			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
-		}
-	}
-	fmt.Fprintf(w, "\nMax Cameras at target %g s (mean TTFT, one image per request):\n", target)
-	var sizes []string
-	for _, s := range protocol.ImageSizes() {
-		sizes = append(sizes, s.Name)
-	}
-	points := benchPoints(run)
-	for _, s := range sizes {
-		if !explorer.Measured(points, s, 1) {
-			continue
-		}
-		fmt.Fprintf(w, "  %-6s %s\n", s, explorer.MaxCamerasLabel(explorer.MaxCameras(points, s, 1, target)))
-	}
 }
 
 func writeBenchFiles(o *benchOptions, run *protocol.Run) error {
@@ -546,7 +345,7 @@ func writeBenchFiles(o *benchOptions, run *protocol.Run) error {
 		if err != nil {
 			return fmt.Errorf("writing --csv: %w", err)
 		}
-		if err := writeBenchCSV(f, run); err != nil {
+		if err := explorer.WriteRunCSV(f, run); err != nil {
 			f.Close()
 			return fmt.Errorf("writing --csv %s: %w", o.csvOut, err)
 		}
@@ -555,29 +354,4 @@ func writeBenchFiles(o *benchOptions, run *protocol.Run) error {
 		}
 	}
 	return nil
-}
-
-func writeBenchCSV(w io.Writer, run *protocol.Run) error {
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
-		"completed", "failed", "ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_min", "ttft_max",
-		"tps_mean", "tps_p50", "e2e_mean", "e2e_p90", "itl_mean", "ttfb_mean", "role_chunk_mean",
-		"prompt_tokens_mean", "completion_tokens_mean", "output_tokens_per_sec", "max_in_flight", "wall_sec",
-		"warmup", "errors"})
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-	for _, cb := range run.Combinations {
-		var errs []string
-		for _, e := range cb.Errors {
-			errs = append(errs, fmt.Sprintf("%dx %s", e.Count, e.Error))
-		}
-		_ = cw.Write([]string{run.Config.Model, run.Config.Engine, run.Config.Device, cb.Size,
-			strconv.Itoa(cb.Width), strconv.Itoa(cb.Height), strconv.Itoa(cb.Images), strconv.Itoa(cb.Cameras),
-			strconv.Itoa(cb.Completed), strconv.Itoa(cb.Failed),
-			f(cb.TTFT.Mean), f(cb.TTFT.P50), f(cb.TTFT.P90), f(cb.TTFT.P99), f(cb.TTFT.Min), f(cb.TTFT.Max),
-			f(cb.TPS.Mean), f(cb.TPS.P50), f(cb.E2E.Mean), f(cb.E2E.P90), f(cb.ITL.Mean), f(cb.TTFB.Mean),
-			f(cb.RoleChunk.Mean), f(cb.PromptTokens.Mean), f(cb.CompletionTokens.Mean), f(cb.OutputTokensPerSec),
-			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")})
-	}
-	cw.Flush()
-	return cw.Error()
 }

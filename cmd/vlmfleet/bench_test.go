@@ -9,7 +9,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +19,6 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
-	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -217,43 +215,6 @@ func TestBenchFlagErrors(t *testing.T) {
 	}
 }
 
-func TestMaxCameras(t *testing.T) {
-	combo := func(size string, images, cams int, ttft float64, failed int) protocol.Combination {
-		c := protocol.Combination{ComboKey: protocol.ComboKey{Size: size, Images: images, Cameras: cams}, Completed: 4, Failed: failed}
-		c.TTFT.Mean = ttft
-		return c
-	}
-	combos := []protocol.Combination{
-		combo("720p", 1, 1, 0.5, 0), combo("720p", 1, 2, 1.0, 0), combo("720p", 1, 4, 3.0, 0), combo("720p", 1, 8, 6, 0),
-		combo("480p", 1, 1, 0.2, 0), combo("480p", 1, 2, 0.4, 0),
-		combo("1080p", 1, 1, 4, 0), combo("1080p", 3, 1, 0.1, 0),
-		combo("2K", 1, 1, 0.1, 0), combo("2K", 1, 2, 0.2, 1),
-	}
-	for _, c := range []struct {
-		size       string
-		target     float64
-		best       int
-		plus, meas bool
-	}{
-		{"720p", 3, 4, false, true}, // exactly on the target passes
-		{"720p", 0.9, 1, false, true},
-		{"720p", 10, 8, true, true},
-		{"480p", 3, 2, true, true},
-		{"1080p", 3, 0, false, true}, // the 3-image combination does not count
-		// A failed request is left out of the mean and does not count
-		// against the configuration (the seed's method).
-		{"2K", 3, 2, true, true},
-	} {
-		run := protocol.Run{ID: "b1", Status: protocol.RunCompleted, Config: protocol.Configuration{Model: "m"}, Combinations: combos}
-		points := benchPoints(&run)
-		best, plus := explorer.MaxCameras(points, c.size, 1, c.target)
-		meas := explorer.Measured(points, c.size, 1)
-		if best != c.best || plus != c.plus || meas != c.meas {
-			t.Errorf("%s at %g: got %d %v %v, want %d %v %v", c.size, c.target, best, plus, meas, c.best, c.plus, c.meas)
-		}
-	}
-}
-
 // serveSim runs the simulated engine of `vlmfleet sim` on loopback until the
 // test ends.
 func serveSim(t *testing.T, p simengine.Profile, speedup float64) string {
@@ -357,49 +318,6 @@ func TestIsLoopbackHost(t *testing.T) {
 			t.Errorf("isLoopbackHost(%q) = %v, want %v", host, got, want)
 		}
 	}
-}
-
-// The served model's entry decides; a single entry answers for any name; a
-// speedup that is not a finite number of at least 1 reads as real time.
-func TestModelListSimulated(t *testing.T) {
-	cases := []struct {
-		doc, model string
-		sim        bool
-		speedup    float64
-	}{
-		{`{"data":[{"id":"m","simulated":true,"sim_speedup":25}]}`, "m", true, 25},
-		{`{"data":[{"id":"other","simulated":true,"sim_speedup":4}]}`, "m", true, 4},
-		{`{"data":[{"id":"m"},{"id":"n","simulated":true,"sim_speedup":4}]}`, "m", false, 1},
-		{`{"data":[{"id":"m","simulated":true}]}`, "m", true, 1},
-		{`{"data":[{"id":"m","simulated":true,"sim_speedup":0.5}]}`, "m", true, 1},
-		{`{"object":"list","data":[{"id":"m","owned_by":"vllm"}]}`, "m", false, 1},
-		{`{"data":[]}`, "m", false, 1},
-	}
-	for _, c := range cases {
-		l, err := decodeModelList(strings.NewReader(c.doc))
-		if err != nil {
-			t.Fatalf("%s: %v", c.doc, err)
-		}
-		if sim, sp := l.simulated(c.model); sim != c.sim || sp != c.speedup {
-			t.Errorf("%s for %q: %v, %g; want %v, %g", c.doc, c.model, sim, sp, c.sim, c.speedup)
-		}
-	}
-}
-
-func FuzzDecodeModelList(f *testing.F) {
-	f.Add(`{"data":[{"id":"m","simulated":true,"sim_speedup":25}]}`)
-	f.Add(`{"data":[{"id":"m","sim_speedup":1e309}]}`)
-	f.Add(`{"data":null}`)
-	f.Add(`[`)
-	f.Fuzz(func(t *testing.T, doc string) {
-		l, err := decodeModelList(strings.NewReader(doc))
-		if err != nil {
-			return
-		}
-		if sim, sp := l.simulated("m"); !(sp >= 1) || math.IsInf(sp, 0) || (!sim && sp != 1) {
-			t.Errorf("%q: %v, %g", doc, sim, sp)
-		}
-	})
 }
 
 // bench looks for the device tools on the CLI's PATH, not the process's.

@@ -1,0 +1,303 @@
+// Package measure is the one measurement path of vlmfleet: it turns an
+// engine, a workload, the pictures and what is known of the device into a
+// protocol.Run. The agent's job runner and `vlmfleet bench` are thin
+// callers of Run, so what bench measures is by construction what a lab job
+// measures: the same run header, the same simulated-time scaling, the same
+// request timeout, the same cache_prompt rule and the same telemetry.
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
+	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Spec is one measurement.
+type Spec struct {
+	// Run carries what the caller knows of the run: ID, JobID, SweepID,
+	// AgentID, Source, the model's Config (Model, ParamsB, Quantization)
+	// and the Workload. Run fills in the rest.
+	Run protocol.Run
+	// Engine serves the model; Run starts it and stops it.
+	Engine engine.Engine
+	// Images are the pictures the requests carry.
+	Images loadgen.Images
+	// Device is what is known of the hardware. A simulated engine's run is
+	// filed under the device it simulates instead, unless DeviceName is set.
+	Device protocol.DeviceFacts
+	// DeviceName, when set, names the device whatever the engine is.
+	DeviceName string
+	// EngineName, when set, is the engine's display name in place of the
+	// engine's own ("vLLM" for an endpoint that does not say what it is).
+	EngineName string
+	// Simulated labels the run simulated even if the engine does not say
+	// so (an agent that simulates a whole device).
+	Simulated bool
+	// Version is vlmfleet's, recorded as the client's.
+	Version   string
+	Telemetry Telemetry
+	Log       zerolog.Logger
+}
+
+// Hooks are optional callbacks, called on the measuring goroutines.
+type Hooks struct {
+	// Starting is called with the run header before the engine starts.
+	Starting func(header protocol.Run)
+	// Running is called with the run header once the engine serves.
+	Running func(header protocol.Run)
+	// Progress receives live progress, its times on the device's scale.
+	Progress func(p protocol.Progress)
+	// Sample receives each telemetry sample as it is taken.
+	Sample func(s protocol.TelemetrySample)
+	// Combination receives each measured combination, on the device's time
+	// scale with its telemetry, before it is kept; an error ends the run.
+	Combination func(header protocol.Run, c *protocol.Combination) error
+}
+
+// Header is the run before anything is measured: what Run starts from, and
+// what a caller needs to speak of a run that never started. now is its
+// creation time.
+func Header(spec Spec, now time.Time) protocol.Run {
+	r := spec.Run
+	info := spec.Engine.Info()
+	sim := engine.SimulationOf(info)
+	r.Schema = protocol.SchemaVersion
+	r.Simulated = spec.Simulated || sim.Simulated
+	r.SimSpeedup = 0
+	if sim.Speedup > 1 {
+		r.SimSpeedup = sim.Speedup
+	}
+	r.Engine = info
+	r.Config.Engine = info.Name
+	if spec.EngineName != "" {
+		r.Config.Engine = spec.EngineName
+	}
+	r.Device = spec.Device
+	if sim.Simulated && sim.Device != "" && spec.DeviceName == "" && !strings.EqualFold(r.Device.Name, sim.Device) {
+		// A simulated engine is filed under the device it simulates,
+		// never under the hardware it happens to run on.
+		r.Device = devicefacts.Simulated(sim.Device)
+	}
+	if spec.DeviceName != "" {
+		r.Device.Name = spec.DeviceName
+	}
+	if r.Device.Name == "" {
+		r.Device.Name = "unknown device"
+	}
+	r.Config.Device = r.Device.Name
+	r.Status = protocol.RunRunning
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.StartedAt = now
+	r.Client = loadgen.ClientInfo(spec.Images, spec.Version)
+	r.Combinations = nil
+	return r
+}
+
+// Run starts the engine, measures the workload's plan and stops the
+// engine. It returns the run with every combination measured, ended as
+// completed, or as failed (cancelled when ctx ended) with the error, which
+// it also returns. An engine that dies while it is measured (out of memory
+// is common on a 16 GB Orin NX) fails the run with the engine's words.
+func Run(ctx context.Context, spec Spec, h Hooks) (protocol.Run, error) {
+	m := &measurement{spec: spec, hooks: h, run: Header(spec, time.Now().UTC())}
+	err := m.measure(ctx)
+	m.run.FinishedAt = time.Now().UTC()
+	switch {
+	case err == nil:
+		m.run.Status = protocol.RunCompleted
+	case ctx.Err() != nil:
+		m.run.Status, m.run.Error = protocol.RunCancelled, err.Error()
+	default:
+		m.run.Status, m.run.Error = protocol.RunFailed, err.Error()
+	}
+	return m.run, err
+}
+
+// measurement is one Run in progress.
+type measurement struct {
+	spec  Spec
+	hooks Hooks
+	run   protocol.Run
+	clock clock
+	// level is the camera level being measured (0 between combinations):
+	// the simulated device's load.
+	level    atomic.Int64
+	comboIdx atomic.Int64
+}
+
+func (m *measurement) header() protocol.Run {
+	h := m.run
+	h.Combinations = nil
+	return h
+}
+
+func (m *measurement) measure(ctx context.Context) error {
+	eng := m.spec.Engine
+	defer stopEngine(eng)
+	if m.hooks.Starting != nil {
+		m.hooks.Starting(m.header())
+	}
+	m.progress(protocol.Progress{Phase: protocol.PhaseEngineStart, Message: "starting " + m.run.Config.Engine})
+	ep, err := eng.Start(ctx, engine.NeedsOf(m.spec.Run.Workload))
+	if err != nil {
+		m.run.Engine = eng.Info()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("engine did not start: %w", err)
+	}
+	// What the engine said of itself once up (its version, that it is the
+	// simulator) is part of the header from here on.
+	m.run = restart(m.run, Header(m.spec, m.run.StartedAt))
+	m.clock = clock{speedup: max(m.run.SimSpeedup, 1)}
+	if m.hooks.Running != nil {
+		m.hooks.Running(m.header())
+	}
+
+	mctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case err := <-eng.Exited():
+			if err == nil {
+				err = errors.New("engine exited")
+			}
+			cancel(fmt.Errorf("engine exited while measuring: %w", err))
+		case <-mctx.Done():
+		}
+	}()
+
+	tel := m.startTelemetry(mctx)
+	defer tel.stop()
+
+	w := m.run.Workload
+	combos, err := loadgen.Measure(mctx, m.target(ep), m.clock.workload(w), m.spec.Images, m.loadgenHooks(mctx, tel, len(w.Plan())))
+	m.run.Combinations = combos
+	if cause := context.Cause(mctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		err = cause
+	}
+	if err != nil {
+		m.run.Engine.LogTail = eng.LogTail(40)
+		if ctx.Err() != nil {
+			return fmt.Errorf("measuring: %w", ctx.Err())
+		}
+		return err
+	}
+	m.run.Engine = eng.Info()
+	m.run.Engine.LogTail = ""
+	return nil
+}
+
+// restart keeps what the first header decided that must not change while
+// the run lives (its times), and takes the rest from the new one.
+func restart(old, fresh protocol.Run) protocol.Run {
+	fresh.CreatedAt, fresh.StartedAt = old.CreatedAt, old.StartedAt
+	return fresh
+}
+
+// target is the endpoint with what the workload adds to every request.
+func (m *measurement) target(ep engine.Endpoint) loadgen.Target {
+	t := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody}
+	if v, ok := cachePrompt(m.run.Workload, m.run.Engine, m.run.Config.Engine); ok {
+		out := make(map[string]any, len(t.ExtraBody)+1)
+		for k, x := range t.ExtraBody {
+			out[k] = x
+		}
+		out["cache_prompt"] = v
+		t.ExtraBody = out
+	}
+	return t
+}
+
+// cachePrompt decides whether requests carry llama.cpp's cache_prompt. It
+// is llama.cpp's own field: other servers may refuse fields they do not
+// know, so it goes to a llama.cpp (a simulated one too, whose display name
+// is "llama.cpp" however its profile was spelled), or to an endpoint that
+// does not say what it is when the user named it llama.cpp.
+func cachePrompt(w protocol.Workload, info protocol.EngineInfo, displayName string) (bool, bool) {
+	if w.CachePrompt == nil {
+		return false, false
+	}
+	if info.Kind == engine.KindLlamaCpp || info.Name == "llama.cpp" || displayName == "llama.cpp" {
+		return *w.CachePrompt, true
+	}
+	return false, false
+}
+
+func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder, n int) loadgen.Hooks {
+	return loadgen.Hooks{
+		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
+			m.level.Store(int64(pc.Cameras))
+			m.comboIdx.Store(int64(idx))
+			phase := protocol.PhaseMeasure
+			if warmup {
+				phase = protocol.PhaseWarmup
+			} else {
+				tel.mark()
+			}
+			m.progress(protocol.Progress{Phase: phase, Combo: pc.ComboKey, ComboIdx: idx, ComboN: n, Total: pc.Requests})
+		},
+		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
+			m.progress(protocol.Progress{
+				Phase: protocol.PhaseMeasure, Combo: k, ComboIdx: int(m.comboIdx.Load()), ComboN: n,
+				Done: p.Done, Failed: p.Failed, Total: p.Total, InFlight: p.InFlight,
+				LastTTFT: m.clock.seconds(rec.TTFT), MeanTTFT: m.clock.seconds(p.MeanTTFT),
+			})
+		},
+		ComboDone: func(idx int, c *protocol.Combination) error {
+			defer m.level.Store(0)
+			// A combination cut short by the engine's death is not a
+			// measurement: its requests failed in microseconds.
+			if cause := context.Cause(mctx); cause != nil {
+				return cause
+			}
+			c.TelemetrySeries, c.Telemetry = tel.window()
+			c.ScaleTime(m.clock.speedup)
+			if m.hooks.Combination != nil {
+				if err := m.hooks.Combination(m.header(), c); err != nil {
+					return err
+				}
+			}
+			m.spec.Log.Info().Str("combo", c.ComboKey.String()).Int("completed", c.Completed).Int("failed", c.Failed).
+				Float64("ttft_mean_s", c.TTFT.Mean).Float64("tps_mean", c.TPS.Mean).Msg("combination measured")
+			return nil
+		},
+	}
+}
+
+func (m *measurement) progress(p protocol.Progress) {
+	if m.hooks.Progress == nil {
+		return
+	}
+	p.Simulated = m.run.Simulated
+	m.hooks.Progress(p)
+}
+
+// load is the simulated device's load: a closed loop keeps every camera's
+// request in flight, so the device is busy whenever a combination runs,
+// and busier the more cameras share it.
+func (m *measurement) load() float64 {
+	lvl := m.level.Load()
+	if lvl <= 0 {
+		return 0
+	}
+	return 0.6 + 0.4*min(1, float64(lvl)/8)
+}
+
+func stopEngine(e engine.Engine) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = e.Stop(ctx)
+}

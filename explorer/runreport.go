@@ -1,0 +1,85 @@
+package explorer
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// RunPoints turns one run into the explorer's points, so that a single run
+// (a bench) and the explorer compute Max Cameras with one rule.
+func RunPoints(run *protocol.Run) []Point {
+	ds := Aggregate([]protocol.Run{*run}, time.Now())
+	for _, r := range ds.Rows {
+		if r.Run.ID == run.ID {
+			return r.Points
+		}
+	}
+	return nil
+}
+
+// WriteRunSummary prints a run for a terminal: a line per combination with
+// its figures and errors, then Max Cameras at target per image size.
+func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
+	fmt.Fprintf(w, "\n%s on %s (%s", run.Config.Model, run.Config.Device, run.Config.Engine)
+	if run.Engine.Version != "" {
+		fmt.Fprintf(w, " %s", run.Engine.Version)
+	}
+	fmt.Fprintf(w, " at %s), %s", run.Engine.Endpoint, run.Status)
+	if run.Simulated {
+		fmt.Fprintf(w, ", SIMULATED engine (%gx real time; times scaled back)", max(run.SimSpeedup, 1))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-6s %4s %4s %5s %6s %10s %10s %8s %10s\n", "Size", "Imgs", "Cams", "Done", "Failed", "TTFT mean", "TTFT p90", "TPS", "Out tok/s")
+	for _, cb := range run.Combinations {
+		if cb.Completed == 0 {
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, "-", "-", "-", "-")
+		} else {
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8.1f %10.1f\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, cb.TPS.Mean, cb.OutputTokensPerSec)
+		}
+		for _, e := range cb.Errors {
+			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
+		}
+	}
+	fmt.Fprintf(w, "\nMax Cameras at target %g s (mean TTFT, one image per request):\n", target)
+	points := RunPoints(run)
+	for _, s := range protocol.ImageSizes() {
+		if !Measured(points, s.Name, 1) {
+			continue
+		}
+		fmt.Fprintf(w, "  %-6s %s\n", s.Name, MaxCamerasLabel(MaxCameras(points, s.Name, 1, target)))
+	}
+}
+
+// WriteRunCSV writes one line per combination of the run.
+func WriteRunCSV(w io.Writer, run *protocol.Run) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
+		"completed", "failed", "ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_min", "ttft_max",
+		"tps_mean", "tps_p50", "e2e_mean", "e2e_p90", "itl_mean", "ttfb_mean", "role_chunk_mean",
+		"prompt_tokens_mean", "completion_tokens_mean", "output_tokens_per_sec", "max_in_flight", "wall_sec",
+		"warmup", "errors"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, cb := range run.Combinations {
+		var errs []string
+		for _, e := range cb.Errors {
+			errs = append(errs, fmt.Sprintf("%dx %s", e.Count, e.Error))
+		}
+		_ = cw.Write([]string{run.Config.Model, run.Config.Engine, run.Config.Device, cb.Size,
+			strconv.Itoa(cb.Width), strconv.Itoa(cb.Height), strconv.Itoa(cb.Images), strconv.Itoa(cb.Cameras),
+			strconv.Itoa(cb.Completed), strconv.Itoa(cb.Failed),
+			f(cb.TTFT.Mean), f(cb.TTFT.P50), f(cb.TTFT.P90), f(cb.TTFT.P99), f(cb.TTFT.Min), f(cb.TTFT.Max),
+			f(cb.TPS.Mean), f(cb.TPS.P50), f(cb.E2E.Mean), f(cb.E2E.P90), f(cb.ITL.Mean), f(cb.TTFB.Mean),
+			f(cb.RoleChunk.Mean), f(cb.PromptTokens.Mean), f(cb.CompletionTokens.Mean), f(cb.OutputTokensPerSec),
+			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")})
+	}
+	cw.Flush()
+	return cw.Error()
+}
