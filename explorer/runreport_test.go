@@ -42,4 +42,3 @@ func TestMaxCameras(t *testing.T) {
 		}
 	}
 }
-
