@@ -115,6 +115,13 @@ const (
 	EngineSim      = "sim"
 )
 
+// Engine display names (EngineInfo.Name, Configuration.Engine) of the
+// engines vlmfleet knows; the explorer shows them as they are.
+const (
+	EngineNameVLLM     = "vLLM"
+	EngineNameLlamaCpp = "llama.cpp"
+)
+
 // EngineInfo records exactly how the engine ran.
 type EngineInfo struct {
 	// Kind is the adapter: one of the Engine* kinds.

@@ -17,6 +17,8 @@ type externalEngine struct {
 	r      *resolved
 	env    Env
 	exited chan error // never receives: nothing of ours can exit
+	// attached is an endpoint measured as it is (Attach), not waited for.
+	attached bool
 
 	mu   sync.Mutex
 	info protocol.EngineInfo
@@ -35,9 +37,39 @@ func newExternal(r *resolved, env Env) *externalEngine {
 	}
 }
 
+// attachProbeTimeout bounds the look at an attached endpoint's model list
+// and version: an endpoint without them (or a slow one) must not hold up
+// the measurement.
+const attachProbeTimeout = 5 * time.Second
+
+// Attach returns the engine of an endpoint someone else runs, measured as
+// it is (`vlmfleet bench`). Unlike an external deployment it is not waited
+// for, since a bench of a dead endpoint is a measurement too (every
+// request fails, and says why): Start only looks, once, at what the
+// endpoint says of itself, its version and whether it is the simulator.
+func Attach(ep Endpoint, env Env) Engine {
+	base := strings.TrimRight(ep.BaseURL, "/")
+	r := &resolved{Config: Config{Kind: KindExternal, URL: base, APIKey: ep.APIKey}, model: ep.Model, served: ep.Model,
+		timeout: attachProbeTimeout}
+	env.probeTimeout = attachProbeTimeout
+	e := newExternal(r, env)
+	e.attached = true
+	return e
+}
+
 func (e *externalEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
 	base := strings.TrimRight(e.r.URL, "/")
 	p := newProber(e.r.APIKey, e.env.probeTimeout)
+	if e.attached {
+		ctx, cancel := context.WithTimeout(ctx, e.r.timeout)
+		defer cancel()
+		ml, err := p.listsModel(ctx, base, "")
+		if err != nil {
+			e.env.Log.Debug().Err(err).Msg("no model list; taking the endpoint for a real engine")
+		}
+		e.described(ctx, p, base, ml)
+		return Endpoint{BaseURL: base, Model: e.r.served, APIKey: e.r.APIKey}, nil
+	}
 	deadline := time.NewTimer(e.r.timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(e.env.pollEvery)
@@ -57,12 +89,18 @@ func (e *externalEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
 		case <-tick.C:
 		}
 	}
+	e.described(ctx, p, base, listed)
+	return Endpoint{BaseURL: base, Model: e.r.served, APIKey: e.r.APIKey}, nil
+}
+
+// described records what the server says of itself: its version, and
+// whether the listed model is the simulator.
+func (e *externalEngine) described(ctx context.Context, p *prober, base string, listed modelList) {
 	version := externalVersion(ctx, p, strings.TrimSuffix(base, "/v1"))
 	e.mu.Lock()
 	e.info.Version = version
 	e.info.Props = listedProps(listed, e.r.model)
 	e.mu.Unlock()
-	return Endpoint{BaseURL: base, Model: e.r.served, APIKey: e.r.APIKey}, nil
 }
 
 // externalVersion asks the places common servers tell their version:
@@ -81,13 +119,7 @@ func externalVersion(ctx context.Context, p *prober, root string) string {
 
 func (e *externalEngine) Exited() <-chan error { return e.exited }
 
-func (e *externalEngine) Info() protocol.EngineInfo {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	info := e.info
-	info.Props = copyProps(e.info.Props)
-	return info
-}
+func (e *externalEngine) Info() protocol.EngineInfo { return snapshot(&e.mu, &e.info) }
 
 // listedProps records what a server's model list says of the served
 // model: that it is the simulator (a `vlmfleet sim` behind an external

@@ -10,13 +10,14 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // llamaAdapter runs llama.cpp's llama-server.
 type llamaAdapter struct{}
 
 func (llamaAdapter) kind() string        { return KindLlamaCpp }
-func (llamaAdapter) displayName() string { return "llama.cpp" }
+func (llamaAdapter) displayName() string { return protocol.EngineNameLlamaCpp }
 
 // defaultGPULayers offloads every layer; llama.cpp caps it at the model's count.
 const defaultGPULayers = 999

@@ -200,6 +200,17 @@ func (e *procEngine) stopAfterFailure(run *running) {
 	}
 }
 
+// snapshot copies info under mu: Start completes an engine's record while
+// Info may be read from another goroutine.
+func snapshot(mu *sync.Mutex, info *protocol.EngineInfo) protocol.EngineInfo {
+	mu.Lock()
+	defer mu.Unlock()
+	out := *info
+	out.Command = append([]string(nil), info.Command...)
+	out.Props = copyProps(info.Props)
+	return out
+}
+
 func copyProps(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {

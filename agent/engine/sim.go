@@ -140,13 +140,7 @@ func (e *simEngine) err() error {
 
 func (e *simEngine) Exited() <-chan error { return e.exited }
 
-func (e *simEngine) Info() protocol.EngineInfo {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	info := e.info
-	info.Props = copyProps(e.info.Props)
-	return info
-}
+func (e *simEngine) Info() protocol.EngineInfo { return snapshot(&e.mu, &e.info) }
 
 func (e *simEngine) LogTail(int) string { return "" }
 

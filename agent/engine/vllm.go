@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // vllmAdapter runs `vllm serve`.
 type vllmAdapter struct{}
 
 func (vllmAdapter) kind() string        { return KindVLLM }
-func (vllmAdapter) displayName() string { return "vLLM" }
+func (vllmAdapter) displayName() string { return protocol.EngineNameVLLM }
 
 // args builds `serve MODEL ...`. Each setting is one argv element, so the
 // JSON of --limit-mm-per-prompt needs no shell quoting.

@@ -230,7 +230,7 @@ func cachePrompt(w protocol.Workload, info protocol.EngineInfo, displayName stri
 	if w.CachePrompt == nil {
 		return false, false
 	}
-	if info.Kind == engine.KindLlamaCpp || info.Name == "llama.cpp" || displayName == "llama.cpp" {
+	if info.Kind == engine.KindLlamaCpp || info.Name == protocol.EngineNameLlamaCpp || displayName == protocol.EngineNameLlamaCpp {
 		return *w.CachePrompt, true
 	}
 	return false, false

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // Engine display names, as the explorer shows them.
 const (
-	EngineLlamaCpp = "llama.cpp"
-	EngineVLLM     = "vLLM"
+	EngineLlamaCpp = protocol.EngineNameLlamaCpp
+	EngineVLLM     = protocol.EngineNameVLLM
 )
 
 // Profile is one simulated (device, model, quantization, engine)
