@@ -1,0 +1,213 @@
+package measure
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
+	"github.com/vlmfleet/vlmfleet/agent/telemetry"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+func tinyWorkload() protocol.Workload {
+	w := protocol.DefaultWorkload()
+	w.Sizes, w.Cameras, w.RequestsPerLevel = []string{"480p"}, []int{1, 2}, 2
+	w.MultiImageSizes, w.ImagesPerRequest = nil, nil
+	w.MaxTokens = 8
+	return w
+}
+
+func pictures(t *testing.T) *imageset.Set {
+	t.Helper()
+	imgs, err := imageset.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imgs
+}
+
+// A simulated engine's run is labelled, filed under the device it
+// simulates rather than the machine it ran on, and every time a person
+// reads (results and live progress alike) is on the device's scale.
+func TestSimulatedRunIsLabelledFiledAndScaled(t *testing.T) {
+	const speedup = 20
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	eng, err := engine.New(engine.Config{Kind: engine.KindSim, SimDevice: "Jetson AGX Orin", SimModel: "Cosmos3-Edge",
+		SimQuantization: "BF16", SimEngine: "vLLM", SimSpeedup: speedup}, engine.Env{LogDir: t.TempDir(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var progress []protocol.Progress
+	var samples int
+	var phases []string
+	spec := Spec{
+		Run:       protocol.Run{ID: "r1", Source: protocol.SourceLab, Config: protocol.Configuration{Model: "Cosmos3-Edge"}, Workload: tinyWorkload()},
+		Engine:    eng,
+		Images:    pictures(t),
+		Device:    protocol.DeviceFacts{Name: "Build Host", Kind: "host"},
+		Telemetry: Telemetry{Source: telemetry.SourceAuto, Interval: 200 * time.Millisecond},
+		Version:   "test",
+		Log:       log,
+	}
+	run, err := Run(context.Background(), spec, Hooks{
+		Starting: func(protocol.Run) { phases = append(phases, "starting") },
+		Running:  func(protocol.Run) { phases = append(phases, "running") },
+		Progress: func(p protocol.Progress) { mu.Lock(); progress = append(progress, p); mu.Unlock() },
+		Sample:   func(protocol.TelemetrySample) { mu.Lock(); samples++; mu.Unlock() },
+		Combination: func(h protocol.Run, c *protocol.Combination) error {
+			if h.ID != "r1" || len(h.Combinations) != 0 || !h.Simulated {
+				t.Errorf("combination header %+v", h)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(phases, ",") != "starting,running" {
+		t.Errorf("hooks called %v, want starting then running", phases)
+	}
+	if !run.Simulated || run.SimSpeedup != speedup || run.Status != protocol.RunCompleted || run.Schema != protocol.SchemaVersion {
+		t.Errorf("run simulated %v ×%g, status %s", run.Simulated, run.SimSpeedup, run.Status)
+	}
+	if run.Config.Device != "Jetson AGX Orin" || run.Device.Kind != protocol.DeviceSimulated || run.Config.Engine != "vLLM" {
+		t.Errorf("filed under %q (%s) with engine %q; want the simulated Jetson AGX Orin and vLLM", run.Config.Device, run.Device.Kind, run.Config.Engine)
+	}
+	if run.Client.Version != "test" || run.Client.ImageCount == 0 || run.StartedAt.IsZero() || run.FinishedAt.Before(run.StartedAt) {
+		t.Errorf("client %+v, started %v, finished %v", run.Client, run.StartedAt, run.FinishedAt)
+	}
+	if len(run.Combinations) != 2 {
+		t.Fatalf("%d combinations, want 2", len(run.Combinations))
+	}
+	last := map[protocol.ComboKey]float64{}
+	for _, p := range progress {
+		if !p.Simulated {
+			t.Errorf("progress %+v not labelled simulated", p)
+		}
+		if p.MeanTTFT > 0 {
+			last[p.Combo] = p.MeanTTFT
+		}
+	}
+	for _, c := range run.Combinations {
+		if c.Completed == 0 || c.Telemetry == nil {
+			t.Errorf("%s: %d completed, telemetry %v", c.ComboKey, c.Completed, c.Telemetry)
+			continue
+		}
+		// Live progress and the stored result are on one scale: the last
+		// mean shown is the mean stored.
+		if got := last[c.ComboKey]; got < 0.99*c.TTFT.Mean || got > 1.01*c.TTFT.Mean {
+			t.Errorf("%s: last progress mean TTFT %.3f s, result %.3f s", c.ComboKey, got, c.TTFT.Mean)
+		}
+	}
+	if samples == 0 {
+		t.Error("no telemetry sample reached the Sample hook")
+	}
+}
+
+// cache_prompt is llama.cpp's own field: it goes to a llama.cpp, or to an
+// endpoint the user named llama.cpp, and never to another server.
+func TestCachePromptGoesOnlyToLlamaCpp(t *testing.T) {
+	no := false
+	w := protocol.Workload{CachePrompt: &no}
+	for _, c := range []struct {
+		info    protocol.EngineInfo
+		display string
+		send    bool
+	}{
+		{protocol.EngineInfo{Kind: engine.KindLlamaCpp, Name: "llama.cpp"}, "", true},
+		{protocol.EngineInfo{Kind: engine.KindSim, Name: "llama.cpp"}, "", true},
+		{protocol.EngineInfo{Kind: engine.KindExternal, Name: "external"}, "llama.cpp", true},
+		{protocol.EngineInfo{Kind: engine.KindVLLM, Name: "vLLM"}, "", false},
+		{protocol.EngineInfo{Kind: engine.KindExternal, Name: "external"}, "", false},
+	} {
+		v, ok := cachePrompt(w, c.info, c.display)
+		if ok != c.send || v {
+			t.Errorf("%+v as %q: send %v (%v), want %v", c.info, c.display, ok, v, c.send)
+		}
+	}
+	if _, ok := cachePrompt(protocol.Workload{}, protocol.EngineInfo{Kind: engine.KindLlamaCpp}, ""); ok {
+		t.Error("cache_prompt sent though the workload leaves it unset")
+	}
+}
+
+// The request timeout and a simulated device's sampling interval are in the
+// device's time; a sped-up simulator gets them on the real scale.
+func TestClockPutsBoundsOnTheRealScale(t *testing.T) {
+	c := clock{speedup: 10}
+	if got := c.workload(protocol.Workload{RequestTimeoutSec: 300}).RequestTimeoutSec; got != 30 {
+		t.Errorf("timeout %g s, want 30", got)
+	}
+	if got := c.workload(protocol.Workload{}).RequestTimeoutSec; got != 0 {
+		t.Errorf("no bound became %g s", got)
+	}
+	if got := c.interval(500*time.Millisecond, 20*time.Millisecond); got != 50*time.Millisecond {
+		t.Errorf("interval %v, want 50ms", got)
+	}
+	if got := c.interval(100*time.Millisecond, 20*time.Millisecond); got != 20*time.Millisecond {
+		t.Errorf("interval %v, want the 20ms floor", got)
+	}
+	if got := (clock{speedup: 1}).seconds(0.5); got != 0.5 {
+		t.Errorf("real time scaled: %g", got)
+	}
+}
+
+// An attached endpoint that is the simulator (a `vlmfleet sim`) is found
+// out from its model list, and a request body to it carries no llama.cpp
+// field unless the engine is one.
+func TestAttachedEndpointSaysWhatItIs(t *testing.T) {
+	var bodies []map[string]any
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"data":[{"id":"m","simulated":true,"sim_speedup":4,"sim_device":"Jetson Orin NX"}]}`))
+		case "/version":
+			_, _ = w.Write([]byte(`{"version":"9.9"}`))
+		case "/v1/chat/completions":
+			var b map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&b)
+			mu.Lock()
+			bodies = append(bodies, b)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	w := tinyWorkload()
+	w.Cameras = []int{1}
+	spec := Spec{
+		Run:       protocol.Run{ID: "b1", Source: protocol.SourceBench, Workload: w},
+		Engine:    engine.Attach(engine.Endpoint{BaseURL: srv.URL + "/v1", Model: "m"}, engine.Env{}),
+		Images:    pictures(t),
+		Device:    protocol.DeviceFacts{Name: "Build Host"},
+		Telemetry: Telemetry{Source: telemetry.SourceOff},
+	}
+	run, err := Run(context.Background(), spec, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Simulated || run.SimSpeedup != 4 || run.Config.Device != "Jetson Orin NX" || run.Engine.Version != "9.9" {
+		t.Errorf("run simulated %v ×%g on %q, engine version %q", run.Simulated, run.SimSpeedup, run.Config.Device, run.Engine.Version)
+	}
+	for _, b := range bodies {
+		if _, ok := b["cache_prompt"]; ok {
+			t.Errorf("cache_prompt sent to an engine that is not llama.cpp: %v", b)
+		}
+	}
+	if len(bodies) == 0 {
+		t.Error("no request reached the endpoint")
+	}
+}
