@@ -19,6 +19,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -274,29 +275,20 @@ func (a *Agent) publishDurable(ctx context.Context, subject, msgID string, v any
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", subject, err)
 	}
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
+	err = backoff.Default.Retry(ctx, func(attempt int) error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		_, err := a.js.Publish(pctx, subject, data, jetstream.WithMsgID(msgID))
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("publish %s (%s): %w", subject, msgID, ctx.Err())
-		}
-		if attempt == 1 || attempt%10 == 0 {
+		// Every tenth failure is enough to show that a long outage goes on.
+		if err != nil && ctx.Err() == nil && (attempt == 1 || attempt%10 == 0) {
 			a.log.Warn().Err(err).Str("subject", subject).Int("attempt", attempt).Msg("publish not acknowledged; retrying")
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("publish %s (%s): %w", subject, msgID, ctx.Err())
-		case <-time.After(backoff):
-		}
-		if backoff < 5*time.Second {
-			backoff *= 2
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("publish %s (%s): %w", subject, msgID, err)
 	}
+	return nil
 }
 
 // maxJobDeliveries bounds how often one job is delivered: a job that takes
@@ -312,6 +304,7 @@ func (a *Agent) serveJobs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	wait := backoff.Default.Start()
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
 		if err == nil {
@@ -321,16 +314,15 @@ func (a *Agent) serveJobs(ctx context.Context) error {
 			err = batch.Error()
 		}
 		if err == nil || errors.Is(err, nats.ErrTimeout) || ctx.Err() != nil {
+			wait.Reset()
 			continue
 		}
 		// Anything else is the server's word (the consumer was deleted, the
 		// stream is gone, no JetStream answers): back off rather than spin,
 		// and bind the consumer again where it is gone.
 		a.log.Warn().Err(err).Msg("fetching jobs failed")
-		select {
-		case <-ctx.Done():
+		if wait.Wait(ctx) != nil {
 			continue
-		case <-time.After(time.Second):
 		}
 		if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
 			errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, nats.ErrNoResponders) ||
@@ -346,9 +338,10 @@ func (a *Agent) serveJobs(ctx context.Context) error {
 // bindJobs creates (or finds) the agent's durable job consumer, waiting for
 // the controller to have made the stream.
 func (a *Agent) bindJobs(ctx context.Context) (jetstream.Consumer, error) {
-	backoff := 250 * time.Millisecond
-	for {
-		cons, err := a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+	var cons jetstream.Consumer
+	err := backoff.Default.Retry(ctx, func(int) error {
+		var err error
+		cons, err = a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
 			Durable:       protocol.JobConsumerName(a.cfg.ID),
 			FilterSubject: protocol.JobSubject(a.cfg.ID),
 			AckPolicy:     jetstream.AckExplicitPolicy,
@@ -356,22 +349,15 @@ func (a *Agent) bindJobs(ctx context.Context) (jetstream.Consumer, error) {
 			MaxAckPending: 1,
 			MaxDeliver:    maxJobDeliveries,
 		})
-		if err == nil {
-			return cons, nil
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("job consumer not ready (is the controller up?); retrying")
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		a.log.Warn().Err(err).Msg("job consumer not ready (is the controller up?); retrying")
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-		if backoff < 5*time.Second {
-			backoff *= 2
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bind job consumer %s: %w", protocol.JobConsumerName(a.cfg.ID), err)
 	}
+	return cons, nil
 }
 
 func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {

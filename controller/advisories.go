@@ -138,7 +138,7 @@ func (c *Controller) handleAdvisory(msg jetstream.Msg) {
 func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
 	adv, agentID, err := decodeMaxDeliveries(data)
 	if err != nil {
-		return rejectf("%v", err)
+		return store.Rejectf("%v", err)
 	}
 	job, inStream, err := c.undeliveredJob(ctx, adv, agentID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -199,14 +199,14 @@ func (c *Controller) undeliveredJob(ctx context.Context, adv maxDeliveriesAdviso
 		return protocol.Job{}, false, fmt.Errorf("jobs stream message %d: %w", adv.StreamSeq, err)
 	}
 	if raw.Subject != protocol.JobSubject(agentID) {
-		return protocol.Job{}, false, rejectf("max-deliveries advisory of consumer %s: jobs stream message %d is on %s, not %s", adv.Consumer, adv.StreamSeq, raw.Subject, protocol.JobSubject(agentID))
+		return protocol.Job{}, false, store.Rejectf("max-deliveries advisory of consumer %s: jobs stream message %d is on %s, not %s", adv.Consumer, adv.StreamSeq, raw.Subject, protocol.JobSubject(agentID))
 	}
 	job, err := protocol.DecodeJob(raw.Data)
 	if err != nil {
-		return protocol.Job{}, false, rejectf("jobs stream message %d: %v", adv.StreamSeq, err)
+		return protocol.Job{}, false, store.Rejectf("jobs stream message %d: %v", adv.StreamSeq, err)
 	}
 	if job.AgentID != agentID {
-		return protocol.Job{}, false, rejectf("jobs stream message %d on %s names agent %q", adv.StreamSeq, raw.Subject, job.AgentID)
+		return protocol.Job{}, false, store.Rejectf("jobs stream message %d on %s names agent %q", adv.StreamSeq, raw.Subject, job.AgentID)
 	}
 	return *job, true, nil
 }

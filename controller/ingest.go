@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -118,7 +118,7 @@ func settle(err error, delivered uint64) disposition {
 		return disposition{action: actAck}
 	case errors.As(err, &rej):
 		return disposition{action: actReject, reason: rej.Reason}
-	case permanentStoreError(err):
+	case store.Permanent(err):
 		return disposition{action: actReject, reason: "the store refuses it: " + err.Error()}
 	case delivered >= MaxDeliveries:
 		return disposition{action: actReject, reason: fmt.Sprintf("storing failed on all %d deliveries, last: %v", delivered, err)}
@@ -127,24 +127,13 @@ func settle(err error, delivered uint64) disposition {
 	}
 }
 
-// permanentStoreError reports whether bbolt refuses the write for what it
-// contains, so every retry would fail the same way.
-func permanentStoreError(err error) bool {
-	for _, p := range []error{bolt.ErrKeyTooLarge, bolt.ErrValueTooLarge, bolt.ErrKeyRequired, bolt.ErrBucketNameRequired, bolt.ErrIncompatibleValue} {
-		if errors.Is(err, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// nakDelay backs off from half a second to half a minute.
+// nakDelay spaces the redeliveries of a message the store failed to take.
+// JetStream does the waiting (NakWithDelay), so the delay follows from the
+// delivery count instead of a loop's state. It grows to half a minute, not
+// the agents' few seconds: a store failing for that long (a full disk) waits
+// for an operator, and retrying faster would only fill the log.
 func nakDelay(delivered uint64) time.Duration {
-	d := 500 * time.Millisecond
-	for i := uint64(1); i < delivered && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
+	return backoff.Policy{First: 500 * time.Millisecond, Max: 30 * time.Second}.Delay(int(min(delivered, MaxDeliveries)))
 }
 
 func (c *Controller) reject(msg jetstream.Msg, seq uint64, reason string) {
@@ -164,26 +153,22 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-func rejectf(format string, args ...any) error {
-	return &store.RejectError{Reason: fmt.Sprintf(format, args...)}
-}
-
 // ingest decodes one durable agent event and stores it. A message that can
 // never be stored comes back as a *store.RejectError.
 func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) error {
 	subjAgent, kind, err := parseAgentSubject(subject)
 	if err != nil {
-		return rejectf("%v", err)
+		return store.Rejectf("%v", err)
 	}
 	mismatch := func(id string) error {
-		return rejectf("subject names agent %q but the message says agent_id %q", subjAgent, id)
+		return store.Rejectf("subject names agent %q but the message says agent_id %q", subjAgent, id)
 	}
 	now := time.Now().UTC()
 	switch kind {
 	case protocol.KindHello:
 		h, err := protocol.DecodeAgentHello(data)
 		if err != nil {
-			return rejectf("%v", err)
+			return store.Rejectf("%v", err)
 		}
 		if h.AgentID != subjAgent {
 			return mismatch(h.AgentID)
@@ -198,7 +183,7 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 	case protocol.KindState:
 		s, err := protocol.DecodeJobStateChange(data)
 		if err != nil {
-			return rejectf("%v", err)
+			return store.Rejectf("%v", err)
 		}
 		if s.AgentID != subjAgent {
 			return mismatch(s.AgentID)
@@ -221,7 +206,7 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 	case protocol.KindResult:
 		m, err := protocol.DecodeResultMessage(data)
 		if err != nil {
-			return rejectf("%v", err)
+			return store.Rejectf("%v", err)
 		}
 		if m.AgentID != subjAgent {
 			return mismatch(m.AgentID)
@@ -236,7 +221,7 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 		}
 		c.emit(EventResult, m.AgentID, ev)
 	default:
-		return rejectf("subject %q: unknown event kind %q (want hello, state or result)", subject, kind)
+		return store.Rejectf("subject %q: unknown event kind %q (want hello, state or result)", subject, kind)
 	}
 	return nil
 }

@@ -4,42 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
-
-// boltKeyTooLarge is the error bbolt really returns for a key over its
-// 32 KiB limit, wrapped the way the store wraps it.
-func boltKeyTooLarge(t *testing.T) error {
-	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "k.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("b"))
-		if err != nil {
-			return err
-		}
-		if err := b.Put([]byte(strings.Repeat("k", 40<<10)), []byte("v")); err != nil {
-			return fmt.Errorf("put: %w", err)
-		}
-		return nil
-	})
-	if err == nil {
-		t.Fatal("bbolt accepted a 40 KiB key")
-	}
-	return fmt.Errorf("store: result for run r1: %w", err)
-}
 
 func TestSettleRetriesOnlyTransientErrors(t *testing.T) {
 	transient := errors.New("store: result for run r1: write: no space left on device")
@@ -52,8 +26,7 @@ func TestSettleRetriesOnlyTransientErrors(t *testing.T) {
 	}{
 		{"stored", nil, 1, actAck, ""},
 		{"refused by the store", &store.RejectError{Reason: "run r1 belongs to agent a2"}, 1, actReject, "belongs to agent a2"},
-		{"key too large", boltKeyTooLarge(t), 1, actReject, "key too large"},
-		{"value too large", fmt.Errorf("store: agent a1: %w", bolt.ErrValueTooLarge), 1, actReject, "value too large"},
+		{"refused by bbolt", fmt.Errorf("store: agent a1: %w", bolterrors.ErrValueTooLarge), 1, actReject, "value too large"},
 		{"transient, first delivery", transient, 1, actRetry, ""},
 		{"transient, next to last", transient, MaxDeliveries - 1, actRetry, ""},
 		{"transient, last delivery", transient, MaxDeliveries, actReject, "no space left"},
@@ -66,6 +39,18 @@ func TestSettleRetriesOnlyTransientErrors(t *testing.T) {
 		if d.action == actRetry && d.delay <= 0 {
 			t.Errorf("%s: retry without delay", tc.name)
 		}
+	}
+}
+
+func TestRedeliveryWaitsGrowToHalfAMinute(t *testing.T) {
+	if d := nakDelay(1); d != 500*time.Millisecond {
+		t.Errorf("first redelivery in %v, want 500ms", d)
+	}
+	if a, b := nakDelay(2), nakDelay(3); a != time.Second || b != 2*time.Second {
+		t.Errorf("second and third redelivery in %v and %v, want 1s and 2s", a, b)
+	}
+	if d := nakDelay(MaxDeliveries); d != 30*time.Second {
+		t.Errorf("last redelivery in %v, want 30s", d)
 	}
 }
 

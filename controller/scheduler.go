@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -182,10 +183,10 @@ func (c *Controller) kickPublisher() {
 
 // publishLoop publishes jobs that are stored but unacknowledged, after a
 // start or a failed publish, backing off from half a second to a minute
-// while JetStream refuses.
+// while JetStream refuses. A kick (a new sweep's failed publish) tries at
+// once rather than waiting out the backoff, so it does not sleep in Wait.
 func (c *Controller) publishLoop(ctx context.Context) {
-	const maxDelay = time.Minute
-	delay := 500 * time.Millisecond
+	b := backoff.Policy{First: 500 * time.Millisecond, Max: time.Minute}.Start()
 	var retry <-chan time.Time
 	for {
 		select {
@@ -199,12 +200,12 @@ func (c *Controller) publishLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			delay := b.Next()
 			c.log.Warn().Err(err).Dur("retry_in", delay).Msg("publishing stored jobs failed")
 			retry = time.After(delay)
-			delay = min(delay*2, maxDelay)
 			continue
 		}
-		delay = 500 * time.Millisecond
+		b.Reset()
 	}
 }
 

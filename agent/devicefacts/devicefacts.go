@@ -16,11 +16,27 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Options says where to read from.
+// DefaultSysRoot is the system root of a real device, which an empty
+// SysRoot means here and in package telemetry.
+const DefaultSysRoot = "/"
+
+// SysRootOr returns root, or DefaultSysRoot when root is empty, for callers
+// that show or pass on the root they will read.
+func SysRootOr(root string) string {
+	if root == "" {
+		return DefaultSysRoot
+	}
+	return root
+}
+
+// Options says where to read from. Both places come from the caller alone,
+// never from this process's environment, so that a caller (a test, the CLI
+// with its own environment) decides what is read and run.
 type Options struct {
-	// SysRoot prefixes every file read; "" means $VLMFLEET_SYSROOT, else "/".
+	// SysRoot prefixes every file read; "" means DefaultSysRoot.
 	SysRoot string
-	// Path is searched for nvidia-smi and nvpmodel; "" means $PATH.
+	// Path is the PATH-style list searched for nvidia-smi and nvpmodel;
+	// "" searches nowhere, so no tool is found.
 	Path string
 	// Timeout bounds each external command (default 10s): nvidia-smi can
 	// hang on a wedged GPU.
@@ -28,15 +44,7 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.SysRoot == "" {
-		o.SysRoot = os.Getenv("VLMFLEET_SYSROOT")
-	}
-	if o.SysRoot == "" {
-		o.SysRoot = "/"
-	}
-	if o.Path == "" {
-		o.Path = os.Getenv("PATH")
-	}
+	o.SysRoot = SysRootOr(o.SysRoot)
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -124,7 +132,7 @@ func LookPath(pathList, name string) (string, error) {
 
 // rooted places an absolute system path under root.
 func rooted(root, path string) string {
-	if root == "" || root == "/" {
+	if root == "" || root == DefaultSysRoot {
 		return path
 	}
 	return filepath.Join(root, path)

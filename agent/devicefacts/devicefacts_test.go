@@ -174,3 +174,32 @@ func TestSimulated(t *testing.T) {
 		t.Errorf("unknown simulated device: %+v", f)
 	}
 }
+
+// The options are the only source: the process's PATH and VLMFLEET_SYSROOT
+// are not consulted, so an empty Path finds no tool even where the
+// environment would.
+func TestDetectReadsOnlyItsOptions(t *testing.T) {
+	if _, jetson := JetsonModel(DefaultSysRoot); jetson {
+		t.Skip("this host is a Jetson: an empty SysRoot reads its real facts")
+	}
+	root, path := scenario(t, "orin-nx", fakehw.OrinNX())
+	t.Setenv("PATH", path)
+	t.Setenv("VLMFLEET_SYSROOT", root)
+	f := Detect(context.Background(), Options{SysRoot: t.TempDir()})
+	if f.Kind != protocol.DeviceCPU || len(f.GPUs) > 0 {
+		t.Errorf("empty Path: kind %q with %d GPUs, want cpu: no tool may come from the process's PATH", f.Kind, len(f.GPUs))
+	}
+	f = Detect(context.Background(), Options{})
+	if f.Kind == protocol.DeviceJetson {
+		t.Error("empty SysRoot read $VLMFLEET_SYSROOT's Jetson, want the default root")
+	}
+}
+
+func TestSysRootOr(t *testing.T) {
+	if got := SysRootOr(""); got != DefaultSysRoot {
+		t.Errorf(`SysRootOr("") = %q, want %q`, got, DefaultSysRoot)
+	}
+	if got := SysRootOr("/tmp/fixture"); got != "/tmp/fixture" {
+		t.Errorf("SysRootOr kept %q, want /tmp/fixture", got)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,9 +48,12 @@ func fakeDir(t *testing.T) string {
 			return
 		}
 		fakeBinaries.dir = dir
+		// go test puts its own toolchain first on PATH, so this is the go
+		// that runs the tests.
 		goBin, err := exec.LookPath("go")
 		if err != nil {
-			goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+			fakeBinaries.err = fmt.Errorf("build fake engine: %w", err)
+			return
 		}
 		cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", filepath.Join(dir, "vllm"), "./internal/fakeengine")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

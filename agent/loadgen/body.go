@@ -3,7 +3,6 @@ package loadgen
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -88,32 +87,6 @@ func jsonSafe(s string) string {
 	}
 	return s
 }
-
-// bodyReader streams a request body from its parts without joining them.
-type bodyReader struct {
-	segs []string
-	i    int
-	off  int
-}
-
-func (r *bodyReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) && r.i < len(r.segs) {
-		c := copy(p[n:], r.segs[r.i][r.off:])
-		n += c
-		r.off += c
-		if r.off == len(r.segs[r.i]) {
-			r.i++
-			r.off = 0
-		}
-	}
-	if n == 0 && r.i >= len(r.segs) {
-		return 0, io.EOF
-	}
-	return n, nil
-}
-
-func (r *bodyReader) Close() error { return nil }
 
 func bodyLen(segs []string) int64 {
 	var n int64

@@ -92,6 +92,26 @@ func TestAutoSource(t *testing.T) {
 	if _, err := New(Options{Source: "powertop"}); err == nil {
 		t.Error("an unknown source must be an error")
 	}
+	if _, err := New(Options{Source: SourceOff}); err == nil {
+		t.Error("source off has no sampler; New must refuse it")
+	}
+}
+
+// The tools are looked up on Options.Path alone: an empty one finds none,
+// whatever the process's PATH holds.
+func TestEmptyPathFindsNoTool(t *testing.T) {
+	root, path := scenario(t, "x86-workstation", fakehw.RTXPro6000MaxQ())
+	t.Setenv("PATH", path)
+	s, err := New(Options{SysRoot: root, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Source() != SourceHost {
+		t.Errorf("auto with an empty Path chose %q, want %q", s.Source(), SourceHost)
+	}
+	if _, err := New(Options{Source: SourceNvidiaSMI, SysRoot: root}); err == nil {
+		t.Error("an explicit nvidia-smi with an empty Path must be an error")
+	}
 }
 
 func TestRunTegrastats(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -17,17 +16,22 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Sources.
+// Sources. The tool sources are named after the tool they run.
 const (
 	SourceAuto       = "auto"
 	SourceTegrastats = "tegrastats"
 	SourceNvidiaSMI  = "nvidia-smi"
 	SourceHost       = "host"
 	SourceSimulated  = "simulated"
-	// SourceOff is no telemetry at all (an agent's or bench's choice; New
-	// refuses it, since there is nothing to sample).
+	// SourceOff is a configuration's way to say "no telemetry": there is
+	// no Sampler for it, so New refuses it and callers check for it first.
 	SourceOff = "off"
 )
+
+// Sources lists every source a configuration may name, SourceOff included.
+func Sources() []string {
+	return []string{SourceAuto, SourceTegrastats, SourceNvidiaSMI, SourceHost, SourceSimulated, SourceOff}
+}
 
 // Options configure a Sampler.
 type Options struct {
@@ -36,9 +40,11 @@ type Options struct {
 	Source string
 	// Interval between samples (default 500ms).
 	Interval time.Duration
-	// SysRoot prefixes every file read ("" means $VLMFLEET_SYSROOT, else /).
+	// SysRoot prefixes every file read ("" means devicefacts.DefaultSysRoot).
 	SysRoot string
-	// Path is searched for tegrastats and nvidia-smi ("" means $PATH).
+	// Path is the PATH-style list searched for tegrastats and nvidia-smi;
+	// "" searches nowhere (auto then samples the host). Like SysRoot it
+	// comes from the caller alone, never from this process's environment.
 	Path string
 	// SimLoad is the simulated device's current load, 0..1 (nil: idle).
 	SimLoad func() float64
@@ -66,15 +72,7 @@ func New(opt Options) (*Sampler, error) {
 	if opt.Interval <= 0 {
 		opt.Interval = 500 * time.Millisecond
 	}
-	if opt.SysRoot == "" {
-		opt.SysRoot = os.Getenv("VLMFLEET_SYSROOT")
-	}
-	if opt.SysRoot == "" {
-		opt.SysRoot = "/"
-	}
-	if opt.Path == "" {
-		opt.Path = os.Getenv("PATH")
-	}
+	opt.SysRoot = devicefacts.SysRootOr(opt.SysRoot)
 	if opt.RestartDelay <= 0 {
 		opt.RestartDelay = time.Second
 	}
@@ -87,12 +85,12 @@ func New(opt Options) (*Sampler, error) {
 	s := &Sampler{opt: opt}
 	switch opt.Source {
 	case SourceAuto:
-		if bin, err := devicefacts.LookPath(opt.Path, "tegrastats"); err == nil {
+		if bin, err := devicefacts.LookPath(opt.Path, SourceTegrastats); err == nil {
 			s.source, s.bin = SourceTegrastats, bin
 		} else if _, jetson := devicefacts.JetsonModel(opt.SysRoot); jetson {
 			opt.Log.Warn().Msg("telemetry: this is a Jetson but tegrastats is not on PATH; sampling the host only")
 			s.source = SourceHost
-		} else if bin, err := devicefacts.LookPath(opt.Path, "nvidia-smi"); err == nil {
+		} else if bin, err := devicefacts.LookPath(opt.Path, SourceNvidiaSMI); err == nil {
 			s.source, s.bin = SourceNvidiaSMI, bin
 		} else {
 			s.source = SourceHost
@@ -105,6 +103,8 @@ func New(opt Options) (*Sampler, error) {
 		s.source, s.bin = opt.Source, bin
 	case SourceHost, SourceSimulated:
 		s.source = opt.Source
+	case SourceOff:
+		return nil, fmt.Errorf("telemetry source %s: nothing to sample", SourceOff)
 	default:
 		return nil, fmt.Errorf("unknown telemetry source %q (want auto, tegrastats, nvidia-smi, host or simulated)", opt.Source)
 	}

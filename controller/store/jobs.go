@@ -330,7 +330,7 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 			}
 		}
 		if rec.Job.AgentID != ch.AgentID {
-			return rejectf("job %s belongs to agent %s, not %s", ch.JobID, rec.Job.AgentID, ch.AgentID)
+			return Rejectf("job %s belongs to agent %s, not %s", ch.JobID, rec.Job.AgentID, ch.AgentID)
 		}
 		seen := false
 		for _, h := range rec.History {

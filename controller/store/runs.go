@@ -62,10 +62,10 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 		}
 		if exists {
 			if rec.Run.Source != protocol.SourceLab {
-				return rejectf("run id %s is already used by a run from %s (%s)", run.ID, rec.Run.Source, rec.Run.Origin)
+				return Rejectf("run id %s is already used by a run from %s (%s)", run.ID, rec.Run.Source, rec.Run.Origin)
 			}
 			if rec.Run.AgentID != m.AgentID {
-				return rejectf("run %s belongs to agent %s, not %s", run.ID, rec.Run.AgentID, m.AgentID)
+				return Rejectf("run %s belongs to agent %s, not %s", run.ID, rec.Run.AgentID, m.AgentID)
 			}
 		}
 		// Once the run is closed, a late or redelivered progress message

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // SchemaVersion is the layout of the database file. A file written by a
@@ -51,8 +52,27 @@ type RejectError struct{ Reason string }
 
 func (e *RejectError) Error() string { return e.Reason }
 
-func rejectf(format string, args ...any) error {
+// Rejectf returns a *RejectError with a formatted reason.
+func Rejectf(format string, args ...any) error {
 	return &RejectError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// Permanent reports whether writing the same message again would fail the
+// same way: a *RejectError, or bbolt refusing the key or value itself. A
+// caller that retries other errors (a full disk, a closing database) must
+// not retry these. It is here, not with the caller, so that only the store
+// knows it keeps its data in bbolt.
+func Permanent(err error) bool {
+	var rej *RejectError
+	if errors.As(err, &rej) {
+		return true
+	}
+	for _, p := range []error{bolterrors.ErrKeyTooLarge, bolterrors.ErrValueTooLarge, bolterrors.ErrKeyRequired, bolterrors.ErrBucketNameRequired, bolterrors.ErrIncompatibleValue} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // Store is the controller's database.
@@ -81,7 +101,7 @@ func Open(path string, opt Options) (*Store, error) {
 	pidPath := path + ".pid"
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			holder := "another process"
 			if b, rerr := os.ReadFile(pidPath); rerr == nil {
 				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {

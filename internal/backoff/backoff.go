@@ -39,13 +39,31 @@ func (p Policy) Retry(ctx context.Context, try func(attempt int) error) error {
 
 // Start returns a Backoff for a loop that waits between tries on its own.
 func (p Policy) Start() *Backoff {
+	p = p.normal()
+	return &Backoff{p: p, next: p.First}
+}
+
+// Delay is the wait after the attempt-th failed try (counting from 1), for
+// callers that hand the wait to someone else, such as a JetStream message
+// redelivered with a delay: First, doubled for each earlier try, up to Max.
+func (p Policy) Delay(attempt int) time.Duration {
+	p = p.normal()
+	d := p.First
+	for i := 1; i < attempt && d < p.Max; i++ {
+		d *= 2
+	}
+	return min(d, p.Max)
+}
+
+// normal fills in what a zero or inverted Policy leaves out.
+func (p Policy) normal() Policy {
 	if p.First <= 0 {
 		p = Default
 	}
 	if p.Max < p.First {
 		p.Max = p.First
 	}
-	return &Backoff{p: p, next: p.First}
+	return p
 }
 
 // Backoff is one loop's state: the next wait.

@@ -56,3 +56,21 @@ func TestRetryStopsOnPermanentAndOnContext(t *testing.T) {
 		t.Errorf("cancelled: err %v, want both context.Canceled and the last error", err)
 	}
 }
+
+// Delay(n) is the wait a Backoff makes after n failed tries, so a wait
+// handed to JetStream grows the same way as one slept in a loop.
+func TestDelayMatchesTheLoopsWaits(t *testing.T) {
+	p := Policy{First: 500 * time.Millisecond, Max: 30 * time.Second}
+	b := p.Start()
+	for attempt := 1; attempt <= 12; attempt++ {
+		if got, want := p.Delay(attempt), b.Next(); got != want {
+			t.Errorf("Delay(%d) = %v, the loop waits %v", attempt, got, want)
+		}
+	}
+	if d := p.Delay(1 << 40); d != p.Max {
+		t.Errorf("Delay of a huge attempt = %v, want Max %v", d, p.Max)
+	}
+	if d := (Policy{}).Delay(1); d != Default.First {
+		t.Errorf("zero Policy's first delay = %v, want Default's %v", d, Default.First)
+	}
+}

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 )
 
 // ConfigFile is the scenario file the fakes read from their own directory.
@@ -59,9 +58,11 @@ type NVPModel struct {
 // Build compiles the fake into dir and returns its path. Tests call it once
 // (in TestMain) and Install copies of it per scenario.
 func Build(dir string) (string, error) {
+	// go test puts its own toolchain first on PATH, so this is the go that
+	// runs the tests.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("build fake tools: %w", err)
 	}
 	out := filepath.Join(dir, "fakehw")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw/cmd/fakehw")
