@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -103,9 +105,7 @@ func (c Config) withDefaults(hostname string) Config {
 	if c.Telemetry.Interval == 0 {
 		c.Telemetry.Interval = engine.Duration(500 * time.Millisecond)
 	}
-	if c.SysRoot == "" {
-		c.SysRoot = "/"
-	}
+	c.SysRoot = devicefacts.SysRootOr(c.SysRoot)
 	if c.LogDir == "" {
 		c.LogDir = os.TempDir()
 	}
@@ -120,11 +120,8 @@ func (c Config) Validate(env engine.Env) error {
 	if len(c.Deployments) == 0 {
 		return fmt.Errorf("deployments: none configured; an agent needs at least one model to serve")
 	}
-	switch c.Telemetry.Source {
-	case telemetry.SourceAuto, telemetry.SourceTegrastats, telemetry.SourceNvidiaSMI, telemetry.SourceHost,
-		telemetry.SourceSimulated, telemetry.SourceOff:
-	default:
-		return fmt.Errorf("telemetry.source: %q, want auto, tegrastats, nvidia-smi, host, simulated or off", c.Telemetry.Source)
+	if !slices.Contains(telemetry.Sources(), c.Telemetry.Source) {
+		return fmt.Errorf("telemetry.source: %q, want one of %s", c.Telemetry.Source, strings.Join(telemetry.Sources(), ", "))
 	}
 	seen := map[string]bool{}
 	for i, d := range c.Deployments {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -110,9 +111,7 @@ func New(cfg Config, env Env) (Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine %s: %w", cfg.Kind, err)
 	}
-	if env.SysRoot == "" {
-		env.SysRoot = "/"
-	}
+	env.SysRoot = devicefacts.SysRootOr(env.SysRoot)
 	if env.stopGrace <= 0 {
 		env.stopGrace = 10 * time.Second
 	}

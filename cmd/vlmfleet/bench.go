@@ -273,12 +273,8 @@ func benchSpec(ctx context.Context, c *cli, o *benchOptions) (measure.Spec, erro
 	if err != nil {
 		return measure.Spec{}, fmt.Errorf("loading the pictures: %w", err)
 	}
-	// The tools are looked up on the CLI's PATH, not the process's: an empty
-	// one finds nothing rather than falling back to os.Getenv.
+	// The tools are looked up on the CLI's PATH, not the process's.
 	path := c.getenv("PATH")
-	if path == "" {
-		path = string(os.PathListSeparator)
-	}
 	sysroot := c.getenv("VLMFLEET_SYSROOT")
 	loopback := false
 	if u, err := url.Parse(o.url); err == nil {

@@ -45,9 +45,7 @@ func cmdDevice(ctx context.Context, c *cli, args []string) error {
 	if root == "" {
 		root = c.getenv("VLMFLEET_SYSROOT")
 	}
-	if root == "" {
-		root = "/"
-	}
+	root = devicefacts.SysRootOr(root)
 	path := c.getenv("PATH")
 
 	var facts protocol.DeviceFacts
