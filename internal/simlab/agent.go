@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent"
@@ -86,9 +87,16 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 	err = w.until(wctx, func(ctx context.Context) (bool, error) { return l.announced(ctx, d.ID, since) })
 	if err != nil {
 		_ = sa.Stop()
+		l.forget(sa) // its error is returned here, not again by Close
 		return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
 	}
 	return sa, nil
+}
+
+func (l *Lab) forget(a *Agent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.agents = slices.DeleteFunc(l.agents, func(x *Agent) bool { return x == a })
 }
 
 // announced says whether the controller has stored a hello from agent id

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -103,7 +104,7 @@ func (l *Lab) Close() error {
 		return nil
 	}
 	l.closed = true
-	agents := l.agents
+	agents := slices.Clone(l.agents)
 	l.mu.Unlock()
 	var errs []error
 	for _, a := range agents {

@@ -13,7 +13,8 @@ import (
 
 // Submit waits for the agents a sweep names: it fails with the
 // controller's reason when none comes in time, and succeeds once one
-// announces itself while it waits. Wait returns when both agents' sweeps
+// announces itself while it waits. AddAgent gives up on an agent that
+// cannot announce itself. Wait returns when both agents' sweeps
 // have ended, and a restarted agent announces itself again.
 func TestHarness(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -29,6 +30,11 @@ func TestHarness(t *testing.T) {
 	}
 	if _, err := l.AddAgent(ctx, simlab.Device{ID: "x", Device: "No Such Device", Speedup: 1}); err == nil {
 		t.Fatal("an agent on a device with no simulated profile was started")
+	}
+	unreachable := agx("lost")
+	unreachable.NATSURL = "nats://127.0.0.1:1"
+	if _, err := l.AddAgent(ctx, unreachable); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an agent that cannot reach NATS: %v", err)
 	}
 
 	l = newLab(t, ctx, simlab.Options{})
