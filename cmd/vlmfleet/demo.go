@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/vlmfleet/vlmfleet/agent"
-	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -21,165 +19,84 @@ import (
 // demoDevice is one simulated lab device of the demo, with the camera levels
 // the seed measured on that kind of device.
 type demoDevice struct {
-	id      string
-	device  string
-	models  []string
+	simlab.Device
 	cameras []int
-	// speedup compresses the device's time. A fast device runs at a lower
-	// speed-up: its response times are a few hundred milliseconds, and a
-	// millisecond of real overhead would be multiplied by the speed-up.
-	speedup float64
 	// requests per camera level, as the seed measured: 8 on a Jetson, 24 on
 	// RTX PRO 6000.
 	requests int
 }
 
+// demoLab is the demo's lab. Speed-ups compress each device's time; a fast
+// device runs at a lower one: its response times are a few hundred
+// milliseconds, and a millisecond of real overhead would be multiplied by
+// the speed-up.
 func demoLab() []demoDevice {
+	dev := func(id, device string, speedup float64, models ...string) simlab.Device {
+		return simlab.Device{ID: id, Device: device, Models: models, Speedup: speedup}
+	}
 	return []demoDevice{
-		{id: "sim-orin-nx", device: "Jetson Orin NX", models: []string{"Cosmos-Reason2-2B", "Gemma-4-E2B-it"}, cameras: []int{1, 2, 4}, speedup: 40, requests: 8},
-		{id: "sim-agx-orin", device: "Jetson AGX Orin", models: []string{"Cosmos3-Edge", "Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8}, speedup: 40, requests: 8},
-		{id: "sim-rtx-pro-6000", device: "RTX PRO 6000", models: []string{"Qwen3-VL-4B-Instruct"}, cameras: []int{1, 2, 4, 8, 16}, speedup: 10, requests: 24},
+		{dev("sim-orin-nx", "Jetson Orin NX", 40, "Cosmos-Reason2-2B", "Gemma-4-E2B-it"), []int{1, 2, 4}, 8},
+		{dev("sim-agx-orin", "Jetson AGX Orin", 40, "Cosmos3-Edge", "Qwen3-VL-4B-Instruct"), []int{1, 2, 4, 8}, 8},
+		{dev("sim-rtx-pro-6000", "RTX PRO 6000", 10, "Qwen3-VL-4B-Instruct"), []int{1, 2, 4, 8, 16}, 24},
 	}
 }
 
-func cmdDemo(ctx context.Context, c *cli, args []string) error {
+type demoFlags struct {
+	httpAddr, dataDir string
+	speedup           float64
+	requests          int
+	exit              bool
+}
+
+func parseDemoFlags(c *cli, args []string) (demoFlags, error) {
+	var f demoFlags
 	fs := newFlagSet(c, "demo")
-	httpAddr := fs.String("http", "127.0.0.1:8080", "address to serve the explorer and the API on")
-	speedup := fs.Float64("speedup", 0, "run every simulated engine this many times faster than its device (default: 40 for the Jetsons, 10 for the RTX PRO 6000; times are scaled back and results labelled simulated)")
-	requests := fs.Int("requests", 0, "measured requests per camera level (default: as the seed, 8 on a Jetson and 24 on RTX PRO 6000)")
-	dataDir := fs.String("data-dir", "", "keep the demo's store here (default: a temporary directory, removed on exit)")
-	exit := fs.Bool("exit-when-done", false, "stop once the sweep is done instead of serving until Ctrl-C")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:8080", "address to serve the explorer and the API on")
+	fs.Float64Var(&f.speedup, "speedup", 0, "run every simulated engine this many times faster than its device (default: 40 for the Jetsons, 10 for the RTX PRO 6000; times are scaled back and results labelled simulated)")
+	fs.IntVar(&f.requests, "requests", 0, "measured requests per camera level (default: as the seed, 8 on a Jetson and 24 on RTX PRO 6000)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "keep the demo's store here (default: a temporary directory, removed on exit)")
+	fs.BoolVar(&f.exit, "exit-when-done", false, "stop once the sweep is done instead of serving until Ctrl-C")
 	if err := parseFlags(fs, args); err != nil {
+		return f, err
+	}
+	if f.speedup != 0 && f.speedup < 1 {
+		return f, usageError{fmt.Errorf("--speedup %g: want 1 or more", f.speedup)}
+	}
+	if f.requests < 0 {
+		return f, usageError{fmt.Errorf("--requests %d: want 1 or more", f.requests)}
+	}
+	return f, nil
+}
+
+func cmdDemo(ctx context.Context, c *cli, args []string) error {
+	f, err := parseDemoFlags(c, args)
+	if err != nil {
 		return err
 	}
-	if *speedup != 0 && *speedup < 1 {
-		return usageError{fmt.Errorf("--speedup %g: want 1 or more", *speedup)}
-	}
-	if *requests < 0 {
-		return usageError{fmt.Errorf("--requests %d: want 1 or more", *requests)}
-	}
-	dir := *dataDir
-	if dir == "" {
+	if f.dataDir == "" {
 		tmp, err := os.MkdirTemp("", "vlmfleet-demo-")
 		if err != nil {
 			return fmt.Errorf("demo data dir: %w", err)
 		}
 		defer os.RemoveAll(tmp)
-		dir = tmp
+		f.dataDir = tmp
 	}
-
-	// The parts log only what goes wrong, so that the progress bars stay
-	// readable; VLMFLEET_LOG_LEVEL=debug shows everything.
-	quiet := c.log
-	if c.getenv("VLMFLEET_LOG_LEVEL") == "" {
-		quiet = c.log.Level(zerolog.WarnLevel)
-	}
-	ctrl, err := controller.New(controller.Options{
-		DataDir:    dir,
-		NATSListen: "127.0.0.1:-1",
-		HTTPAddr:   *httpAddr,
-		Log:        quiet.With().Str("component", "controller").Logger(),
-		Version:    c.version,
-		Explorer:   explorerHandler(quiet),
-	})
+	lab, err := startDemoLab(ctx, c, f)
 	if err != nil {
 		return err
 	}
-	defer ctrl.Close()
-	if err := ctrl.Start(ctx); err != nil {
-		return fmt.Errorf("start controller: %w", err)
-	}
-	c.log.Info().Str("explorer", ctrl.HTTPURL()).Str("live", ctrl.HTTPURL()+"/live").Msg("controller up (embedded NATS)")
-
-	// One picture set for the three agents, drawn and encoded before any
-	// timing starts, so that no agent's measurement competes with it.
-	c.log.Info().Msg("drawing the sixteen pictures at 480p, 720p, 1080p and 2K")
-	images, err := imageset.Builtin()
-	if err != nil {
+	defer lab.Close()
+	if err := sweepDemo(ctx, c, lab, f); err != nil {
 		return err
 	}
-	for _, s := range protocol.ImageSizes() {
-		if _, err := images.DataURL(s.Name, 0); err != nil {
-			return fmt.Errorf("prepare the %s pictures: %w", s.Name, err)
-		}
-	}
-
-	agentCtx, stopAgents := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stopAgents(); wg.Wait() }()
-	lab := demoLab()
-	for _, d := range lab {
-		if *speedup != 0 {
-			d.speedup = *speedup
-		}
-		deps, err := agent.SimulatedDeployments(d.device, d.speedup, d.models...)
-		if err != nil {
-			return err
-		}
-		a, err := agent.New(agent.Config{
-			ID: d.id, NATSURL: ctrl.NATSURL(), Deployments: deps,
-			Simulate: d.device, SimSpeedup: d.speedup, LogDir: dir,
-		}, agent.Options{Log: quiet.With().Str("component", "agent").Logger(), Version: c.version, Getenv: c.getenv, Images: images})
-		if err != nil {
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := a.Run(agentCtx); err != nil {
-				c.log.Error().Err(err).Str("agent", d.id).Msg("agent stopped")
-			}
-		}()
-	}
-
-	// Nothing else writes to the terminal while the bars are drawn.
-	c.log.Info().Msg("sweeping 3 simulated devices: Jetson Orin NX, Jetson AGX Orin, RTX PRO 6000")
-	bars := termprogress.New(c.stderr, c.tty)
-	var deployments sync.Map // job id → deployment id, for the bars' labels
-	cancelEvents := ctrl.OnEvent(func(ev controller.Event) {
-		if p, ok := ev.Data.(protocol.Progress); ok {
-			name, _ := deployments.Load(p.JobID)
-			label, _ := name.(string)
-			showProgress(bars, p, label)
-		}
-	})
-	defer cancelEvents()
-
-	var sweeps []protocol.Sweep
-	for _, d := range lab {
-		w := protocol.DefaultWorkload()
-		w.Cameras = d.cameras
-		w.RequestsPerLevel = d.requests
-		if *requests > 0 {
-			w.RequestsPerLevel = *requests
-		}
-		s, err := submitWhenReady(ctx, ctrl, protocol.Sweep{Name: "demo " + d.device, Agents: []string{d.id}, Workload: w})
-		if err != nil {
-			return err
-		}
-		for _, id := range s.Jobs {
-			if j, err := ctrl.Job(ctx, id); err == nil {
-				deployments.Store(id, j.Deployment)
-			}
-		}
-		sweeps = append(sweeps, s)
-	}
-
-	started := time.Now()
-	if err := waitSweeps(ctx, ctrl, sweeps); err != nil {
-		bars.Close()
-		return err
-	}
-	bars.Close()
-	c.log.Info().Dur("took", time.Since(started).Round(time.Second)).Msg("demo sweep done")
-
-	runs, err := ctrl.RunSummaries(ctx)
+	runs, err := lab.Controller().RunSummaries(ctx)
 	if err != nil {
 		return fmt.Errorf("read results: %w", err)
 	}
 	printDemoSummary(c, explorer.Aggregate(runs, time.Now()))
-	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", ctrl.HTTPURL(), ctrl.HTTPURL(), ctrl.HTTPURL())
-	if *exit {
+	url := lab.Controller().HTTPURL()
+	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", url, url, url)
+	if f.exit {
 		return nil
 	}
 	fmt.Fprintln(c.stdout, "Serving until Ctrl-C.")
@@ -187,90 +104,94 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// submitWhenReady submits a sweep once its agent has announced itself: the
-// controller only makes jobs for deployments an agent offers.
-func submitWhenReady(ctx context.Context, ctrl *controller.Controller, s protocol.Sweep) (protocol.Sweep, error) {
-	announced := make(chan struct{}, 1)
-	cancel := ctrl.OnEvent(func(ev controller.Event) {
-		if ev.Kind == "agent" {
-			select {
-			case announced <- struct{}{}:
-			default:
-			}
-		}
+// startDemoLab starts the controller and the demo's three agents.
+func startDemoLab(ctx context.Context, c *cli, f demoFlags) (*simlab.Lab, error) {
+	// One picture set for the three agents, drawn and encoded before any
+	// timing starts, so that no agent's measurement competes with it.
+	c.log.Info().Msg("drawing the sixteen pictures at 480p, 720p, 1080p and 2K")
+	images, err := simlab.Pictures()
+	if err != nil {
+		return nil, err
+	}
+	// The parts log only what goes wrong, so that the progress bars stay
+	// readable; VLMFLEET_LOG_LEVEL=debug shows everything.
+	quiet := c.log
+	if c.getenv("VLMFLEET_LOG_LEVEL") == "" {
+		quiet = c.log.Level(zerolog.WarnLevel)
+	}
+	lab, err := simlab.Start(ctx, simlab.Options{
+		DataDir: f.dataDir, HTTPAddr: f.httpAddr, Log: quiet,
+		Version: c.version, Getenv: c.getenv, Images: images,
 	})
-	defer cancel()
-	deadline := time.After(30 * time.Second)
-	for {
-		out, err := ctrl.SubmitSweep(ctx, s)
-		if err == nil {
-			return out, nil
+	if err != nil {
+		return nil, err
+	}
+	url := lab.Controller().HTTPURL()
+	c.log.Info().Str("explorer", url).Str("live", url+"/live").Msg("controller up (embedded NATS)")
+	for _, d := range demoLab() {
+		if f.speedup != 0 {
+			d.Speedup = f.speedup
 		}
-		select {
-		case <-ctx.Done():
-			return protocol.Sweep{}, ctx.Err()
-		case <-deadline:
-			return protocol.Sweep{}, fmt.Errorf("submit %s: %w", s.Name, err)
-		case <-announced:
-		case <-time.After(time.Second):
+		if _, err := lab.AddAgent(ctx, d.Device); err != nil {
+			_ = lab.Close()
+			return nil, err
 		}
 	}
+	return lab, nil
 }
 
-func waitSweeps(ctx context.Context, ctrl *controller.Controller, sweeps []protocol.Sweep) error {
-	changed := make(chan struct{}, 1)
-	cancel := ctrl.OnEvent(func(ev controller.Event) {
-		if ev.Kind == "state" {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
+// sweepDemo sweeps every demo device and draws the progress until all is measured.
+func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error {
+	// Nothing else writes to the terminal while the bars are drawn.
+	c.log.Info().Msg("sweeping 3 simulated devices: Jetson Orin NX, Jetson AGX Orin, RTX PRO 6000")
+	bars := termprogress.New(c.stderr, c.tty)
+	stop := lab.Controller().OnEvent(drawProgress(ctx, lab.Controller(), bars))
+	defer stop()
+	var sweeps []protocol.Sweep
+	for _, d := range demoLab() {
+		w := protocol.DefaultWorkload()
+		w.Cameras = d.cameras
+		w.RequestsPerLevel = d.requests
+		if f.requests > 0 {
+			w.RequestsPerLevel = f.requests
 		}
-	})
-	defer cancel()
-	for {
-		done := true
-		for _, s := range sweeps {
-			st, err := ctrl.SweepStatus(ctx, s.ID)
-			if err != nil {
-				return err
-			}
-			done = done && st.Done
+		s, err := lab.Submit(ctx, protocol.Sweep{Name: "demo " + d.Device.Device, Agents: []string{d.ID}, Workload: w})
+		if err != nil {
+			bars.Close()
+			return err
 		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-changed:
-		case <-time.After(2 * time.Second):
-		}
+		sweeps = append(sweeps, s)
 	}
+	started := time.Now()
+	err := lab.Wait(ctx, sweeps...)
+	bars.Close()
+	if err != nil {
+		return err
+	}
+	c.log.Info().Dur("took", time.Since(started).Round(time.Second)).Msg("demo sweep done")
+	return nil
 }
 
-func showProgress(bars *termprogress.Bars, p protocol.Progress, deployment string) {
-	who := p.AgentID
-	if deployment != "" {
-		who += " " + deployment
+// drawProgress draws each progress event as a bar labelled with the agent
+// and the deployment of the job. Events come from one goroutine, so the
+// labels need no lock; a job's is read from the store the first time.
+func drawProgress(ctx context.Context, ctrl *controller.Controller, bars *termprogress.Bars) func(controller.Event) {
+	labels := map[string]string{}
+	return func(ev controller.Event) {
+		p, ok := ev.Data.(protocol.Progress)
+		if !ok {
+			return
+		}
+		who, ok := labels[p.JobID]
+		if !ok {
+			who = p.AgentID
+			if j, err := ctrl.Job(ctx, p.JobID); err == nil {
+				who += " " + j.Deployment
+			}
+			labels[p.JobID] = who
+		}
+		bars.Progress(p.JobID, who, p)
 	}
-	switch p.Phase {
-	case protocol.PhaseDone:
-		bars.Set(p.AgentID, who+" done", 1, 1, p.Message)
-		return
-	case protocol.PhaseEngineStart:
-		bars.Set(p.AgentID, who+" starting engine", 0, 1, "")
-		return
-	}
-	label := fmt.Sprintf("%s %s", who, p.Combo)
-	if p.Phase == protocol.PhaseWarmup {
-		label += " (warm-up)"
-	}
-	suffix := fmt.Sprintf("combination %d/%d", p.ComboIdx+1, p.ComboN)
-	if p.MeanTTFT > 0 {
-		suffix += fmt.Sprintf("  TTFT %.2f s", p.MeanTTFT)
-	}
-	bars.Set(p.AgentID, label, p.Done+p.Failed, p.Total, suffix)
 }
 
 func printDemoSummary(c *cli, ds explorer.Dataset) {

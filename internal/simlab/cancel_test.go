@@ -1,4 +1,4 @@
-package agent_test
+package simlab_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -37,9 +38,9 @@ func cancelJob(t *testing.T, ctx context.Context, base, path string, v any) int 
 func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	l := newLab(t, ctx)
+	l := newLab(t, ctx, simlab.Options{})
 	measured := make(chan string, 64)
-	stopResults := l.ctrl.OnEvent(func(ev controller.Event) {
+	stopResults := l.Controller().OnEvent(func(ev controller.Event) {
 		if r, ok := ev.Data.(controller.ResultEvent); ok && r.Combo != nil {
 			select {
 			case measured <- r.JobID:
@@ -48,8 +49,8 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 		}
 	})
 	defer stopResults()
-	l.startAgent("cancel")
-	base := l.ctrl.HTTPURL()
+	l.startAgent(agx("cancel"))
+	base := l.url()
 
 	// A quick first combination, then a multi-image one far too long to end
 	// before the cancel.

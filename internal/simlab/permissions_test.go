@@ -1,4 +1,4 @@
-package agent_test
+package simlab_test
 
 import (
 	"context"
@@ -13,10 +13,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
-	"github.com/vlmfleet/vlmfleet/agent"
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -28,54 +27,13 @@ import (
 func TestPerAgentPermissions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	url := startPermissionedNATS(t, "agent-a", "agent-b")
-
-	ctrl, err := controller.New(controller.Options{
-		NATSURL: url("controller"), DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Log: log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	// Subscribe before anything can happen, so no event is missed.
-	announced := make(chan struct{}, 16)
-	states := make(chan protocol.JobStateChange, 64)
-	cancelEv := ctrl.OnEvent(func(ev controller.Event) {
-		switch d := ev.Data.(type) {
-		case protocol.JobStateChange:
-			states <- d
-		}
-		if ev.Kind == controller.EventAgent && ev.AgentID == "agent-a" {
-			select {
-			case announced <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer cancelEv()
-	if err := ctrl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	const device = "Jetson AGX Orin"
-	deps, err := agent.SimulatedDeployments(device, 50, "Cosmos3-Edge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(agent.Config{
-		ID: "agent-a", NATSURL: url("agent-a"), Deployments: deps,
-		Simulate: device, SimSpeedup: 50, LogDir: t.TempDir(),
-	}, agent.Options{Log: log, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	agentDone := make(chan error, 1)
-	go func() { agentDone <- a.Run(agentCtx) }()
+	l := newLab(t, ctx, simlab.Options{NATSURL: url("controller")})
+	d := agx("agent-a")
+	d.NATSURL = url("agent-a")
+	a := l.startAgent(d) // it announced itself through its permissioned account
 	defer func() {
-		stopAgent()
-		if err := <-agentDone; err != nil {
+		if err := a.Stop(); err != nil {
 			t.Errorf("agent: %v", err)
 		}
 	}()
@@ -86,36 +44,9 @@ func TestPerAgentPermissions(t *testing.T) {
 	w.RequestsPerLevel = 1
 	w.MultiImageSizes = nil
 	w.ImagesPerRequest = []int{1}
-	var sweep protocol.Sweep
-	for {
-		select {
-		case <-announced:
-		case err := <-agentDone:
-			t.Fatalf("agent stopped before announcing itself: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("agent-a never announced itself through its permissioned account")
-		}
-		// An "agent" event may come from a heartbeat before the hello is
-		// stored; then the sweep finds no agent and the next event retries.
-		if sweep, err = ctrl.SubmitSweep(ctx, protocol.Sweep{Name: "perm", Agents: []string{"agent-a"}, Workload: w}); err == nil {
-			break
-		}
-	}
-	if len(sweep.Jobs) != 1 {
-		t.Fatalf("sweep made %d jobs, want 1", len(sweep.Jobs))
-	}
-	var final protocol.JobStateChange
-	for !final.State.Terminal() {
-		select {
-		case final = <-states:
-		case <-ctx.Done():
-			t.Fatalf("job never finished (last state %q)", final.State)
-		}
-	}
-	if final.State != protocol.JobCompleted {
-		t.Fatalf("job ended %s: %s", final.State, final.Error)
-	}
-	run := fetchRun(t, ctrl.HTTPURL(), final.RunID)
+	job := l.submit("agent-a", w)
+	final := l.waitState(job, protocol.JobCompleted, 1)
+	run := fetchRun(t, l.url(), final.RunID)
 	if run.Status != protocol.RunCompleted || len(run.Combinations) != len(w.Plan()) {
 		t.Fatalf("stored run: status %s, %d combinations, want completed with %d", run.Status, len(run.Combinations), len(w.Plan()))
 	}
@@ -398,7 +329,7 @@ func (v *violations) unexpected() error {
 // (on a free loopback port and a temp store) carries an agent's JetStream
 // traffic, up to the largest message the protocol allows.
 func TestExampleNATSConfig(t *testing.T) {
-	const path = "../deploy/nats-server.conf"
+	const path = "../../deploy/nats-server.conf"
 	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)

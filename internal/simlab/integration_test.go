@@ -1,9 +1,8 @@
-package agent_test
+package simlab_test
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,11 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
-	"github.com/vlmfleet/vlmfleet/agent"
-	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -27,49 +24,10 @@ import (
 func TestLabEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-
-	ctrl, err := controller.New(controller.Options{DataDir: dir, NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: log,
-		Explorer: func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctrl.Close()
-	if err := ctrl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-
+	l := newLab(t, ctx, simlab.Options{})
+	ctrl := l.Controller()
 	const device = "Jetson AGX Orin"
-	deps, err := agent.SimulatedDeployments(device, 50, "Cosmos3-Edge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := agent.New(agent.Config{ID: "it-agx", NATSURL: ctrl.NATSURL(), Deployments: deps, Simulate: device, SimSpeedup: 50, LogDir: dir},
-		agent.Options{Log: log, Version: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	agentDone := make(chan error, 1)
-	go func() { agentDone <- a.Run(agentCtx) }()
-	defer func() { stopAgent(); <-agentDone }()
-
-	states := make(chan protocol.JobStateChange, 64)
-	announced := make(chan struct{}, 1)
-	cancelEv := ctrl.OnEvent(func(ev controller.Event) {
-		switch d := ev.Data.(type) {
-		case protocol.JobStateChange:
-			states <- d
-		}
-		if ev.Kind == "agent" {
-			select {
-			case announced <- struct{}{}:
-			default:
-			}
-		}
-	})
-	defer cancelEv()
+	l.startAgent(agx("it-agx"))
 
 	w := protocol.DefaultWorkload()
 	w.Sizes = []string{"720p"}
@@ -78,29 +36,19 @@ func TestLabEndToEnd(t *testing.T) {
 	w.MultiImageSizes = []string{"720p"}
 	w.ImagesPerRequest = []int{1, 3}
 	w.MultiImageRequests = 2
-	var sweep protocol.Sweep
-	for {
-		sweep, err = ctrl.SubmitSweep(ctx, protocol.Sweep{Name: "it", Agents: []string{"it-agx"}, Workload: w})
-		if err == nil {
-			break
-		}
-		select {
-		case <-announced:
-		case <-time.After(500 * time.Millisecond): // the hello may have landed before we subscribed
-		case <-ctx.Done():
-			t.Fatalf("agent never announced itself: %v", err)
-		}
+	sweep, err := l.Submit(ctx, protocol.Sweep{Name: "it", Agents: []string{"it-agx"}, Workload: w})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(sweep.Jobs) != 1 {
 		t.Fatalf("sweep made %d jobs, want 1", len(sweep.Jobs))
 	}
-	var final protocol.JobStateChange
-	for final.State == "" || !final.State.Terminal() {
-		select {
-		case final = <-states:
-		case <-ctx.Done():
-			t.Fatal("job never finished")
-		}
+	if err := l.Wait(ctx, sweep); err != nil {
+		t.Fatal(err)
+	}
+	final, err := ctrl.Job(ctx, sweep.Jobs[0])
+	if err != nil {
+		t.Fatal(err)
 	}
 	if final.State != protocol.JobCompleted {
 		t.Fatalf("job ended %s: %s", final.State, final.Error)
@@ -182,48 +130,5 @@ func TestLabEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("GET / = %s %s, want the explorer page", resp.Status, resp.Header.Get("Content-Type"))
-	}
-}
-
-// waitIngested waits until the controller's durable consumer has acknowledged
-// the stream sequence seq.
-func waitIngested(ctx context.Context, t *testing.T, js jetstream.JetStream, seq uint64) {
-	t.Helper()
-	for {
-		cons, err := js.Consumer(ctx, protocol.StreamEvents, "controller")
-		if err != nil {
-			t.Fatalf("controller consumer: %v", err)
-		}
-		info, err := cons.Info(ctx)
-		if err == nil && info.AckFloor.Stream >= seq {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("message %d never acknowledged by the controller", seq)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func fetchRun(t *testing.T, base, id string) protocol.Run {
-	t.Helper()
-	var r protocol.Run
-	getJSON(t, fmt.Sprintf("%s/api/runs/%s", base, id), &r)
-	return r
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
 	}
 }
