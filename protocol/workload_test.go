@@ -100,7 +100,7 @@ func TestAgentIDsAreSubjectTokens(t *testing.T) {
 			}
 		}
 		// A wildcard filter here would let the agent aim its own consumer
-		// at another agent's jobs (agent/permissions_test.go shows it).
+		// at another agent's jobs (internal/simlab/permissions_test.go shows it).
 		if strings.Contains(p, ".CONSUMER.CREATE.") && !strings.HasSuffix(p, "."+JobSubject("agx")) {
 			t.Errorf("permission %s lets the agent create its consumer with any filter", p)
 		}
