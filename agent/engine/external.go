@@ -100,6 +100,9 @@ func (e *externalEngine) described(ctx context.Context, p *prober, base string, 
 	e.mu.Lock()
 	e.info.Version = version
 	e.info.Props = listedProps(listed, e.r.model)
+	if name := listedName(listed, e.r.model); name != "" {
+		e.info.Name = name
+	}
 	e.mu.Unlock()
 }
 
@@ -120,6 +123,15 @@ func externalVersion(ctx context.Context, p *prober, root string) string {
 func (e *externalEngine) Exited() <-chan error { return e.exited }
 
 func (e *externalEngine) Info() protocol.EngineInfo { return snapshot(&e.mu, &e.info) }
+
+// listedName is the engine a server's model list says it is: the
+// simulator names the engine it stands for ("" when the list does not say).
+func listedName(ml modelList, model string) string {
+	if m, ok := ml.entry(model); ok && m.Simulated {
+		return m.SimEngine
+	}
+	return ""
+}
 
 // listedProps records what a server's model list says of the served
 // model: that it is the simulator (a `vlmfleet sim` behind an external

@@ -170,7 +170,7 @@ func TestAttachedEndpointSaysWhatItIs(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
-			_, _ = w.Write([]byte(`{"data":[{"id":"m","simulated":true,"sim_speedup":4,"sim_device":"Jetson Orin NX"}]}`))
+			_, _ = w.Write([]byte(`{"data":[{"id":"m","simulated":true,"sim_speedup":4,"sim_device":"Jetson Orin NX","sim_engine":"vLLM"}]}`))
 		case "/version":
 			_, _ = w.Write([]byte(`{"version":"9.9"}`))
 		case "/v1/chat/completions":
@@ -199,8 +199,10 @@ func TestAttachedEndpointSaysWhatItIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !run.Simulated || run.SimSpeedup != 4 || run.Config.Device != "Jetson Orin NX" || run.Engine.Version != "9.9" {
-		t.Errorf("run simulated %v ×%g on %q, engine version %q", run.Simulated, run.SimSpeedup, run.Config.Device, run.Engine.Version)
+	if !run.Simulated || run.SimSpeedup != 4 || run.Config.Device != "Jetson Orin NX" || run.Engine.Version != "9.9" ||
+		run.Config.Engine != "vLLM" || run.Engine.Kind != engine.KindExternal {
+		t.Errorf("run simulated %v ×%g on %q, engine %q (%s) version %q", run.Simulated, run.SimSpeedup, run.Config.Device,
+			run.Config.Engine, run.Engine.Kind, run.Engine.Version)
 	}
 	for _, b := range bodies {
 		if _, ok := b["cache_prompt"]; ok {

@@ -163,6 +163,9 @@ type ModelEntry struct {
 	SimSpeedup float64 `json:"sim_speedup,omitempty"`
 	// SimDevice is the device it stands for, to file the run under.
 	SimDevice string `json:"sim_device,omitempty"`
+	// SimEngine is the engine it stands for ("vLLM", "llama.cpp"), the
+	// run's engine as a lab job on the same profile names it.
+	SimEngine string `json:"sim_engine,omitempty"`
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +181,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		"object": "list",
 		"data": []ModelEntry{{
 			ID: s.opt.ServedName, Object: "model", Created: s.start.Unix(), OwnedBy: owner, Root: s.p.Model,
-			Simulated: true, SimSpeedup: s.speedup, SimDevice: s.p.Device,
+			Simulated: true, SimSpeedup: s.speedup, SimDevice: s.p.Device, SimEngine: s.p.Engine,
 		}},
 	})
 }
