@@ -65,6 +65,7 @@ func TestBaseURL(t *testing.T) {
 type lab struct {
 	ctx context.Context
 	ctl *controller.Controller
+	nc  *nats.Conn
 	js  jetstream.JetStream
 	cl  *Client
 }
@@ -117,7 +118,7 @@ func newLab(t *testing.T) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lab{ctx: ctx, ctl: ctl, js: js, cl: cl}
+	return &lab{ctx: ctx, ctl: ctl, nc: nc, js: js, cl: cl}
 }
 
 // report publishes a job state as agent a1 does.
