@@ -77,8 +77,10 @@ type Workload struct {
 	// UniqueImages perturbs pixels per request so that no engine cache can
 	// recognise a frame it has seen: a real camera never sends the same frame twice.
 	UniqueImages bool `json:"unique_images"`
-	// RequestTimeoutSec bounds one request; 0 means no bound.
-	RequestTimeoutSec float64 `json:"request_timeout_sec,omitempty"`
+	// RequestTimeoutSec bounds one request; 0 means no bound. It is always
+	// written: a decoder that fills defaults first (the controller's) would
+	// take a missing 0 for the default bound.
+	RequestTimeoutSec float64 `json:"request_timeout_sec"`
 	// CachePrompt, when set, is sent as llama.cpp's cache_prompt.
 	CachePrompt *bool `json:"cache_prompt,omitempty"`
 	// ImageSet names the pictures: "builtin" or a directory on the agent

@@ -1,21 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
-	"github.com/vlmfleet/vlmfleet/explorer/web"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -129,8 +127,14 @@ func TestExplorerTableFromController(t *testing.T) {
 	}
 	// A controller that is not there.
 	srv.Close()
-	if code, _, errOut := cliRun(t, nil, "explorer", "table", "--controller", srv.URL); code != 1 || !strings.Contains(errOut, "fetching the explorer data") {
+	if code, _, errOut := cliRun(t, nil, "explorer", "table", "--controller", srv.URL); code != 1 || !strings.Contains(errOut, "fetch explorer data") {
 		t.Errorf("closed controller: exit %d, %s", code, errOut)
+	}
+	// An answer that is not the explorer's data.
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"schema": 2}`) }))
+	defer bad.Close()
+	if code, _, errOut := cliRun(t, nil, "explorer", "table", "--controller", bad.URL); code != 1 || !strings.Contains(errOut, "dataset schema 2") {
+		t.Errorf("newer schema: exit %d, %s", code, errOut)
 	}
 }
 
@@ -175,18 +179,10 @@ func TestExplorerExport(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the directory, want only explorer.html (no temporary left)", len(entries))
 	}
-	// The file is exactly the page web.Export writes for the dataset's JSON.
-	ds := explorer.Aggregate([]protocol.Run{resultDoc("a", "M")}, time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC))
-	var got, want bytes.Buffer
-	if err := exportDataset(&got, ds); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := json.Marshal(ds)
-	if err := web.Export(&want, data); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.Bytes(), want.Bytes()) {
-		t.Error("exportDataset differs from web.Export of the dataset JSON")
+	// "-" writes the same page to standard output.
+	_, page, _ := cliRun(t, nil, "explorer", "export", "--out", "-", seedRuns)
+	if data, _ := os.ReadFile(out); len(page) != len(data) {
+		t.Errorf("--out - wrote %d bytes, the file has %d", len(page), len(data))
 	}
 	// A directory that does not exist fails without leaving anything behind.
 	if code, _, errOut := cliRun(t, nil, "explorer", "export", "--out", filepath.Join(dir, "no", "x.html"), seedRuns); code != 1 || !strings.Contains(errOut, "x.html") {

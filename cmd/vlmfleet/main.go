@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/controller/client"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -120,6 +122,16 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usageError{err}
 	}
 	return nil
+}
+
+// newClient is the client of the controller that --controller (flagValue)
+// names, else $VLMFLEET_CONTROLLER, else the default address.
+func newClient(c *cli, flagValue string) (*client.Client, error) {
+	base, err := client.BaseURL(flagValue, c.getenv)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return client.New(base)
 }
 
 func cmdVersion(_ context.Context, c *cli, _ []string) error {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -60,7 +61,7 @@ func writeJSONFile(t *testing.T, dir, name string, v any) string {
 // records every request it gets.
 type fakeImport struct {
 	mu     sync.Mutex
-	bodies []importRequest
+	bodies []controller.ImportRequest
 	status int
 	reply  string
 }
@@ -70,7 +71,7 @@ func (f *fakeImport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"wrong request"}`, http.StatusNotFound)
 		return
 	}
-	var body importRequest
+	var body controller.ImportRequest
 	data, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(data, &body); err != nil {
 		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
@@ -92,10 +93,10 @@ func (f *fakeImport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"imported": len(ids), "ids": ids})
 }
 
-func (f *fakeImport) requests() []importRequest {
+func (f *fakeImport) requests() []controller.ImportRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]importRequest(nil), f.bodies...)
+	return append([]controller.ImportRequest(nil), f.bodies...)
 }
 
 func TestResultsImport(t *testing.T) {
@@ -117,9 +118,8 @@ func TestResultsImport(t *testing.T) {
 	}
 	for i, want := range []struct{ origin, id string }{{"bench-a.json", "run-a"}, {"two.json", "run-b"}, {"two.json", "run-c"}} {
 		got := reqs[0].Runs[i]
-		r, err := protocol.DecodeRun(got.Run)
-		if err != nil || got.Origin != want.origin || r.ID != want.id {
-			t.Errorf("run %d: origin %q id %v (%v), want %q %q", i, got.Origin, r, err, want.origin, want.id)
+		if got.Origin != want.origin || got.Run.ID != want.id || got.Run.Config.Model == "" {
+			t.Errorf("run %d: origin %q id %q, want %q %q", i, got.Origin, got.Run.ID, want.origin, want.id)
 		}
 	}
 	if !strings.Contains(out, "imported 3 of 3 runs into "+srv.URL) || !strings.Contains(out, "imported-a  (bench-a.json)") {
@@ -176,7 +176,7 @@ func TestResultsImportAtomic(t *testing.T) {
 	// The controller's refusal is reported with its reason.
 	fake.status, fake.reply = http.StatusBadRequest, `{"error":"runs[0]: run-a is already stored"}`
 	code, _, errOut := cliRun(t, nil, "results", "import", "--controller", srv.URL, good)
-	if code != 1 || !strings.Contains(errOut, "refused the import (400 Bad Request): runs[0]: run-a is already stored") {
+	if code != 1 || !strings.Contains(errOut, "import: controller answered 400 Bad Request: runs[0]: run-a is already stored") {
 		t.Errorf("exit %d, %s", code, errOut)
 	}
 }
@@ -193,29 +193,4 @@ func TestResultsImportUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 with a message", args, code)
 		}
 	}
-}
-
-func FuzzDecodeRunFile(f *testing.F) {
-	doc, _ := json.Marshal(resultDoc("a", "M"))
-	f.Add(doc)
-	f.Add(append(append([]byte("[\n"), doc...), ",\n{}]"...))
-	f.Add([]byte("[]"))
-	f.Add([]byte("[1,2] x"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		raws, runs, err := decodeRunFile(data)
-		if err != nil {
-			if err.Error() == "" {
-				t.Fatal("empty error")
-			}
-			return
-		}
-		if len(raws) != len(runs) || len(runs) == 0 {
-			t.Fatalf("%d documents, %d runs", len(raws), len(runs))
-		}
-		for _, raw := range raws {
-			if !json.Valid(raw) {
-				t.Fatalf("invalid JSON passed on: %s", raw)
-			}
-		}
-	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -61,7 +64,7 @@ func TestSweepCommandWaits(t *testing.T) {
 	go func() {
 		var out, errb bytes.Buffer
 		code := run([]string{"sweep", "--controller", ctl.HTTPURL(), "--agents", "a1", "--sizes", "720p", "--cameras", "1,2",
-			"--multi-sizes", "none", "--requests", "2", "--wait"}, &out, &errb, func(string) string { return "" })
+			"--multi-sizes", "none", "--requests", "2", "--timeout", "0", "--wait"}, &out, &errb, func(string) string { return "" })
 		done <- result{code, out.String(), errb.String()}
 	}()
 
@@ -80,7 +83,7 @@ func TestSweepCommandWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = msg.Ack()
-	if job.Workload.RequestsPerLevel != 2 || len(job.Workload.Cameras) != 2 || len(job.Workload.MultiImageSizes) != 0 {
+	if job.Workload.RequestsPerLevel != 2 || len(job.Workload.Cameras) != 2 || len(job.Workload.MultiImageSizes) != 0 || job.Workload.RequestTimeoutSec != 0 {
 		t.Errorf("workload from flags: %+v", job.Workload)
 	}
 	for _, st := range []protocol.JobState{protocol.JobAccepted, protocol.JobRunning, protocol.JobCompleted} {
@@ -94,21 +97,65 @@ func TestSweepCommandWaits(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "done: 1 jobs, 1 completed") {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
+
 	case <-ctx.Done():
 		t.Fatal("vlmfleet sweep --wait did not return after the job completed")
 	}
 }
 
 func TestSweepCommandReportsBadFlags(t *testing.T) {
-	var out, errb bytes.Buffer
-	code := run([]string{"sweep", "--controller", "http://127.0.0.1:1", "--cameras", "1,x"}, &out, &errb, func(string) string { return "" })
-	if code != 2 || !strings.Contains(errb.String(), `--cameras: "x" is not a whole number`) {
-		t.Errorf("exit %d: %s", code, errb.String())
+	dir := t.TempDir()
+	noSizes := filepath.Join(dir, "multi.yaml")
+	if err := os.WriteFile(noSizes, []byte("workload:\n  sizes: []\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	errb.Reset()
-	code = run([]string{"sweep", "--controller", "http://127.0.0.1:1", "--sizes", "4K"}, &out, &errb, func(string) string { return "" })
-	if code != 2 || !strings.Contains(errb.String(), "workload.sizes[0]") {
-		t.Errorf("exit %d: %s", code, errb.String())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cameras", "1,x"}, `--cameras: "x" is not a whole number in 1..1024`},
+		{[]string{"--sizes", "4K"}, `--sizes: image size "4K": want one of`},
+		{[]string{"--requests", "0"}, "--requests 0: want 1 or more"},
+		{[]string{"--file", noSizes, "--multi-sizes", "none"}, "workload.sizes: at least one image size is needed (--sizes sets it)"},
+		{[]string{"--agents", "a b"}, "--agents: agents[0]"},
+		{[]string{"--controller", "127.0.0.1:8080"}, `--controller "127.0.0.1:8080": want a base URL`},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"sweep"}, c.args...), &out, &errb, func(string) string { return "" })
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%q: exit %d: %s; want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep"}, &out, &errb, func(k string) string { return map[string]string{"VLMFLEET_CONTROLLER": "lab:8080"}[k] })
+	if code != 2 || !strings.Contains(errb.String(), `VLMFLEET_CONTROLLER "lab:8080"`) {
+		t.Errorf("bad environment: exit %d: %s", code, errb.String())
+	}
+}
+
+// A sweep file's request_timeout_sec: 0 (no bound) reaches the job as 0,
+// not as the default the controller fills for a field left out.
+func TestSweepFileWithoutTimeout(t *testing.T) {
+	ctx, ctl, _ := controllerWithAgent(t)
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(file, []byte("agents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1]\n  multi_image_sizes: []\n  request_timeout_sec: 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"sweep", "--controller", ctl.HTTPURL(), "--file", file}, &out, &errb, func(string) string { return "" }); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("output %q", out.String())
+	}
+	job, err := ctl.Job(ctx, strings.TrimSpace(lines[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := job.Workload; w.RequestTimeoutSec != 0 || len(w.MultiImageSizes) != 0 || w.MaxTokens != 128 {
+		t.Errorf("job's workload %+v: want no timeout, no multi-image family, the default tokens", w)
 	}
 }
 
@@ -154,4 +201,24 @@ func controllerWithAgent(t *testing.T) (context.Context, *controller.Controller,
 		t.Fatal("the agent was never stored")
 	}
 	return ctx, ctl, js
+}
+
+// --wait draws progress with the shared renderer, labelled with the job's
+// agent and deployment, and writes job states above the bars.
+func TestSweepWatchShowsEvents(t *testing.T) {
+	var errb bytes.Buffer
+	c := &cli{stdout: io.Discard, stderr: &errb}
+	w := &sweepWatch{c: c, bars: termprogress.New(&errb, false), who: map[string]string{"j1": "a1 d1"}}
+	event := func(kind string, v any) client.Event {
+		data, _ := json.Marshal(v)
+		return client.Event{Kind: kind, Data: data}
+	}
+	w.show(event(controller.EventProgress, protocol.Progress{AgentID: "a1", JobID: "j1", Phase: protocol.PhaseMeasure,
+		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, ComboIdx: 1, ComboN: 4, Done: 3, Total: 8, MeanTTFT: 1.234, Simulated: true}))
+	w.show(event(controller.EventState, protocol.JobStateChange{JobID: "j1", AgentID: "a1", State: protocol.JobRunning}))
+	w.show(event(controller.EventState, protocol.JobStateChange{JobID: "j1", AgentID: "a1", State: protocol.JobFailed, Error: "engine died"}))
+	want := "a1 d1 [2/4] 720p-1img-2cam 3/8 TTFT 1.23 s SIMULATED\njob j1 on a1: running\njob j1 on a1: failed: engine died\n"
+	if errb.String() != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", errb.String(), want)
+	}
 }

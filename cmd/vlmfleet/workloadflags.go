@@ -1,0 +1,214 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// workloadFlags are the flags that shape a protocol.Workload, shared by
+// bench and sweep so that both read them with the same rules.
+type workloadFlags struct {
+	sizes, cameras, multiSizes, images, prompt, cachePrompt *string
+	requests, multiRequests, warmup, maxTokens              *int
+	unique                                                  *bool
+	timeout                                                 *time.Duration
+}
+
+// addWorkloadFlags defines the flags on fs. The defaults shown in -h are
+// the seed method's (protocol.DefaultWorkload); apply changes only what
+// was given, so the workload it starts from decides the rest.
+func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
+	d := protocol.DefaultWorkload()
+	cache := "unset"
+	if d.CachePrompt != nil {
+		cache = strconv.FormatBool(*d.CachePrompt)
+	}
+	return &workloadFlags{
+		sizes:         fs.String("sizes", strings.Join(d.Sizes, ","), "image sizes measured at every camera level, one image per request (480p, 720p, 1080p, 2K)"),
+		cameras:       fs.String("cameras", joinInts(d.Cameras), "camera levels: concurrent closed-loop clients"),
+		requests:      fs.Int("requests", d.RequestsPerLevel, "measured requests per camera level"),
+		multiSizes:    fs.String("multi-sizes", strings.Join(d.MultiImageSizes, ","), "image sizes measured with one camera and several images per request ('none' to skip that family)"),
+		images:        fs.String("images", joinInts(d.ImagesPerRequest), "images per request of the one-camera family"),
+		multiRequests: fs.Int("multi-requests", d.MultiImageRequests, "measured requests per one-camera multi-image combination"),
+		warmup:        fs.Int("warmup", d.WarmupRequests, "discarded warm-up requests per camera before each combination"),
+		maxTokens:     fs.Int("max-tokens", d.MaxTokens, "max_tokens of every request"),
+		prompt:        fs.String("prompt", d.Prompt, "the text sent with the images"),
+		unique:        fs.Bool("unique-images", d.UniqueImages, "perturb pixels per request so that no engine cache can help"),
+		timeout:       fs.Duration("timeout", time.Duration(d.RequestTimeoutSec*float64(time.Second)), "bound on one request (0: none)"),
+		cachePrompt:   fs.String("cache-prompt", cache, "send llama.cpp's cache_prompt: true, false or unset (not sent)"),
+	}
+}
+
+// workloadFlagOrder is the order apply sets fields in: --images after
+// --multi-sizes, so "--multi-sizes none" does not undo it.
+var workloadFlagOrder = []string{"sizes", "cameras", "requests", "multi-sizes", "images", "multi-requests",
+	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt"}
+
+// apply overrides the fields of w whose flags were given on the command
+// line, checking every value; its errors name the flag.
+func (f *workloadFlags) apply(fs *flag.FlagSet, w *protocol.Workload) error {
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	for _, name := range workloadFlagOrder {
+		if !given[name] {
+			continue
+		}
+		if err := f.set(name, w); err != nil {
+			return usageError{err}
+		}
+	}
+	return nil
+}
+
+func (f *workloadFlags) set(name string, w *protocol.Workload) error {
+	var err error
+	switch name {
+	case "sizes":
+		w.Sizes, err = parseSizeList(name, *f.sizes)
+	case "cameras":
+		w.Cameras, err = parseIntList(name, *f.cameras, 1, protocol.MaxCameraLevel)
+	case "requests":
+		w.RequestsPerLevel, err = checkInt(name, *f.requests, 1, protocol.MaxRequestsPerComb)
+	case "multi-sizes":
+		if strings.TrimSpace(*f.multiSizes) == "none" {
+			w.MultiImageSizes, w.ImagesPerRequest = nil, nil
+			return nil
+		}
+		w.MultiImageSizes, err = parseSizeList(name, *f.multiSizes)
+	case "images":
+		w.ImagesPerRequest, err = parseIntList(name, *f.images, 1, protocol.MaxImagesInRequest)
+	case "multi-requests":
+		w.MultiImageRequests, err = checkInt(name, *f.multiRequests, 1, protocol.MaxRequestsPerComb)
+	case "warmup":
+		w.WarmupRequests, err = checkInt(name, *f.warmup, 0, 100)
+	case "max-tokens":
+		w.MaxTokens, err = checkInt(name, *f.maxTokens, 1, protocol.MaxTokensLimit)
+	case "prompt":
+		if strings.TrimSpace(*f.prompt) == "" {
+			return errors.New("--prompt: must not be empty")
+		}
+		w.Prompt = *f.prompt
+	case "unique-images":
+		w.UniqueImages = *f.unique
+	case "timeout":
+		if *f.timeout < 0 {
+			return fmt.Errorf("--timeout %s: want 0 (no bound) or more", *f.timeout)
+		}
+		w.RequestTimeoutSec = f.timeout.Seconds()
+	case "cache-prompt":
+		switch v := *f.cachePrompt; v {
+		case "unset", "":
+			w.CachePrompt = nil
+		case "true", "false":
+			b := v == "true"
+			w.CachePrompt = &b
+		default:
+			return fmt.Errorf("--cache-prompt %q: want true, false or unset", v)
+		}
+	}
+	return err
+}
+
+// fieldFlags maps a field, as protocol.Workload.Validate and
+// controller.ValidateSweep name it, to the flag that sets it.
+var fieldFlags = map[string]string{
+	"name": "name", "agents": "agents", "deployments": "deployments",
+	"workload.sizes": "sizes", "workload.cameras": "cameras", "workload.requests_per_level": "requests",
+	"workload.multi_image_sizes": "multi-sizes", "workload.images_per_request": "images",
+	"workload.multi_image_requests": "multi-requests", "workload.warmup_requests": "warmup",
+	"workload.max_tokens": "max-tokens", "workload.prompt": "prompt", "workload.request_timeout_sec": "timeout",
+}
+
+// pointAtFlag names the flag behind a validation error: the one
+// given that caused it, or the one that would fix a value from elsewhere
+// (a sweep file, the defaults).
+func pointAtFlag(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	field, _, _ := strings.Cut(msg, ":")
+	field, _, _ = strings.Cut(field, "[")
+	name, ok := fieldFlags[field]
+	if !ok || fs.Lookup(name) == nil {
+		return err
+	}
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	if given {
+		return fmt.Errorf("--%s: %w", name, err)
+	}
+	return fmt.Errorf("%w (--%s sets it)", err, name)
+}
+
+func checkInt(name string, v, lo, hi int) (int, error) {
+	switch {
+	case v < lo:
+		return 0, fmt.Errorf("--%s %d: want %d or more", name, v, lo)
+	case v > hi:
+		return 0, fmt.Errorf("--%s %d: want at most %d", name, v, hi)
+	}
+	return v, nil
+}
+
+func parseSizeList(name, v string) ([]string, error) {
+	var out []string
+	for _, s := range splitFlagList(v) {
+		sz, err := protocol.LookupImageSize(s)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", name, err)
+		}
+		for _, have := range out {
+			if have == sz.Name {
+				return nil, fmt.Errorf("--%s: %s is listed twice", name, sz.Name)
+			}
+		}
+		out = append(out, sz.Name)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--%s: at least one size is needed (480p, 720p, 1080p, 2K)", name)
+	}
+	return out, nil
+}
+
+func parseIntList(name, v string, lo, hi int) ([]int, error) {
+	var out []int
+	seen := map[int]bool{}
+	for _, s := range splitFlagList(v) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < lo || n > hi {
+			return nil, fmt.Errorf("--%s: %q is not a whole number in %d..%d", name, s, lo, hi)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("--%s: %d is listed twice", name, n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--%s: at least one number is needed", name)
+	}
+	return out, nil
+}
+
+// splitFlagList splits a comma-separated flag value, dropping blanks.
+func splitFlagList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
