@@ -86,3 +86,14 @@ func DecodeRunFile(data []byte) ([]json.RawMessage, []Run, error) {
 	}
 	return raws, runs, nil
 }
+
+// EncodeRun writes a result document as ReadRunFile reads it: indented
+// JSON and a newline.
+func EncodeRun(w io.Writer, r *Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encoding the result document: %w", err)
+	}
+	return nil
+}

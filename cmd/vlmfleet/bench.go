@@ -4,17 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/url"
-	"os"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
@@ -22,6 +20,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/measure"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -29,15 +28,9 @@ import (
 // benchOptions are the flags of `vlmfleet bench`.
 type benchOptions struct {
 	url, model, apiKey        string
-	sizes, multiSizes         []string
-	cameras, images           []int
-	requests, multiRequests   int
-	warmup, maxTokens         int
+	workload                  protocol.Workload
 	target                    float64
-	unique                    bool
-	timeout                   time.Duration
-	cachePrompt               *bool
-	prompt, imageDir          string
+	imageDir                  string
 	jsonOut, csvOut           string
 	device, engineName, quant string
 	modelName, telemetry      string
@@ -67,24 +60,12 @@ Flags:
 func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	fs := newFlagSet(c, "bench")
 	fs.Usage = benchUsage(fs)
-	def := protocol.DefaultWorkload()
-	o := &benchOptions{}
+	o := &benchOptions{workload: protocol.DefaultWorkload()}
 	fs.StringVar(&o.url, "url", "", "endpoint base URL ending in /v1 (required)")
 	fs.StringVar(&o.model, "model", "", "model name the endpoint serves (required)")
 	fs.StringVar(&o.apiKey, "api-key", "", "Bearer token (default $VLMFLEET_API_KEY)")
-	sizes := fs.String("sizes", "480p,720p,1080p,2K", "image sizes measured at every camera level, one image per request")
-	multiSizes := fs.String("multi-sizes", "", "image sizes measured with one camera and several images (default: --sizes)")
-	cameras := fs.String("cameras", "1,2,4,8,16", "camera levels (concurrent closed-loop clients)")
-	images := fs.String("images", "1,3,5", "images per request for the one-camera family")
-	fs.IntVar(&o.requests, "requests", def.RequestsPerLevel, "measured requests per camera level")
-	fs.IntVar(&o.multiRequests, "multi-requests", def.MultiImageRequests, "measured requests per one-camera multi-image combination")
-	fs.IntVar(&o.warmup, "warmup", def.WarmupRequests, "discarded warm-up requests per camera before each combination")
-	fs.IntVar(&o.maxTokens, "max-tokens", def.MaxTokens, "max_tokens of every request")
+	wf := addWorkloadFlags(fs)
 	fs.Float64Var(&o.target, "target", 3, "response-time target in seconds for Max Cameras")
-	fs.BoolVar(&o.unique, "unique-images", false, "perturb pixels per request so that no engine cache can help")
-	fs.DurationVar(&o.timeout, "timeout", 300*time.Second, "bound on one request (0: none)")
-	cache := fs.String("cache-prompt", "unset", "send llama.cpp's cache_prompt: true, false or unset (not sent)")
-	fs.StringVar(&o.prompt, "prompt", protocol.DefaultPrompt, "the text sent with the images")
 	fs.StringVar(&o.imageDir, "image-dir", "", "use your own camera snapshots (JPEG/PNG) from `DIR` instead of the built-in pictures")
 	fs.StringVar(&o.jsonOut, "json", "", "write the result document to `FILE` (importable with `vlmfleet results import`)")
 	fs.StringVar(&o.csvOut, "csv", "", "write one line per combination to `FILE`")
@@ -100,9 +81,6 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	if fs.NArg() > 0 {
 		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
 	u, err := url.Parse(o.url)
 	switch {
 	case o.url == "":
@@ -111,37 +89,21 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 		return nil, usageError{fmt.Errorf("--url %q: want http(s)://HOST:PORT/v1", o.url)}
 	case strings.TrimSpace(o.model) == "":
 		return nil, usageError{errors.New("--model is required: the model name the endpoint serves")}
-	}
-	if o.sizes, err = parseSizes("--sizes", *sizes); err != nil {
-		return nil, err
-	}
-	o.multiSizes = o.sizes
-	if set["multi-sizes"] {
-		if o.multiSizes, err = parseSizes("--multi-sizes", *multiSizes); err != nil {
-			return nil, err
-		}
-	}
-	if o.cameras, err = parseInts("--cameras", *cameras, 1, protocol.MaxCameraLevel); err != nil {
-		return nil, err
-	}
-	if o.images, err = parseInts("--images", *images, 1, protocol.MaxImagesInRequest); err != nil {
-		return nil, err
-	}
-	switch *cache {
-	case "unset", "":
-	case "true", "false":
-		v := *cache == "true"
-		o.cachePrompt = &v
-	default:
-		return nil, usageError{fmt.Errorf("--cache-prompt %q: want true, false or unset", *cache)}
-	}
-	switch {
 	case o.target <= 0 || math.IsNaN(o.target) || math.IsInf(o.target, 0):
 		return nil, usageError{fmt.Errorf("--target %g: want a positive number of seconds", o.target)}
-	case o.timeout < 0:
-		return nil, usageError{fmt.Errorf("--timeout %s: want 0 (no bound) or more", o.timeout)}
 	case o.params < 0 || math.IsNaN(o.params):
 		return nil, usageError{fmt.Errorf("--params %g: want billions of parameters, 0 or more", o.params)}
+	case o.telemetry != "" && !slices.Contains(telemetry.Sources(), o.telemetry):
+		return nil, usageError{fmt.Errorf("--telemetry %q: want one of %s", o.telemetry, strings.Join(telemetry.Sources(), ", "))}
+	}
+	if err := wf.apply(fs, &o.workload); err != nil {
+		return nil, err
+	}
+	if o.imageDir != "" {
+		o.workload.ImageSet = o.imageDir
+	}
+	if err := o.workload.Validate(); err != nil {
+		return nil, usageError{pointAtFlag(fs, err)}
 	}
 	if o.apiKey == "" {
 		o.apiKey = c.getenv("VLMFLEET_API_KEY")
@@ -149,82 +111,7 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	if o.modelName == "" {
 		o.modelName = o.model
 	}
-	if err := o.workload().Validate(); err != nil {
-		return nil, usageError{err}
-	}
 	return o, nil
-}
-
-func parseSizes(flagName, v string) ([]string, error) {
-	var out []string
-	for _, s := range splitList(v) {
-		sz, err := protocol.LookupImageSize(s)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("%s: %w", flagName, err)}
-		}
-		for _, have := range out {
-			if have == sz.Name {
-				return nil, usageError{fmt.Errorf("%s: %s is listed twice", flagName, sz.Name)}
-			}
-		}
-		out = append(out, sz.Name)
-	}
-	if len(out) == 0 {
-		return nil, usageError{fmt.Errorf("%s: at least one size is needed (480p, 720p, 1080p, 2K)", flagName)}
-	}
-	return out, nil
-}
-
-func parseInts(flagName, v string, lo, hi int) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, s := range splitList(v) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < lo || n > hi {
-			return nil, usageError{fmt.Errorf("%s: %q is not a whole number in %d..%d", flagName, s, lo, hi)}
-		}
-		if seen[n] {
-			return nil, usageError{fmt.Errorf("%s: %d is listed twice", flagName, n)}
-		}
-		seen[n] = true
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, usageError{fmt.Errorf("%s: at least one number is needed", flagName)}
-	}
-	return out, nil
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (o *benchOptions) workload() protocol.Workload {
-	set := "builtin"
-	if o.imageDir != "" {
-		set = o.imageDir
-	}
-	return protocol.Workload{
-		Prompt:             o.prompt,
-		MaxTokens:          o.maxTokens,
-		Sizes:              o.sizes,
-		Cameras:            o.cameras,
-		RequestsPerLevel:   o.requests,
-		MultiImageSizes:    o.multiSizes,
-		ImagesPerRequest:   o.images,
-		MultiImageRequests: o.multiRequests,
-		WarmupRequests:     o.warmup,
-		UniqueImages:       o.unique,
-		RequestTimeoutSec:  o.timeout.Seconds(),
-		CachePrompt:        o.cachePrompt,
-		ImageSet:           set,
-	}
 }
 
 func cmdBench(ctx context.Context, c *cli, args []string) error {
@@ -297,7 +184,7 @@ func benchSpec(ctx context.Context, c *cli, o *benchOptions) (measure.Spec, erro
 			ID:       newRunID(),
 			Source:   protocol.SourceBench,
 			Config:   protocol.Configuration{Model: o.modelName, ParamsB: o.params, Quantization: o.quant},
-			Workload: o.workload(),
+			Workload: o.workload,
 		},
 		Engine: engine.Attach(engine.Endpoint{BaseURL: o.url, Model: o.model, APIKey: o.apiKey},
 			engine.Env{Log: c.log, Getenv: c.getenv}),
@@ -326,27 +213,16 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// writeBenchFiles writes --json and --csv, each whole or not at all.
 func writeBenchFiles(o *benchOptions, run *protocol.Run) error {
 	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(run, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encoding the result document: %w", err)
-		}
-		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("writing --json: %w", err)
+		if _, err := atomicfile.Write(o.jsonOut, func(w io.Writer) error { return protocol.EncodeRun(w, run) }); err != nil {
+			return fmt.Errorf("--json: %w", err)
 		}
 	}
 	if o.csvOut != "" {
-		f, err := os.Create(o.csvOut)
-		if err != nil {
-			return fmt.Errorf("writing --csv: %w", err)
-		}
-		if err := explorer.WriteRunCSV(f, run); err != nil {
-			f.Close()
-			return fmt.Errorf("writing --csv %s: %w", o.csvOut, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("writing --csv %s: %w", o.csvOut, err)
+		if _, err := atomicfile.Write(o.csvOut, func(w io.Writer) error { return explorer.WriteRunCSV(w, run) }); err != nil {
+			return fmt.Errorf("--csv: %w", err)
 		}
 	}
 	return nil

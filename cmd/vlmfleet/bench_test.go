@@ -109,7 +109,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, csvPath := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.csv")
 	code, out, errOut := runCLI(t, "bench", "--url", srv.URL+"/v1", "--model", "fake-vlm",
-		"--sizes", "480p", "--cameras", "1,2", "--requests", "4", "--images", "1,2", "--multi-requests", "2",
+		"--sizes", "480p", "--multi-sizes", "480p", "--cameras", "1,2", "--requests", "4", "--images", "1,2", "--multi-requests", "2",
 		"--warmup", "1", "--target", "1", "--image-dir", snapshotDir(t), "--device", "Test Box",
 		"--engine-name", "vLLM", "--quantization", "BF16", "--params", "2.2", "--json", jsonPath, "--csv", csvPath)
 	if code != 0 {
@@ -172,7 +172,7 @@ func TestBenchDeadEndpointCountsFailures(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
-	code, out, errOut := runCLI(t, "bench", "--url", "http://"+addr+"/v1", "--model", "m", "--sizes", "480p",
+	code, out, errOut := runCLI(t, "bench", "--url", "http://"+addr+"/v1", "--model", "m", "--sizes", "480p", "--multi-sizes", "480p",
 		"--cameras", "1", "--requests", "2", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -195,12 +195,12 @@ func TestBenchFlagErrors(t *testing.T) {
 		"--url is required":            {"--model", "m"},
 		"want http(s)://HOST:PORT/v1":  {"--url", "ftp://x", "--model", "m"},
 		"--model is required":          {"--url", "http://127.0.0.1:1/v1"},
-		`image size "4K"`:              {"--url", "http://h/v1", "--model", "m", "--sizes", "720p,4K"},
+		`image size "4K"`:              {"--url", "http://h/v1", "--model", "m", "--sizes", "720p,4K", "--multi-sizes", "720p,4K"},
 		`--cameras: "0"`:               {"--url", "http://h/v1", "--model", "m", "--cameras", "1,0"},
 		"--cameras: 2 is listed twice": {"--url", "http://h/v1", "--model", "m", "--cameras", "2,2"},
 		"--cache-prompt \"maybe\"":     {"--url", "http://h/v1", "--model", "m", "--cache-prompt", "maybe"},
 		"--target -1":                  {"--url", "http://h/v1", "--model", "m", "--target", "-1"},
-		"workload.requests_per_level":  {"--url", "http://h/v1", "--model", "m", "--requests", "0"},
+		"--requests 0: want 1 or more": {"--url", "http://h/v1", "--model", "m", "--requests", "0"},
 		"unexpected arguments":         {"--url", "http://h/v1", "--model", "m", "extra"},
 	}
 	for want, args := range cases {
@@ -245,7 +245,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 	const speedup = 10
 	u := serveSim(t, p, speedup)
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
-	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "720p",
+	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "720p", "--multi-sizes", "720p",
 		"--cameras", "1", "--requests", "3", "--images", "1", "--multi-requests", "3", "--warmup", "1", "--max-tokens", "8",
 		"--image-dir", snapshotDir(t), "--json", jsonPath)
 	if code != 0 {
@@ -298,7 +298,7 @@ func TestBenchWarnsRemoteDeviceFacts(t *testing.T) {
 	// once on this machine, so no request leaves it.
 	for host, warn := range map[string]bool{"0.0.0.0": true, "127.0.0.1": false, "localhost": false} {
 		code, _, errOut := runCLI(t, "bench", "--url", "http://"+net.JoinHostPort(host, port)+"/v1", "--model", "m",
-			"--sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
+			"--sizes", "480p", "--multi-sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
 			"--warmup", "0", "--image-dir", snapshotDir(t))
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", host, code, errOut)
@@ -330,7 +330,7 @@ func TestBenchDeviceToolsFromCLIPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCLIEnv(t, map[string]string{"PATH": bin}, "bench", "--url", srv.URL+"/v1", "--model", "fake-vlm",
-		"--sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
+		"--sizes", "480p", "--multi-sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
 		"--warmup", "0", "--image-dir", snapshotDir(t))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +95,9 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read results: %w", err)
 	}
-	printDemoSummary(c, explorer.Aggregate(runs, time.Now()))
+	if err := printAnswer(c.stdout, explorer.Aggregate(runs, time.Now())); err != nil {
+		return err
+	}
 	url := lab.Controller().HTTPURL()
 	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", url, url, url)
 	if f.exit {
@@ -194,33 +198,21 @@ func drawProgress(ctx context.Context, ctrl *controller.Controller, bars *termpr
 	}
 }
 
-func printDemoSummary(c *cli, ds explorer.Dataset) {
-	fmt.Fprintln(c.stdout, "\nSIMULATED results: Max Cameras at 720p, one image per camera, 3 s target")
-	fmt.Fprintf(c.stdout, "%-24s %-6s %-10s %-18s %9s %9s %s\n", "Model", "Quant", "Engine", "Device", "TTFT 1cam", "TPS", "Max Cameras")
-	for _, r := range ds.Rows {
-		ttft, tps := "-", "-"
-		for _, p := range r.Points {
-			if p.Size == "720p" && p.Images == 1 && p.Cameras == 1 {
-				ttft, tps = fmt.Sprintf("%.2f s", p.TTFT), fmt.Sprintf("%.1f", p.TPS)
-			}
-		}
-		n, plus := explorer.MaxCameras(r.Points, "720p", 1, 3)
-		label := fmt.Sprint(n)
-		if plus {
-			label += "+"
-		}
-		fmt.Fprintf(c.stdout, "%-24s %-6s %-10s %-18s %9s %9s %s\n", trunc(r.Model, 24), r.Quantization, r.Engine, r.Device, ttft, tps, label)
+// printAnswer prints the explorer's table at 720p, one image per camera
+// and a 3 s target, sorted by Max Cameras, and each row's explanation: the
+// answer as the explorer gives it.
+func printAnswer(w io.Writer, ds explorer.Dataset) error {
+	q := explorer.Query{Size: "720p", Cameras: 1, Images: 1, Target: 3}
+	res := explorer.Select(ds, q)
+	slices.SortStableFunc(res.Rows, explorer.TableOrders()["max"])
+	fmt.Fprintln(w, "\nSIMULATED results: the explorer at 720p, one image per camera, 3 s target")
+	if err := explorer.WriteTable(w, res); err != nil {
+		return err
 	}
-	for _, r := range ds.Rows {
+	for _, r := range res.Rows {
 		if len(r.Explanation) > 0 {
-			fmt.Fprintf(c.stdout, "\n%s\n", strings.Join(r.Explanation, "\n"))
+			fmt.Fprintf(w, "\n%s\n", strings.Join(r.Explanation, "\n"))
 		}
 	}
-}
-
-func trunc(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
+	return nil
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
@@ -41,11 +39,7 @@ func cmdDevice(ctx context.Context, c *cli, args []string) error {
 	if *interval <= 0 || *timeout <= 0 {
 		return usageError{errors.New("--interval and --timeout must be positive")}
 	}
-	root := *sysroot
-	if root == "" {
-		root = c.getenv("VLMFLEET_SYSROOT")
-	}
-	root = devicefacts.SysRootOr(root)
+	root := devicefacts.SysRootOr(cmp.Or(*sysroot, c.getenv("VLMFLEET_SYSROOT")))
 	path := c.getenv("PATH")
 
 	var facts protocol.DeviceFacts
@@ -68,7 +62,7 @@ func cmdDevice(ctx context.Context, c *cli, args []string) error {
 		sampleErr = err
 	} else {
 		rep.Source = sampler.Source()
-		rep.Sample, sampleErr = oneSample(ctx, sampler, *timeout)
+		rep.Sample, sampleErr = sampler.First(ctx, *timeout)
 	}
 	if sampleErr != nil {
 		rep.Error = sampleErr.Error()
@@ -80,103 +74,10 @@ func cmdDevice(ctx context.Context, c *cli, args []string) error {
 			return fmt.Errorf("write device report: %w", err)
 		}
 	} else {
-		printDevice(c.stdout, rep)
+		devicefacts.WriteReport(c.stdout, rep.Device, rep.Sample, rep.Source, rep.Error)
 	}
 	if sampleErr != nil {
 		return fmt.Errorf("telemetry: %w", sampleErr)
 	}
 	return nil
-}
-
-// oneSample runs the sampler until its first sample.
-func oneSample(ctx context.Context, s *telemetry.Sampler, timeout time.Duration) (*protocol.TelemetrySample, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	got := make(chan protocol.TelemetrySample, 1)
-	runErr := s.Run(ctx, func(smp protocol.TelemetrySample) {
-		select {
-		case got <- smp:
-			cancel()
-		default:
-		}
-	})
-	select {
-	case smp := <-got:
-		return &smp, nil
-	default:
-	}
-	if runErr != nil {
-		return nil, runErr
-	}
-	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("no sample from %s within %v", s.Source(), timeout)
-	}
-	return nil, fmt.Errorf("no sample from %s: %w", s.Source(), context.Cause(ctx))
-}
-
-func printDevice(w io.Writer, r deviceReport) {
-	f := r.Device
-	fmt.Fprintf(w, "Device:   %s (%s)\n", f.Name, f.Kind)
-	if j := f.Jetson; j != nil {
-		fmt.Fprintf(w, "Jetson:   %s\n", j.Model)
-		fmt.Fprintf(w, "          L4T %s, JetPack %s, power mode %s, clocks pinned %s, %d MB\n",
-			orDash(j.L4T), orDash(j.JetPack), orDash(j.PowerMode), yesNo(j.ClocksPinned), j.MemoryMB)
-	}
-	for _, g := range f.GPUs {
-		fmt.Fprintf(w, "GPU %d:    %s (%s)\n", g.Index, g.Name, devicefacts.GPUDisplayName(g.Name, g.MaxPowerLimitW))
-		fmt.Fprintf(w, "          driver %s, CUDA %s, %d MiB, power limit %.0f W (max %.0f W), compute %s\n",
-			orDash(g.Driver), orDash(g.CUDA), g.MemoryMB, g.DefaultPowerLimitW, g.MaxPowerLimitW, orDash(g.ComputeCap))
-	}
-	h := f.Host
-	fmt.Fprintf(w, "Host:     %s: %s, %d cores, %d MB RAM, %s, kernel %s, %s\n",
-		orDash(h.Hostname), orDash(h.CPUModel), h.Cores, h.MemoryMB, orDash(h.OS), orDash(h.Kernel), h.Arch)
-	for _, warn := range f.Warnings {
-		fmt.Fprintf(w, "Warning:  %s\n", warn)
-	}
-	if r.Sample == nil {
-		fmt.Fprintf(w, "Sample:   none from %s: %s\n", orDash(r.Source), r.Error)
-		return
-	}
-	s := r.Sample
-	fmt.Fprintf(w, "Sample:   %s at %s\n", r.Source, s.Time.Format(time.RFC3339Nano))
-	fmt.Fprintf(w, "          GPU %s %%, power %s W, temp %s C, memory %s/%s MB, CPU %s %%\n",
-		num(s.GPUUtil, 1), num(s.PowerW, 2), num(s.TempC, 1), num(s.MemUsedMB, 0), num(s.MemTotalMB, 0), num(s.CPUUtil, 1))
-	fmt.Fprintf(w, "          agent CPU %s %%, RSS %s MB, throttle %s\n",
-		num(s.AgentCPU, 1), num(s.AgentRSSMB, 1), orDash(strings.Join(s.Throttle, ",")))
-	if len(s.Rails) > 0 {
-		names := make([]string, 0, len(s.Rails))
-		for n := range s.Rails {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = fmt.Sprintf("%s %.3f W", n, s.Rails[n])
-		}
-		fmt.Fprintf(w, "Rails:    %s\n", strings.Join(parts, ", "))
-	}
-}
-
-func num(p *float64, decimals int) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%.*f", decimals, *p)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-func yesNo(b *bool) string {
-	switch {
-	case b == nil:
-		return "unknown"
-	case *b:
-		return "yes"
-	}
-	return "no"
 }

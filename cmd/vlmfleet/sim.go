@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 )
@@ -31,7 +29,7 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *list {
-		return printProfiles(c, simengine.Profiles())
+		return simengine.WriteProfiles(c.stdout, simengine.Profiles())
 	}
 	if *device == "" || *model == "" {
 		return usageError{errors.New("--device and --model are required (or --list)")}
@@ -60,29 +58,5 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	c.log.Info().Msg("SIMULATED engine stopped")
-	return nil
-}
-
-func printProfiles(c *cli, ps []simengine.Profile) error {
-	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tMODEL\tPARAMS\tQUANT\tENGINE\tTTFT 720p\tTPS\tMAX CAM @3s\tMAX IMAGES\tMAX SIZE")
-	for _, p := range ps {
-		maxCam := "-"
-		for _, t := range p.Targets {
-			if t.TargetS == 3 {
-				maxCam = fmt.Sprint(t.Max)
-				if t.Plus {
-					maxCam += "+"
-				}
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%gB\t%s\t%s\t%.2fs\t%.1f\t%s\t%d\t%s\n", p.Device, p.Model, p.ParamsB,
-			p.Quantization, p.Engine, p.TTFT720, p.TPS, maxCam, p.MaxImages, p.MaxSize)
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("writing profiles: %w", err)
-	}
-	fmt.Fprintf(c.stdout, "%d profiles (%s), calibrated from the published figures; every run on them is SIMULATED.\n",
-		len(ps), strings.Join(simengine.Devices(), ", "))
 	return nil
 }
