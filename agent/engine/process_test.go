@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 // A vLLM that accepts connections before its engine is built (requests
@@ -189,13 +191,8 @@ func TestLlamaLoadingPropsAndContext(t *testing.T) {
 	}
 	mustContain(t, "log", e.LogTail(100), "model loaded, ready")
 
-	resp, err := http.Get(strings.TrimSuffix(ep.BaseURL, "/v1") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("/metrics: HTTP %d; --metrics was not passed?", resp.StatusCode)
+	if code := testutil.Status(t, http.MethodGet, strings.TrimSuffix(ep.BaseURL, "/v1")+"/metrics", ""); code != 200 {
+		t.Errorf("/metrics: HTTP %d; --metrics was not passed?", code)
 	}
 	img := pngDataURL(t, 1280, 720)
 	if code, body := chat(t, ep, img, 2); code != 200 {
