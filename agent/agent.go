@@ -20,6 +20,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
+	"github.com/vlmfleet/vlmfleet/internal/tick"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -384,18 +385,7 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg) {
 	defer a.setState(protocol.AgentIdle, "", nil)
 
 	// Keep JetStream from redelivering a long job to nobody while it runs.
-	go func() {
-		t := time.NewTicker(a.opt.JobAckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-jobCtx.Done():
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
+	go tick.Every(jobCtx, a.opt.JobAckWait/3, func() { _ = msg.InProgress() })
 	err = a.runJob(ctx, jobCtx, job, attempt)
 	stop(nil)
 	// The acknowledgement outlives a shutdown that began after the job ended:

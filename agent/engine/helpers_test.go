@@ -110,22 +110,29 @@ func newTestEnv(t *testing.T) testEnv {
 	}
 }
 
-func vllmConfig(t *testing.T, env map[string]string) Config {
-	return Config{
-		Kind:    KindVLLM,
-		Command: []string{filepath.Join(fakeDir(t), "vllm")},
+// fakeConfig is a config of kind (vllm or llamacpp) that runs the fake
+// engine on the test env's model, with env for the fake.
+func fakeConfig(t *testing.T, kind string, env map[string]string) Config {
+	cfg := Config{
+		Kind:    kind,
+		Command: []string{filepath.Join(fakeDir(t), defaultCommand(kind)[0])},
 		Model:   "Qwen3-VL-4B-Instruct",
 		Env:     env,
 	}
+	if kind == KindLlamaCpp {
+		cfg.Model, cfg.MMProj = "qwen3-vl-4b-q8_0.gguf", "mmproj-qwen3-vl-4b-f16.gguf"
+	}
+	return cfg
 }
 
-func llamaConfig(t *testing.T, env map[string]string) Config {
-	return Config{
-		Kind:    KindLlamaCpp,
-		Command: []string{filepath.Join(fakeDir(t), "llama-server")},
-		Model:   "qwen3-vl-4b-q8_0.gguf",
-		MMProj:  "mmproj-qwen3-vl-4b-f16.gguf",
-		Env:     env,
+// eachProcessKind runs test for vllm and for llama.cpp, in parallel, each
+// with its own test env.
+func eachProcessKind(t *testing.T, test func(t *testing.T, kind string, env testEnv)) {
+	for _, kind := range []string{KindVLLM, KindLlamaCpp} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			test(t, kind, newTestEnv(t))
+		})
 	}
 }
 
@@ -147,6 +154,16 @@ func startEngine(t *testing.T, cfg Config, env Env, needs Needs) (Engine, Endpoi
 	defer cancel()
 	ep, err := e.Start(ctx, needs)
 	return e, ep, err
+}
+
+// mustStart is startEngine for a start that must succeed.
+func mustStart(t *testing.T, cfg Config, env Env, needs Needs) (Engine, Endpoint) {
+	t.Helper()
+	e, ep, err := startEngine(t, cfg, env, needs)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return e, ep
 }
 
 // pngDataURL is a w×h PNG as a data URL.
@@ -200,6 +217,17 @@ func waitExited(t *testing.T, e Engine) error {
 	}
 }
 
+// exitedNow reports whether Exited() has delivered, and what, without
+// waiting.
+func exitedNow(e Engine) (bool, error) {
+	select {
+	case err := <-e.Exited():
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
 // pidGone reports whether a process no longer runs (a zombie waiting for
 // a reaper counts as gone).
 func pidGone(pid int) bool {
@@ -223,6 +251,15 @@ func readPid(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// workerGone fails the test when the worker whose pid the fake wrote to
+// pidfile (FAKE_CHILD_PIDFILE) still runs.
+func workerGone(t *testing.T, pidfile, when string) {
+	t.Helper()
+	if pid := readPid(t, pidfile); !pidGone(pid) {
+		t.Errorf("worker %d still runs %s", pid, when)
+	}
 }
 
 func mustContain(t *testing.T, what, s string, subs ...string) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 // A vLLM that accepts connections before its engine is built (requests
@@ -20,13 +22,10 @@ func TestVLLMReadyAndImageLimit(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	argvFile := filepath.Join(t.TempDir(), "argv.json")
-	cfg := vllmConfig(t, map[string]string{"FAKE_LOADING_MS": "700", "FAKE_ARGV_FILE": argvFile, "FAKE_VERSION": "0.11.1"})
+	cfg := fakeConfig(t, KindVLLM, map[string]string{"FAKE_LOADING_MS": "700", "FAKE_ARGV_FILE": argvFile, "FAKE_VERSION": "0.11.1"})
 	cfg.DropPageCache = true
 	cfg.GPUMemoryUtilization = 0.8
-	e, ep, err := startEngine(t, cfg, env.Env, Needs{MaxCameras: 4, MaxImages: 3, MaxTokens: 128, MaxWidth: 1280, MaxHeight: 720})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, ep := mustStart(t, cfg, env.Env, Needs{MaxCameras: 4, MaxImages: 3, MaxTokens: 128, MaxWidth: 1280, MaxHeight: 720})
 	if !strings.HasPrefix(ep.BaseURL, "http://127.0.0.1:") || !strings.HasSuffix(ep.BaseURL, "/v1") || ep.Model != "Qwen3-VL-4B-Instruct" {
 		t.Errorf("endpoint = %+v", ep)
 	}
@@ -74,20 +73,15 @@ func TestVLLMReadyAndImageLimit(t *testing.T) {
 func TestVLLMRefusesExtraImage(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	e, ep, err := startEngine(t, vllmConfig(t, nil), env.Env, Needs{MaxCameras: 1, MaxImages: 1})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, ep := mustStart(t, fakeConfig(t, KindVLLM, nil), env.Env, Needs{MaxCameras: 1, MaxImages: 1})
 	code, body := chat(t, ep, pngDataURL(t, 8, 8), 2)
 	if code != 400 {
 		t.Fatalf("2 images with limit 1: HTTP %d %s", code, body)
 	}
 	mustContain(t, "refusal", body, "At most 1 image(s) may be provided in one request.")
 	mustContain(t, "log tail", e.LogTail(10), "At most 1 image(s) may be provided in one request.")
-	select {
-	case err := <-e.Exited():
+	if exited, err := exitedNow(e); exited {
 		t.Fatalf("a refused request must not end the engine: %v", err)
-	default:
 	}
 }
 
@@ -96,11 +90,8 @@ func TestVLLMRefusesExtraImage(t *testing.T) {
 func TestVLLMSlowStartVersionFallback(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	cfg := vllmConfig(t, map[string]string{"FAKE_STARTUP_MS": "600", "FAKE_NO_VERSION_API": "1", "FAKE_VERSION": "0.10.2"})
-	e, _, err := startEngine(t, cfg, env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	cfg := fakeConfig(t, KindVLLM, map[string]string{"FAKE_STARTUP_MS": "600", "FAKE_NO_VERSION_API": "1", "FAKE_VERSION": "0.10.2"})
+	e, _ := mustStart(t, cfg, env.Env, Needs{})
 	if v := e.Info().Version; v != "0.10.2" {
 		t.Errorf("version = %q, want 0.10.2 from --version", v)
 	}
@@ -110,37 +101,29 @@ func TestVLLMSlowStartVersionFallback(t *testing.T) {
 // carries the log tail.
 func TestFailedStartOutOfMemory(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{KindVLLM, KindLlamaCpp} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			env := newTestEnv(t)
-			cfg := vllmConfig(t, map[string]string{"FAKE_FAIL": "oom"})
-			if kind == KindLlamaCpp {
-				cfg = llamaConfig(t, map[string]string{"FAKE_FAIL": "oom"})
-			}
-			_, _, err := startEngine(t, cfg, env.Env, Needs{MaxCameras: 2})
-			var ee *Error
-			if !errors.As(err, &ee) {
-				t.Fatalf("Start error = %v, want *Error", err)
-			}
-			if ee.Phase != PhaseStartup || !ee.OOM || !errors.Is(err, ErrOutOfMemory) {
-				t.Errorf("error = %+v", ee)
-			}
-			mustContain(t, "error", err.Error(), "engine exited during startup: exit status 1", "out of memory", "log tail:")
-			if kind == KindVLLM {
-				mustContain(t, "tail", ee.LogTail, "torch.OutOfMemoryError: CUDA out of memory")
-			} else {
-				mustContain(t, "tail", ee.LogTail, "cudaMalloc failed: out of memory")
-			}
-		})
-	}
+	eachProcessKind(t, func(t *testing.T, kind string, env testEnv) {
+		_, _, err := startEngine(t, fakeConfig(t, kind, map[string]string{"FAKE_FAIL": "oom"}), env.Env, Needs{MaxCameras: 2})
+		var ee *Error
+		if !errors.As(err, &ee) {
+			t.Fatalf("Start error = %v, want *Error", err)
+		}
+		if ee.Phase != PhaseStartup || !ee.OOM || !errors.Is(err, ErrOutOfMemory) {
+			t.Errorf("error = %+v", ee)
+		}
+		mustContain(t, "error", err.Error(), "engine exited during startup: exit status 1", "out of memory", "log tail:")
+		if kind == KindVLLM {
+			mustContain(t, "tail", ee.LogTail, "torch.OutOfMemoryError: CUDA out of memory")
+		} else {
+			mustContain(t, "tail", ee.LogTail, "cudaMalloc failed: out of memory")
+		}
+	})
 }
 
 // A start that fails for another reason is not called out of memory.
 func TestFailedStartCrash(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	_, _, err := startEngine(t, vllmConfig(t, map[string]string{"FAKE_FAIL": "crash"}), env.Env, Needs{})
+	_, _, err := startEngine(t, fakeConfig(t, KindVLLM, map[string]string{"FAKE_FAIL": "crash"}), env.Env, Needs{})
 	var ee *Error
 	if !errors.As(err, &ee) || ee.OOM || errors.Is(err, ErrOutOfMemory) {
 		t.Fatalf("error = %v", err)
@@ -154,7 +137,7 @@ func TestStartupTimeout(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	pidfile := filepath.Join(t.TempDir(), "child.pid")
-	cfg := llamaConfig(t, map[string]string{"FAKE_LOADING_MS": "60000", "FAKE_CHILD_PIDFILE": pidfile})
+	cfg := fakeConfig(t, KindLlamaCpp, map[string]string{"FAKE_LOADING_MS": "60000", "FAKE_CHILD_PIDFILE": pidfile})
 	// Long enough for the fake to write its worker's pid on a loaded machine.
 	cfg.StartupTimeout = Duration(1500 * time.Millisecond)
 	_, _, err := startEngine(t, cfg, env.Env, Needs{})
@@ -163,9 +146,7 @@ func TestStartupTimeout(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 	mustContain(t, "error", err.Error(), "not ready after 1.5s", "Loading model", "log tail:")
-	if pid := readPid(t, pidfile); !pidGone(pid) {
-		t.Errorf("worker %d still runs after the startup timeout", pid)
-	}
+	workerGone(t, pidfile, "after the startup timeout")
 }
 
 // Cancelling Start stops the engine.
@@ -173,7 +154,7 @@ func TestStartCancelled(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	pidfile := filepath.Join(t.TempDir(), "child.pid")
-	e, err := New(vllmConfig(t, map[string]string{"FAKE_LOADING_MS": "60000", "FAKE_CHILD_PIDFILE": pidfile}), env.Env)
+	e, err := New(fakeConfig(t, KindVLLM, map[string]string{"FAKE_LOADING_MS": "60000", "FAKE_CHILD_PIDFILE": pidfile}), env.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +163,7 @@ func TestStartCancelled(t *testing.T) {
 	if _, err := e.Start(ctx, Needs{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Start error = %v, want deadline exceeded", err)
 	}
-	if pid := readPid(t, pidfile); !pidGone(pid) {
-		t.Errorf("worker %d still runs after a cancelled Start", pid)
-	}
+	workerGone(t, pidfile, "after a cancelled Start")
 }
 
 // llama-server answers 503 "Loading model" first; once ready, /props gives
@@ -193,13 +172,10 @@ func TestLlamaLoadingPropsAndContext(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	argvFile := filepath.Join(t.TempDir(), "argv.json")
-	cfg := llamaConfig(t, map[string]string{"FAKE_LOADING_MS": "400", "FAKE_ARGV_FILE": argvFile})
+	cfg := fakeConfig(t, KindLlamaCpp, map[string]string{"FAKE_LOADING_MS": "400", "FAKE_ARGV_FILE": argvFile})
 	cfg.ServedName = "qwen3-vl-4b"
 	needs := Needs{MaxCameras: 2, MaxImages: 2, MaxTokens: 128, MaxWidth: 1280, MaxHeight: 720}
-	e, ep, err := startEngine(t, cfg, env.Env, needs)
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, ep := mustStart(t, cfg, env.Env, needs)
 	info := e.Info()
 	per := slotTokens(needs)
 	for k, want := range map[string]string{
@@ -215,13 +191,8 @@ func TestLlamaLoadingPropsAndContext(t *testing.T) {
 	}
 	mustContain(t, "log", e.LogTail(100), "model loaded, ready")
 
-	resp, err := http.Get(strings.TrimSuffix(ep.BaseURL, "/v1") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("/metrics: HTTP %d; --metrics was not passed?", resp.StatusCode)
+	if code := testutil.Status(t, http.MethodGet, strings.TrimSuffix(ep.BaseURL, "/v1")+"/metrics", ""); code != 200 {
+		t.Errorf("/metrics: HTTP %d; --metrics was not passed?", code)
 	}
 	img := pngDataURL(t, 1280, 720)
 	if code, body := chat(t, ep, img, 2); code != 200 {
@@ -238,32 +209,20 @@ func TestLlamaLoadingPropsAndContext(t *testing.T) {
 // A crash after some requests reaches Exited() with the reason and tail.
 func TestCrashMidLevel(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{KindVLLM, KindLlamaCpp} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			env := newTestEnv(t)
-			fenv := map[string]string{"FAKE_CRASH_AFTER": "2"}
-			cfg := vllmConfig(t, fenv)
-			if kind == KindLlamaCpp {
-				cfg = llamaConfig(t, fenv)
-			}
-			e, ep, err := startEngine(t, cfg, env.Env, Needs{MaxCameras: 2})
-			if err != nil {
-				t.Fatalf("Start: %v", err)
-			}
-			img := pngDataURL(t, 64, 64)
-			if code, body := chat(t, ep, img, 1); code != 200 {
-				t.Fatalf("first request: HTTP %d %s", code, body)
-			}
-			chat(t, ep, img, 1) // the engine dies answering this one
-			err = waitExited(t, e)
-			var ee *Error
-			if !errors.As(err, &ee) || ee.Phase != PhaseRunning || !errors.Is(err, ErrOutOfMemory) {
-				t.Fatalf("Exited() = %v", err)
-			}
-			mustContain(t, "error", err.Error(), "exited while running: exit status 1", "out of memory", "log tail:")
-		})
-	}
+	eachProcessKind(t, func(t *testing.T, kind string, env testEnv) {
+		e, ep := mustStart(t, fakeConfig(t, kind, map[string]string{"FAKE_CRASH_AFTER": "2"}), env.Env, Needs{MaxCameras: 2})
+		img := pngDataURL(t, 64, 64)
+		if code, body := chat(t, ep, img, 1); code != 200 {
+			t.Fatalf("first request: HTTP %d %s", code, body)
+		}
+		chat(t, ep, img, 1) // the engine dies answering this one
+		err := waitExited(t, e)
+		var ee *Error
+		if !errors.As(err, &ee) || ee.Phase != PhaseRunning || !errors.Is(err, ErrOutOfMemory) {
+			t.Fatalf("Exited() = %v", err)
+		}
+		mustContain(t, "error", err.Error(), "exited while running: exit status 1", "out of memory", "log tail:")
+	})
 }
 
 // Stop ends the whole process group: SIGTERM first, SIGKILL after the grace
@@ -282,10 +241,7 @@ func TestStopKillsGroup(t *testing.T) {
 			env.stopGrace = 300 * time.Millisecond
 			pidfile := filepath.Join(t.TempDir(), "child.pid")
 			fenv["FAKE_CHILD_PIDFILE"] = pidfile
-			e, _, err := startEngine(t, vllmConfig(t, fenv), env.Env, Needs{})
-			if err != nil {
-				t.Fatalf("Start: %v", err)
-			}
+			e, _ := mustStart(t, fakeConfig(t, KindVLLM, fenv), env.Env, Needs{})
 			leader := e.(*procEngine).run.cmd.Process.Pid
 			worker := readPid(t, pidfile)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -299,10 +255,8 @@ func TestStopKillsGroup(t *testing.T) {
 			if err := e.Stop(ctx); err != nil {
 				t.Errorf("second Stop: %v", err)
 			}
-			select {
-			case err := <-e.Exited():
+			if exited, err := exitedNow(e); exited {
 				t.Errorf("Exited() after a requested Stop: %v", err)
-			default:
 			}
 		})
 	}
@@ -314,10 +268,7 @@ func TestBindFailureRetried(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	once := filepath.Join(t.TempDir(), "bind-once")
-	e, _, err := startEngine(t, vllmConfig(t, map[string]string{"FAKE_BIND_ONCE_FILE": once}), env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, _ := mustStart(t, fakeConfig(t, KindVLLM, map[string]string{"FAKE_BIND_ONCE_FILE": once}), env.Env, Needs{})
 	log := e.LogTail(100)
 	if n := strings.Count(log, "vlmfleet: starting "); n != 2 {
 		t.Errorf("%d starts in the log, want 2:\n%s", n, log)
@@ -332,12 +283,9 @@ func TestBindFailureRetryStopsTheFirstProcess(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	once := filepath.Join(t.TempDir(), "bind-once")
-	cfg := vllmConfig(t, map[string]string{"FAKE_BIND_ONCE_FILE": once, "FAKE_BIND_ONCE_HANG": "1"})
+	cfg := fakeConfig(t, KindVLLM, map[string]string{"FAKE_BIND_ONCE_FILE": once, "FAKE_BIND_ONCE_HANG": "1"})
 	cfg.StartupTimeout = Duration(2 * time.Second)
-	e, _, err := startEngine(t, cfg, env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, _ := mustStart(t, cfg, env.Env, Needs{})
 	first := readPid(t, once)
 	if !pidGone(first) {
 		t.Errorf("the first attempt (pid %d) still runs after the retry started", first)
@@ -360,15 +308,10 @@ func TestDropPageCacheFailure(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
 	env.SysRoot = t.TempDir() // no proc/sys/vm/drop_caches here
-	cfg := vllmConfig(t, nil)
+	cfg := fakeConfig(t, KindVLLM, nil)
 	cfg.DropPageCache = true
-	e, err := New(cfg, env.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.Start(context.Background(), Needs{})
+	e, _, err := startEngine(t, cfg, env.Env, Needs{})
 	if err == nil {
-		e.Stop(context.Background())
 		t.Fatal("Start succeeded without drop_caches")
 	}
 	mustContain(t, "error", err.Error(), "drop_page_cache", "drop_caches")
@@ -381,12 +324,9 @@ func TestDropPageCacheFailure(t *testing.T) {
 func TestAPIKeyRedacted(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	cfg := vllmConfig(t, nil)
+	cfg := fakeConfig(t, KindVLLM, nil)
 	cfg.APIKey = "s3cret"
-	e, ep, err := startEngine(t, cfg, env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, ep := mustStart(t, cfg, env.Env, Needs{})
 	if ep.APIKey != "s3cret" {
 		t.Errorf("endpoint key = %q", ep.APIKey)
 	}
@@ -402,10 +342,7 @@ func TestAPIKeyRedacted(t *testing.T) {
 func TestStartTwice(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	e, _, err := startEngine(t, vllmConfig(t, nil), env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, _ := mustStart(t, fakeConfig(t, KindVLLM, nil), env.Env, Needs{})
 	if _, err := e.Start(context.Background(), Needs{}); err == nil {
 		t.Error("second Start succeeded")
 	}
@@ -416,14 +353,11 @@ func TestStartTwice(t *testing.T) {
 func TestKilledFromOutside(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	e, _, err := startEngine(t, llamaConfig(t, nil), env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, _ := mustStart(t, fakeConfig(t, KindLlamaCpp, nil), env.Env, Needs{})
 	if err := syscall.Kill(e.(*procEngine).run.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	err = waitExited(t, e)
+	err := waitExited(t, e)
 	if !errors.Is(err, ErrOutOfMemory) {
 		t.Errorf("Exited() = %v, want out of memory", err)
 	}
@@ -442,21 +376,13 @@ func TestDefaultCommandFromPath(t *testing.T) {
 		}
 		return ""
 	}
-	e, _, err := startEngine(t, Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf"}, env.Env, Needs{})
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	e, _ := mustStart(t, Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf"}, env.Env, Needs{})
 	if cmd := e.Info().Command; cmd[0] != "llama-server" {
 		t.Errorf("command = %q", cmd)
 	}
 	env.Getenv = func(string) string { return "/nonexistent" }
-	e2, err := New(Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct"}, env.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = e2.Start(context.Background(), Needs{})
+	_, _, err := startEngine(t, Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct"}, env.Env, Needs{})
 	if err == nil {
-		e2.Stop(context.Background())
 		t.Fatal("Start found vllm in an empty PATH")
 	}
 	mustContain(t, "error", err.Error(), `executable "vllm" not found in PATH`)
@@ -466,7 +392,7 @@ func TestDefaultCommandFromPath(t *testing.T) {
 func TestInfoDuringStart(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)
-	e, err := New(llamaConfig(t, map[string]string{"FAKE_LOADING_MS": "300"}), env.Env)
+	e, err := New(fakeConfig(t, KindLlamaCpp, map[string]string{"FAKE_LOADING_MS": "300"}), env.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

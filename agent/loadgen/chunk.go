@@ -232,15 +232,7 @@ func (s *jscan) peek() byte {
 
 // object calls fn for each key with the scanner at the value; fn consumes it.
 func (s *jscan) object(fn func(key []byte) error) error {
-	if s.peek() != '{' {
-		return errBadJSON
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return nil
-	}
-	for {
+	return s.members('{', '}', func() error {
 		if s.peek() != '"' {
 			return errBadJSON
 		}
@@ -254,40 +246,37 @@ func (s *jscan) object(fn func(key []byte) error) error {
 		}
 		s.i++
 		s.ws()
-		if err := fn(key); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return errBadJSON
-		}
-	}
+		return fn(key)
+	})
 }
 
 // array calls fn for each element with the scanner at it; fn consumes it.
 func (s *jscan) array(fn func() error) error {
-	if s.peek() != '[' {
+	return s.members('[', ']', func() error {
+		s.ws()
+		return fn()
+	})
+}
+
+// members walks an object or array from its open to its end byte, calling
+// member for each comma-separated member; member consumes it.
+func (s *jscan) members(open, end byte, member func() error) error {
+	if s.peek() != open {
 		return errBadJSON
 	}
 	s.i++
-	if s.peek() == ']' {
+	if s.peek() == end {
 		s.i++
 		return nil
 	}
 	for {
-		s.ws()
-		if err := fn(); err != nil {
+		if err := member(); err != nil {
 			return err
 		}
 		switch s.peek() {
 		case ',':
 			s.i++
-		case ']':
+		case end:
 			s.i++
 			return nil
 		default:

@@ -133,6 +133,19 @@ func (s *sse) sleep(d time.Duration) {
 	}
 }
 
+// answer streams a plain vLLM answer: the role chunk, the tokens ttft
+// later, the usage chunk (prompt tokens, one completion token per token
+// chunk) and [DONE].
+func (s *sse) answer(ttft time.Duration, prompt int, tokens ...string) {
+	s.event(vllmRoleChunk)
+	s.sleep(ttft)
+	for _, tok := range tokens {
+		s.event(tokenChunk(tok))
+	}
+	s.event(usageChunk(prompt, len(tokens)))
+	s.event("[DONE]")
+}
+
 // hangUp closes the connection without ending the stream.
 func (s *sse) hangUp() {
 	s.start()

@@ -137,41 +137,45 @@ func TestCRLFSplitPackedAndLlamaTimings(t *testing.T) {
 	}
 }
 
-// Reasoning models think first: reasoning_content and reasoning deltas are tokens.
-func TestReasoningDeltasAreTokens(t *testing.T) {
-	for _, field := range []string{"reasoning_content", "reasoning"} {
-		t.Run(field, func(t *testing.T) {
-			f := newFakeEngine(t, func(s *sse, n int, req fakeRequest) {
-				s.event(vllmRoleChunk)
-				s.sleep(50 * time.Millisecond)
-				s.event(`{"choices":[{"index":0,"delta":{"` + field + `":"Let me look."}}]}`)
-				s.sleep(30 * time.Millisecond)
-				s.event(tokenChunk("A street."))
-				s.event(usageChunk(100, 2))
-				s.event("[DONE]")
-			})
+// Deltas without content are tokens too: reasoning models think first
+// (reasoning_content and reasoning deltas), and a tool call's arguments
+// stream as tool_calls deltas.
+func TestNonContentDeltasAreTokens(t *testing.T) {
+	reasoning := func(field string) func(s *sse) {
+		return func(s *sse) {
+			s.event(vllmRoleChunk)
+			s.sleep(50 * time.Millisecond)
+			s.event(`{"choices":[{"index":0,"delta":{"` + field + `":"Let me look."}}]}`)
+			s.sleep(30 * time.Millisecond)
+			s.event(tokenChunk("A street."))
+			s.event(usageChunk(100, 2))
+			s.event("[DONE]")
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		ttft    float64 // ms
+		respond func(s *sse)
+	}{
+		{"reasoning_content", 50, reasoning("reasoning_content")},
+		{"reasoning", 50, reasoning("reasoning")},
+		{"tool_calls", 40, func(s *sse) {
+			s.event(`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[]}}]}`)
+			s.sleep(40 * time.Millisecond)
+			s.event(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"alarm"}}]}}]}`)
+			s.event(`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
+			s.event("[DONE]")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeEngine(t, func(s *sse, n int, req fakeRequest) { tc.respond(s) })
 			c := measureOne(t, f.target(), oneCombo("480p", 1, 1, 0), testImages{n: 1})
 			if c.Completed != 1 {
 				t.Fatalf("errors %v", c.Errors)
 			}
-			within(t, "TTFT ms", ms(c.Requests[0].TTFT), 50, 50+tolMS)
+			within(t, "TTFT ms", ms(c.Requests[0].TTFT), tc.ttft, tc.ttft+tolMS)
 		})
 	}
-}
-
-func TestToolCallsAreTokens(t *testing.T) {
-	f := newFakeEngine(t, func(s *sse, n int, req fakeRequest) {
-		s.event(`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[]}}]}`)
-		s.sleep(40 * time.Millisecond)
-		s.event(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"alarm"}}]}}]}`)
-		s.event(`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
-		s.event("[DONE]")
-	})
-	c := measureOne(t, f.target(), oneCombo("480p", 1, 1, 0), testImages{n: 1})
-	if c.Completed != 1 {
-		t.Fatalf("errors %v", c.Errors)
-	}
-	within(t, "TTFT ms", ms(c.Requests[0].TTFT), 40, 40+tolMS)
 }
 
 // Failures are counted, kept once per distinct error and left out of the figures.
@@ -201,12 +205,7 @@ func TestFailuresAreCountedAndLeftOut(t *testing.T) {
 			s.event(tokenChunk("x"))
 			s.event(`{"error":{"message":"engine died","code":500}}`)
 		default: // fine, 20 ms to the first token
-			s.event(vllmRoleChunk)
-			s.sleep(20 * time.Millisecond)
-			s.event(tokenChunk("ok"))
-			s.event(tokenChunk("ok"))
-			s.event(usageChunk(10, 2))
-			s.event("[DONE]")
+			s.answer(20*time.Millisecond, 10, "ok", "ok")
 		}
 	})
 	c := measureOne(t, f.target(), oneCombo("480p", 1, 12, 0), testImages{n: 1})
@@ -292,12 +291,7 @@ func TestDeadEngineStillReturnsCombinations(t *testing.T) {
 // warm-up requests sent but not measured.
 func TestClosedLoopInFlightAndWarmup(t *testing.T) {
 	f := newFakeEngine(t, func(s *sse, n int, req fakeRequest) {
-		s.event(vllmRoleChunk)
-		s.sleep(15 * time.Millisecond)
-		s.event(tokenChunk("a"))
-		s.event(tokenChunk("b"))
-		s.event(usageChunk(5, 2))
-		s.event("[DONE]")
+		s.answer(15*time.Millisecond, 5, "a", "b")
 	})
 	w := oneCombo("720p", 4, 20, 2)
 	var comboStarts []string

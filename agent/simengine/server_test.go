@@ -18,7 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 func mustLookup(t testing.TB, device, model, quant, engine string) Profile {
@@ -304,13 +305,8 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("%s: %d requests left in the model after the refusal", c.name, queued)
 		}
 	}
-	resp, err := http.Get(ts.URL + "/v1/chat/completions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET chat: %d", resp.StatusCode)
+	if code := testutil.Status(t, http.MethodGet, ts.URL+"/v1/chat/completions", ""); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET chat: %d", code)
 	}
 }
 
@@ -392,14 +388,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	cancel() // mid-stream
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after its context ended")
-	}
+	testutil.Returned(t, done, "Serve")
 }
 
 func TestLookup(t *testing.T) {

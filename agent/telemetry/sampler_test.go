@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -54,14 +55,7 @@ func collect(t *testing.T, s *Sampler, n int, until func(protocol.TelemetrySampl
 		}
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context ended")
-	}
+	testutil.Returned(t, done, "Run")
 	return got
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
+	"github.com/vlmfleet/vlmfleet/internal/tick"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -131,29 +132,15 @@ func (s *Sampler) Run(ctx context.Context, sink func(protocol.TelemetrySample)) 
 	case SourceNvidiaSMI:
 		err = r.runNvidiaSMI(ctx, emit)
 	case SourceHost:
-		r.tick(ctx, func() { emit(protocol.TelemetrySample{}) })
+		tick.Every(ctx, s.opt.Interval, func() { emit(protocol.TelemetrySample{}) })
 	case SourceSimulated:
 		sim := newSimulator(s.opt.SimDevice, s.opt.SimLoad)
-		r.tick(ctx, func() { emit(sim.sample(s.opt.Interval)) })
+		tick.Every(ctx, s.opt.Interval, func() { emit(sim.sample(s.opt.Interval)) })
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		return err
 	}
 	return nil
-}
-
-// tick calls f every interval until ctx ends.
-func (r *runState) tick(ctx context.Context, f func()) {
-	t := time.NewTicker(r.s.opt.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
 }
 
 func (r *runState) tegrastatsLine(emit func(protocol.TelemetrySample)) func(string) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 func TestSimList(t *testing.T) {
@@ -83,12 +84,5 @@ func TestSimServes(t *testing.T) {
 		t.Errorf("/v1/models: %s", b)
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("sim: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("sim did not stop")
-	}
+	testutil.Returned(t, done, "sim")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/explorer/web"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 func get(t *testing.T, url string, header map[string]string) (*http.Response, []byte) {
@@ -96,13 +97,8 @@ func TestHandlerServesThePageAndItsFiles(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404", p, res.StatusCode)
 		}
 	}
-	res, err := http.Post(srv.URL+"/", "text/plain", strings.NewReader("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("POST /: %d, want 405", res.StatusCode)
+	if code := testutil.Status(t, http.MethodPost, srv.URL+"/", "x"); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %d, want 405", code)
 	}
 }
 

@@ -49,68 +49,68 @@ func New(w io.Writer, tty bool) *Bars {
 
 // Set creates or updates the item id. total <= 0 shows a count without a bar.
 func (b *Bars) Set(id, label string, done, total int, suffix string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	it := b.find(id)
-	if it == nil {
-		it = &item{id: id}
-		b.items = append(b.items, it)
-	}
-	it.label, it.done, it.total, it.suffix = label, done, total, suffix
-	complete := total > 0 && done >= total
-	now := b.now()
-	if b.tty {
-		if complete || now.Sub(b.lastDraw) >= ttyEvery {
-			b.redraw(now)
+	b.whileOpen(func() {
+		it := b.find(id)
+		if it == nil {
+			it = &item{id: id}
+			b.items = append(b.items, it)
 		}
-		return
-	}
-	if complete || it.lastPlain.IsZero() || now.Sub(it.lastPlain) >= PlainEvery {
-		b.plain(it, now)
-	}
+		it.label, it.done, it.total, it.suffix = label, done, total, suffix
+		complete := total > 0 && done >= total
+		now := b.now()
+		if b.tty {
+			if complete || now.Sub(b.lastDraw) >= ttyEvery {
+				b.redraw(now)
+			}
+			return
+		}
+		if complete || it.lastPlain.IsZero() || now.Sub(it.lastPlain) >= PlainEvery {
+			b.plain(it, now)
+		}
+	})
 }
 
 // Finish draws the item's last state for good and stops tracking it.
 func (b *Bars) Finish(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return
-	}
-	it := b.find(id)
-	if it == nil {
-		return
-	}
-	it.finished = true
-	if b.tty {
-		b.redraw(b.now())
-	} else {
-		b.plain(it, b.now())
-	}
-	b.drop()
+	b.whileOpen(func() {
+		it := b.find(id)
+		if it == nil {
+			return
+		}
+		it.finished = true
+		if b.tty {
+			b.redraw(b.now())
+		} else {
+			b.plain(it, b.now())
+		}
+		b.drop()
+	})
 }
 
 // Close finishes every item; later calls do nothing.
 func (b *Bars) Close() {
+	b.whileOpen(func() {
+		for _, it := range b.items {
+			it.finished = true
+			if !b.tty {
+				b.plain(it, b.now())
+			}
+		}
+		if b.tty {
+			b.redraw(b.now())
+		}
+		b.drop()
+		b.closed = true
+	})
+}
+
+// whileOpen runs f holding the lock, unless the bars are closed.
+func (b *Bars) whileOpen(f func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return
+	if !b.closed {
+		f()
 	}
-	for _, it := range b.items {
-		it.finished = true
-		if !b.tty {
-			b.plain(it, b.now())
-		}
-	}
-	if b.tty {
-		b.redraw(b.now())
-	}
-	b.drop()
-	b.closed = true
 }
 
 func (b *Bars) find(id string) *item {
