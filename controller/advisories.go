@@ -44,15 +44,7 @@ func AdvisoriesStreamConfig() jetstream.StreamConfig {
 // advisories stream; its messages are settled like agent events (see
 // EventsConsumerConfig).
 func AdvisoriesConsumerConfig() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       ConsumerName,
-		Description:   "vlmfleet controller: fails jobs JetStream gave up delivering",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    MaxDeliveries,
-		MaxAckPending: 16,
-	}
+	return durableConsumer("vlmfleet controller: fails jobs JetStream gave up delivering", 16)
 }
 
 // maxDeliveriesAdvisory is the part of JetStream's advisory the controller
@@ -90,24 +82,6 @@ func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
 		return a, "", errors.New("max-deliveries advisory: deliveries is 0 or missing")
 	}
 	return a, agentID, nil
-}
-
-func (c *Controller) startAdvisories(ctx context.Context) error {
-	cons, err := c.js.CreateOrUpdateConsumer(ctx, AdvisoriesStream, AdvisoriesConsumerConfig())
-	if err != nil {
-		return fmt.Errorf("controller: consumer %s on %s: %w", ConsumerName, AdvisoriesStream, err)
-	}
-	log := c.log
-	cc, err := cons.Consume(c.handleAdvisory, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrConsumerDeleted) {
-			log.Debug().Err(err).Msg("advisories consumer")
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("controller: consume %s: %w", AdvisoriesStream, err)
-	}
-	c.consumers = append(c.consumers, cc)
-	return nil
 }
 
 func (c *Controller) handleAdvisory(msg jetstream.Msg) {

@@ -16,13 +16,7 @@ import (
 // submitJobs submits a sweep naming one agent and returns its job ids.
 func submitJobs(t *testing.T, c *Controller, agentID string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	s, err := c.SubmitSweep(ctx, protocol.Sweep{Agents: []string{agentID}, Workload: testWorkload()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Jobs
+	return submit(t, c, protocol.Sweep{Agents: []string{agentID}, Workload: testWorkload()}).Jobs
 }
 
 func stateIs(jobID string, st protocol.JobState) func(Event) bool {
@@ -67,9 +61,7 @@ func fetch(t *testing.T, cons jetstream.Consumer) jetstream.Msg {
 
 func TestJobFailsWhenJetStreamGivesUpDelivering(t *testing.T) {
 	c := startController(t, t.TempDir())
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "crashy")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+	ev, a := announced(t, c, "crashy", "d1")
 	jobID := submitJobs(t, c, "crashy")[0]
 	rec, err := c.store.Job(jobID)
 	if err != nil || rec.StreamSeq == 0 {
@@ -156,9 +148,7 @@ func (a *fakeAgent) publishAdvisory(t *testing.T, consumer string, seq, deliveri
 // failed when unfinished, left alone when its agent finished it.
 func TestAdvisoryFindsJobsByStoredSequence(t *testing.T) {
 	c := startController(t, t.TempDir())
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "a1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1", "d2")))
+	ev, a := announced(t, c, "a1", "d1", "d2")
 	jobs := submitJobs(t, c, "a1")
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs, want 2", len(jobs))
@@ -259,9 +249,7 @@ func (a *fakeAgent) heartbeat(t *testing.T, jobID string) {
 
 func TestJobStalledWhileItsAgentIsOffline(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 1500 * time.Millisecond})
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "a1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1", "d2")))
+	ev, a := announced(t, c, "a1", "d1", "d2")
 	jobs := submitJobs(t, c, "a1")
 	running, queued := jobs[0], jobs[1]
 	a.state(t, running, protocol.JobRunning, 1, true)

@@ -52,12 +52,7 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	sw, err := c.SubmitSweep(ctx, protocol.Sweep{Agents: []string{"off"}, Workload: testWorkload()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"off"}, Workload: testWorkload()})
 	job := sw.Jobs[0]
 	run := testRun("run-"+job, "off")
 	run.JobID, run.SweepID = job, sw.ID
@@ -71,7 +66,7 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 		!strings.Contains(v.Error, "offline") {
 		t.Fatalf("cancel: %d, state %s, error %q", code, v.State, v.Error)
 	}
-	r, err := c.store.RunSummary(ctx, run.ID)
+	r, err := c.store.RunSummary(context.Background(), run.ID)
 	if err != nil || r.Status != protocol.RunCancelled {
 		t.Fatalf("run after cancel: %s, %v", r.Status, err)
 	}

@@ -160,10 +160,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := ensureStreams(ctx, c.js); err != nil {
 		return err
 	}
-	if err := c.startIngest(ctx); err != nil {
+	if err := c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), c.handleDurable, "events consumer"); err != nil {
 		return err
 	}
-	if err := c.startAdvisories(ctx); err != nil {
+	if err := c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer"); err != nil {
 		return err
 	}
 	if err := c.startLive(); err != nil {

@@ -41,9 +41,7 @@ func TestStreamsExist(t *testing.T) {
 
 func TestAgentRunAndRedeliveryThroughAPI(t *testing.T) {
 	c := startController(t, t.TempDir())
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "orin-1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "qwen-q8")))
+	ev, a := announced(t, c, "orin-1", "qwen-q8")
 
 	var agents []AgentView
 	if code := getJSON(t, c.HTTPURL()+"/api/agents", &agents); code != http.StatusOK {
@@ -148,13 +146,8 @@ func TestRejectedMessagesAreRecordedNotRedelivered(t *testing.T) {
 
 func TestLateStateAfterCompletedIsIgnored(t *testing.T) {
 	c := startController(t, t.TempDir())
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "a1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
-	s, err := c.SubmitSweep(context.Background(), protocol.Sweep{Workload: testWorkload()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev, a := announced(t, c, "a1", "d1")
+	s := submit(t, c, protocol.Sweep{Workload: testWorkload()})
 	job := s.Jobs[0]
 	for _, st := range []protocol.JobState{protocol.JobAccepted, protocol.JobStarting, protocol.JobRunning, protocol.JobCompleted} {
 		a.state(t, job, st, 1, true)
@@ -220,10 +213,7 @@ func TestSubmitSweepPublishesJobs(t *testing.T) {
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), `deployments[0]: "nope" is offered by none`) {
 		t.Fatalf("unknown deployment: %v", err)
 	}
-	s, err := c.SubmitSweep(context.Background(), protocol.Sweep{Deployments: []string{"qwen-q8"}, Workload: testWorkload()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := submit(t, c, protocol.Sweep{Deployments: []string{"qwen-q8"}, Workload: testWorkload()})
 	if len(s.Jobs) != 2 || s.ID == "" {
 		t.Fatalf("sweep %+v, want 2 jobs", s)
 	}
@@ -260,13 +250,8 @@ func TestRestartKeepsStateAndRepublishes(t *testing.T) {
 	if err := c1.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ev := watchEvents(t, c1)
-	a := newFakeAgent(t, c1, "a1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
-	s, err := c1.SubmitSweep(context.Background(), protocol.Sweep{Workload: testWorkload()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, a := announced(t, c1, "a1", "d1")
+	s := submit(t, c1, protocol.Sweep{Workload: testWorkload()})
 	a.nc.Close()
 	if err := c1.Close(); err != nil {
 		t.Fatal(err)
@@ -316,9 +301,7 @@ func TestRestartKeepsStateAndRepublishes(t *testing.T) {
 
 func TestSweepOverHTTP(t *testing.T) {
 	c := startController(t, t.TempDir())
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "a1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+	announced(t, c, "a1", "d1")
 
 	code, body := postJSON(t, c.HTTPURL()+"/api/sweeps", `{"workload":{"cameras":[1,0]}}`)
 	if code != http.StatusBadRequest || !strings.Contains(body, "workload.cameras[1]") {
@@ -399,9 +382,7 @@ func TestImportOverHTTPIsAtomic(t *testing.T) {
 
 func TestHeartbeatsDriveOnlineState(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 1500 * time.Millisecond})
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "a1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+	ev, a := announced(t, c, "a1", "d1")
 	hb, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: "a1", Time: time.Now(), State: protocol.AgentBusy, JobID: "j9", Seq: 1})
 	if err := a.nc.Publish(protocol.AgentSubject("a1", protocol.KindHeartbeat), hb); err != nil {
 		t.Fatal(err)
@@ -444,10 +425,35 @@ func TestExternalNATS(t *testing.T) {
 	if c.NATSURL() != ns.ClientURL() {
 		t.Errorf("NATSURL %s, want the external %s", c.NATSURL(), ns.ClientURL())
 	}
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "ext-1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+	announced(t, c, "ext-1", "d1")
 	if _, err := c.store.Agent("ext-1"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A request that is wrong, or names what does not exist, is answered with
+// its status and a JSON error saying why.
+func TestAPIErrorStatuses(t *testing.T) {
+	c := startController(t, t.TempDir())
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+		says               string
+	}{
+		{http.MethodPost, "/api/sweeps", strings.Repeat(" ", MaxSweepBody+1), http.StatusRequestEntityTooLarge, "request body over"},
+		{http.MethodPost, "/api/sweeps", `{"workload":`, http.StatusBadRequest, "sweep"},
+		{http.MethodPost, "/api/runs/import", `{"runs":[]}`, http.StatusBadRequest, "run"},
+		{http.MethodGet, "/api/rejected?limit=-1", "", http.StatusBadRequest, `limit "-1": want a whole number`},
+		{http.MethodGet, "/api/runs/nope", "", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/api/sweeps/nope", "", http.StatusNotFound, "not found"},
+		{http.MethodDelete, "/api/sweeps/nope", "", http.StatusNotFound, "not found"},
+		{http.MethodGet, "/api/jobs/nope", "", http.StatusNotFound, "not found"},
+		{http.MethodDelete, "/api/jobs/nope", "", http.StatusNotFound, "not found"},
+	} {
+		status, body := request(t, tc.method, c.HTTPURL()+tc.path, tc.body)
+		var answer struct{ Error string }
+		if err := json.Unmarshal([]byte(body), &answer); err != nil || status != tc.status || !strings.Contains(answer.Error, tc.says) {
+			t.Errorf("%s %s: %d %s, want %d saying %q", tc.method, tc.path, status, body, tc.status, tc.says)
+		}
 	}
 }

@@ -137,6 +137,28 @@ func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
 	return &fakeAgent{id: id, nc: nc, js: js}
 }
 
+// announced watches c's events and starts a fake agent that announces the
+// deployments; it returns once the agent's hello is stored.
+func announced(t *testing.T, c *Controller, id string, deployments ...string) (*eventLog, *fakeAgent) {
+	t.Helper()
+	ev := watchEvents(t, c)
+	a := newFakeAgent(t, c, id)
+	ev.waitFor(t, 1, helloStored(a.hello(t, deployments...)))
+	return ev, a
+}
+
+// submit submits the sweep, failing the test when it is refused.
+func submit(t *testing.T, c *Controller, s protocol.Sweep) protocol.Sweep {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	s, err := c.SubmitSweep(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func (a *fakeAgent) publish(t *testing.T, kind string, v any, msgID string) {
 	t.Helper()
 	data, ok := v.([]byte)
@@ -227,7 +249,20 @@ func getJSON(t *testing.T, url string, v any) int {
 
 func postJSON(t *testing.T, url, body string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	return request(t, http.MethodPost, url, body)
+}
+
+// request sends body (none when empty) and returns the status and what came back.
+func request(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,19 +16,19 @@ import (
 func (c *Controller) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
-	mux.HandleFunc("GET /api/agents", c.handleAgents)
-	mux.HandleFunc("GET /api/runs", c.handleRuns)
-	mux.HandleFunc("GET /api/runs/{id}", c.handleRun)
+	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
+	mux.HandleFunc("GET /api/runs", serveJSON(c.handleRuns))
+	mux.HandleFunc("GET /api/runs/{id}", serveJSON(c.handleRun))
 	mux.HandleFunc("POST /api/runs/import", c.handleImport)
-	mux.HandleFunc("GET /api/sweeps", c.handleSweeps)
+	mux.HandleFunc("GET /api/sweeps", serveJSON(c.handleSweeps))
 	mux.HandleFunc("POST /api/sweeps", c.handleSubmitSweep)
-	mux.HandleFunc("GET /api/sweeps/{id}", c.handleSweep)
-	mux.HandleFunc("DELETE /api/sweeps/{id}", c.handleCancelSweep)
-	mux.HandleFunc("GET /api/jobs", c.handleJobs)
-	mux.HandleFunc("GET /api/jobs/{id}", c.handleJob)
+	mux.HandleFunc("GET /api/sweeps/{id}", serveJSON(c.handleSweep))
+	mux.HandleFunc("DELETE /api/sweeps/{id}", serveJSON(c.handleCancelSweep))
+	mux.HandleFunc("GET /api/jobs", serveJSON(c.handleJobs))
+	mux.HandleFunc("GET /api/jobs/{id}", serveJSON(c.handleJob))
 	mux.HandleFunc("DELETE /api/jobs/{id}", c.handleCancelJob)
-	mux.HandleFunc("GET /api/rejected", c.handleRejected)
-	mux.HandleFunc("GET /api/live", c.handleLiveSnapshot)
+	mux.HandleFunc("GET /api/rejected", serveJSON(c.handleRejected))
+	mux.HandleFunc("GET /api/live", serveJSON(c.handleLiveSnapshot))
 	mux.HandleFunc("GET /api/events", c.handleEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
@@ -46,6 +46,19 @@ func (c *Controller) routes() http.Handler {
 	return mux
 }
 
+// serveJSON makes the handler of an endpoint that answers 200 with what
+// load returns, as JSON, or load's error with the status statusOf maps it to.
+func serveJSON[T any](load func(r *http.Request) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := load(r)
+		if err != nil {
+			writeError(w, statusOf(err), err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -58,11 +71,23 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
 
-// statusOf maps store and validation errors to HTTP statuses.
+// requestError is what is wrong with a request, and the status it answers.
+type requestError struct {
+	status int
+	err    error
+}
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// statusOf maps request, store and validation errors to HTTP statuses.
 func statusOf(err error) int {
+	var req *requestError
 	var bad *BadSweepError
 	var imp *store.ImportError
 	switch {
+	case errors.As(err, &req):
+		return req.status
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound
 	case errors.As(err, &bad), errors.As(err, &imp):
@@ -71,19 +96,23 @@ func statusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// readBody reads at most limit bytes, answering 413 beyond.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+// readRequest reads at most limit bytes (413 beyond) and decodes them (400
+// when decode fails).
+func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, decode func([]byte) (T, error)) (T, error) {
+	var zero T
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit))
-		} else {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("read request body: %w", err))
+			return zero, &requestError{http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit)}
 		}
-		return nil, false
+		return zero, &requestError{http.StatusBadRequest, fmt.Errorf("read request body: %w", err)}
 	}
-	return data, true
+	v, err := decode(data)
+	if err != nil {
+		return zero, &requestError{http.StatusBadRequest, err}
+	}
+	return v, nil
 }
 
 func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -102,57 +131,35 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (c *Controller) handleAgents(w http.ResponseWriter, r *http.Request) {
-	agents, err := c.Agents(r.Context())
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	writeJSON(w, http.StatusOK, agents)
+func (c *Controller) handleAgents(r *http.Request) ([]AgentView, error) {
+	return c.Agents(r.Context())
 }
 
-func (c *Controller) handleRuns(w http.ResponseWriter, r *http.Request) {
+func (c *Controller) handleRuns(r *http.Request) ([]protocol.Run, error) {
 	q := r.URL.Query()
 	runs, err := c.store.ListRuns(r.Context(), store.RunQuery{
 		AgentID: q.Get("agent"), Status: q.Get("status"), SweepID: q.Get("sweep"), Source: q.Get("source"),
 	})
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
 	if runs == nil {
 		runs = []protocol.Run{}
 	}
-	writeJSON(w, http.StatusOK, runs)
+	return runs, err
 }
 
-func (c *Controller) handleRun(w http.ResponseWriter, r *http.Request) {
+func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {
 	id := r.PathValue("id")
-	var run protocol.Run
-	var err error
 	if v := r.URL.Query().Get("requests"); v == "0" || v == "false" {
-		run, err = c.store.RunSummary(r.Context(), id)
-	} else {
-		run, err = c.store.Run(r.Context(), id)
+		return c.store.RunSummary(r.Context(), id)
 	}
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	writeJSON(w, http.StatusOK, run)
+	return c.store.Run(r.Context(), id)
 }
 
 func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
-	data, ok := readBody(w, r, MaxImportBody)
-	if !ok {
-		return
+	entries, err := readRequest(w, r, MaxImportBody, DecodeImportRequest)
+	var ids []string
+	if err == nil {
+		ids, err = c.store.ImportRuns(entries)
 	}
-	entries, err := DecodeImportRequest(data)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
-	ids, err := c.store.ImportRuns(entries)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -161,21 +168,14 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"imported": len(ids), "ids": ids})
 }
 
-func (c *Controller) handleSweeps(w http.ResponseWriter, r *http.Request) {
+func (c *Controller) handleSweeps(r *http.Request) ([]SweepView, error) {
 	sweeps, err := c.store.Sweeps(r.Context())
 	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
+		return nil, err
 	}
-	jobs, err := c.store.Jobs(r.Context(), store.JobQuery{})
+	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{})
 	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	agents, err := c.Agents(r.Context())
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
+		return nil, err
 	}
 	byAgent := agentsByID(agents)
 	bySweep := map[string][]store.JobRecord{}
@@ -186,20 +186,14 @@ func (c *Controller) handleSweeps(w http.ResponseWriter, r *http.Request) {
 	for _, s := range sweeps {
 		out = append(out, SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
-	data, ok := readBody(w, r, MaxSweepBody)
-	if !ok {
-		return
+	s, err := readRequest(w, r, MaxSweepBody, DecodeSweep)
+	if err == nil {
+		s, err = c.SubmitSweep(r.Context(), s)
 	}
-	s, err := DecodeSweep(data)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
-	s, err = c.SubmitSweep(r.Context(), s)
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
@@ -208,61 +202,34 @@ func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s)
 }
 
-func (c *Controller) handleSweep(w http.ResponseWriter, r *http.Request) {
+func (c *Controller) handleSweep(r *http.Request) (SweepView, error) {
 	id := r.PathValue("id")
 	s, err := c.store.Sweep(id)
 	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
+		return SweepView{}, err
 	}
-	jobs, err := c.store.Jobs(r.Context(), store.JobQuery{SweepID: id})
+	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{SweepID: id})
 	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	agents, err := c.Agents(r.Context())
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
+		return SweepView{}, err
 	}
 	byAgent := agentsByID(agents)
-	v := SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: make([]JobView, 0, len(jobs))}
-	for _, j := range jobs {
-		v.JobList = append(v.JobList, jobView(j, byAgent))
-	}
-	writeJSON(w, http.StatusOK, v)
+	return SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: jobViews(jobs, byAgent)}, nil
 }
 
-func (c *Controller) handleJobs(w http.ResponseWriter, r *http.Request) {
+func (c *Controller) handleJobs(r *http.Request) ([]JobView, error) {
 	q := r.URL.Query()
-	jobs, err := c.store.Jobs(r.Context(), store.JobQuery{
+	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{
 		SweepID: q.Get("sweep"), AgentID: q.Get("agent"), State: protocol.JobState(q.Get("state")),
 		Active: q.Get("active") == "1" || q.Get("active") == "true",
 	})
 	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
+		return nil, err
 	}
-	agents, err := c.Agents(r.Context())
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	byAgent := agentsByID(agents)
-	out := make([]JobView, 0, len(jobs))
-	for _, j := range jobs {
-		out = append(out, jobView(j, byAgent))
-	}
-	writeJSON(w, http.StatusOK, out)
+	return jobViews(jobs, agentsByID(agents)), nil
 }
 
-func (c *Controller) handleJob(w http.ResponseWriter, r *http.Request) {
-	j, err := c.Job(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	writeJSON(w, http.StatusOK, j)
+func (c *Controller) handleJob(r *http.Request) (JobView, error) {
+	return c.Job(r.Context(), r.PathValue("id"))
 }
 
 // handleCancelJob answers 200 with the job marked cancelled, 202 with the
@@ -293,34 +260,24 @@ func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 
 // handleCancelSweep cancels every job of the sweep that has not ended and
 // answers 200 with what became of each.
-func (c *Controller) handleCancelSweep(w http.ResponseWriter, r *http.Request) {
-	res, err := c.CancelSweep(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+func (c *Controller) handleCancelSweep(r *http.Request) (SweepCancel, error) {
+	return c.CancelSweep(r.Context(), r.PathValue("id"))
 }
 
-func (c *Controller) handleRejected(w http.ResponseWriter, r *http.Request) {
+func (c *Controller) handleRejected(r *http.Request) ([]store.Rejection, error) {
 	limit := 100
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, fmt.Errorf("limit %q: want a whole number, 0 for all", v))
-			return
+			return nil, &requestError{http.StatusBadRequest, fmt.Errorf("limit %q: want a whole number, 0 for all", v)}
 		}
 		limit = n
 	}
 	rej, err := c.store.Rejected(r.Context(), limit)
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
 	if rej == nil {
 		rej = []store.Rejection{}
 	}
-	writeJSON(w, http.StatusOK, rej)
+	return rej, err
 }
 
 // LiveSnapshot is what the live page loads before following /api/events.
@@ -331,27 +288,17 @@ type LiveSnapshot struct {
 	Telemetry map[string][]protocol.TelemetryTick `json:"telemetry"`
 }
 
-func (c *Controller) handleLiveSnapshot(w http.ResponseWriter, r *http.Request) {
-	agents, err := c.Agents(r.Context())
+func (c *Controller) handleLiveSnapshot(r *http.Request) (LiveSnapshot, error) {
+	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{Active: true})
 	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
+		return LiveSnapshot{}, err
 	}
-	jobs, err := c.store.Jobs(r.Context(), store.JobQuery{Active: true})
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	snap := LiveSnapshot{Agents: agents, Jobs: make([]JobView, 0, len(jobs))}
-	byAgent := agentsByID(agents)
-	for _, j := range jobs {
-		snap.Jobs = append(snap.Jobs, jobView(j, byAgent))
-	}
+	snap := LiveSnapshot{Agents: agents, Jobs: jobViews(jobs, agentsByID(agents))}
 	snap.Progress, snap.Telemetry = c.live.snapshot()
 	if snap.Progress == nil {
 		snap.Progress = []protocol.Progress{}
 	}
-	writeJSON(w, http.StatusOK, snap)
+	return snap, nil
 }
 
 func handlePlaceholder(w http.ResponseWriter, r *http.Request) {

@@ -27,30 +27,38 @@ const MaxDeliveries = 50
 // terminated: a message awaiting retry holds one of MaxAckPending slots, so
 // retrying without end would let a few hundred of them stop ingestion.
 func EventsConsumerConfig() jetstream.ConsumerConfig {
+	return durableConsumer("vlmfleet controller: stores agent events", 256)
+}
+
+// durableConsumer is the configuration of a consumer of the controller's
+// whose messages are settled as EventsConsumerConfig says.
+func durableConsumer(description string, maxAckPending int) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:       ConsumerName,
-		Description:   "vlmfleet controller: stores agent events",
+		Description:   description,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
 		MaxDeliver:    MaxDeliveries,
-		MaxAckPending: 256,
+		MaxAckPending: maxAckPending,
 	}
 }
 
-func (c *Controller) startIngest(ctx context.Context) error {
-	cons, err := c.js.CreateOrUpdateConsumer(ctx, protocol.StreamEvents, EventsConsumerConfig())
+// consume binds the controller's durable consumer cfg on stream and hands
+// its messages to handle; what names the consumer in the log.
+func (c *Controller) consume(ctx context.Context, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, what string) error {
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, stream, cfg)
 	if err != nil {
-		return fmt.Errorf("controller: consumer %s on %s: %w", ConsumerName, protocol.StreamEvents, err)
+		return fmt.Errorf("controller: consumer %s on %s: %w", cfg.Durable, stream, err)
 	}
 	log := c.log
-	cc, err := cons.Consume(c.handleDurable, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrConsumerDeleted) {
-			log.Debug().Err(err).Msg("events consumer")
+			log.Debug().Err(err).Msg(what)
 		}
 	}))
 	if err != nil {
-		return fmt.Errorf("controller: consume %s: %w", protocol.StreamEvents, err)
+		return fmt.Errorf("controller: consume %s: %w", stream, err)
 	}
 	c.consumers = append(c.consumers, cc)
 	return nil
@@ -153,6 +161,20 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
+// decodeEvent decodes a durable agent event. One that does not decode, or
+// says it is from another agent than its subject names, can never be
+// stored: a *store.RejectError.
+func decodeEvent[T any](data []byte, subjAgent string, decode func([]byte) (*T, error), agentOf func(*T) string) (*T, error) {
+	v, err := decode(data)
+	if err != nil {
+		return nil, store.Rejectf("%v", err)
+	}
+	if id := agentOf(v); id != subjAgent {
+		return nil, store.Rejectf("subject names agent %q but the message says agent_id %q", subjAgent, id)
+	}
+	return v, nil
+}
+
 // ingest decodes one durable agent event and stores it. A message that can
 // never be stored comes back as a *store.RejectError.
 func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) error {
@@ -160,18 +182,12 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 	if err != nil {
 		return store.Rejectf("%v", err)
 	}
-	mismatch := func(id string) error {
-		return store.Rejectf("subject names agent %q but the message says agent_id %q", subjAgent, id)
-	}
 	now := time.Now().UTC()
 	switch kind {
 	case protocol.KindHello:
-		h, err := protocol.DecodeAgentHello(data)
+		h, err := decodeEvent(data, subjAgent, protocol.DecodeAgentHello, func(h *protocol.AgentHello) string { return h.AgentID })
 		if err != nil {
-			return store.Rejectf("%v", err)
-		}
-		if h.AgentID != subjAgent {
-			return mismatch(h.AgentID)
+			return err
 		}
 		if err := c.store.PutAgentHello(*h, storedAt.UTC()); err != nil {
 			return err
@@ -181,12 +197,9 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 			c.emit(EventAgent, h.AgentID, v)
 		}
 	case protocol.KindState:
-		s, err := protocol.DecodeJobStateChange(data)
+		s, err := decodeEvent(data, subjAgent, protocol.DecodeJobStateChange, func(s *protocol.JobStateChange) string { return s.AgentID })
 		if err != nil {
-			return store.Rejectf("%v", err)
-		}
-		if s.AgentID != subjAgent {
-			return mismatch(s.AgentID)
+			return err
 		}
 		rec, changed, err := c.store.ApplyJobState(*s, now)
 		if err != nil {
@@ -204,12 +217,9 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 			c.sendCancel(s.AgentID, s.JobID)
 		}
 	case protocol.KindResult:
-		m, err := protocol.DecodeResultMessage(data)
+		m, err := decodeEvent(data, subjAgent, protocol.DecodeResultMessage, func(m *protocol.ResultMessage) string { return m.AgentID })
 		if err != nil {
-			return store.Rejectf("%v", err)
-		}
-		if m.AgentID != subjAgent {
-			return mismatch(m.AgentID)
+			return err
 		}
 		if err := c.store.ApplyResult(*m, now); err != nil {
 			return err

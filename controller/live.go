@@ -152,9 +152,9 @@ func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.Telem
 // startLive subscribes to the live-only subjects on core NATS.
 func (c *Controller) startLive() error {
 	handlers := map[string]nats.MsgHandler{
-		protocol.KindHeartbeat: c.onHeartbeat,
-		protocol.KindProgress:  c.onProgress,
-		protocol.KindTelemetry: c.onTelemetry,
+		protocol.KindHeartbeat: onLive(c, "a heartbeat", func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema }, c.onHeartbeat),
+		protocol.KindProgress:  onLive(c, "a progress message", func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, c.onProgress),
+		protocol.KindTelemetry: onLive(c, "a telemetry tick", func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, c.onTelemetry),
 	}
 	for _, kind := range []string{protocol.KindHeartbeat, protocol.KindProgress, protocol.KindTelemetry} {
 		sub, err := c.nc.Subscribe(protocol.AgentSubjectAll(kind), handlers[kind])
@@ -171,10 +171,24 @@ func (c *Controller) startLive() error {
 	return nil
 }
 
+// onLive makes the handler of one kind of live message: it decodes a T
+// (see decodeLive; head gives its agent id and schema) and passes it to
+// use, or logs what it ignored.
+func onLive[T any](c *Controller, what string, head func(*T) (agentID string, schema int), use func(T)) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		var v T
+		if err := decodeLive(m.Subject, m.Data, &v, head); err != nil {
+			c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored " + what)
+			return
+		}
+		use(v)
+	}
+}
+
 // decodeLive parses a live message and checks that the agent id in it is
 // the subject's. Live messages are not recorded when bad: losing one is
 // harmless by design.
-func decodeLive[T any](subject string, data []byte, v *T, agentOf func(*T) string, schemaOf func(*T) int) error {
+func decodeLive[T any](subject string, data []byte, v *T, head func(*T) (agentID string, schema int)) error {
 	subjAgent, _, err := parseAgentSubject(subject)
 	if err != nil {
 		return err
@@ -185,21 +199,17 @@ func decodeLive[T any](subject string, data []byte, v *T, agentOf func(*T) strin
 	if err := json.Unmarshal(data, v); err != nil {
 		return err
 	}
-	if s := schemaOf(v); s < 1 || s > protocol.SchemaVersion {
-		return fmt.Errorf("schema %d, this build reads 1..%d", s, protocol.SchemaVersion)
+	id, schema := head(v)
+	if schema < 1 || schema > protocol.SchemaVersion {
+		return fmt.Errorf("schema %d, this build reads 1..%d", schema, protocol.SchemaVersion)
 	}
-	if id := agentOf(v); id != subjAgent {
+	if id != subjAgent {
 		return fmt.Errorf("subject names agent %q but the message says %q", subjAgent, id)
 	}
 	return nil
 }
 
-func (c *Controller) onHeartbeat(m *nats.Msg) {
-	var hb protocol.Heartbeat
-	if err := decodeLive(m.Subject, m.Data, &hb, func(h *protocol.Heartbeat) string { return h.AgentID }, func(h *protocol.Heartbeat) int { return h.Schema }); err != nil {
-		c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored a heartbeat")
-		return
-	}
+func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 	now := time.Now().UTC()
 	state := hb.State
 	if state == "" {
@@ -213,22 +223,12 @@ func (c *Controller) onHeartbeat(m *nats.Msg) {
 	c.emit(EventHeartbeat, hb.AgentID, hb)
 }
 
-func (c *Controller) onProgress(m *nats.Msg) {
-	var p protocol.Progress
-	if err := decodeLive(m.Subject, m.Data, &p, func(p *protocol.Progress) string { return p.AgentID }, func(p *protocol.Progress) int { return p.Schema }); err != nil {
-		c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored a progress message")
-		return
-	}
+func (c *Controller) onProgress(p protocol.Progress) {
 	c.live.putProgress(p)
 	c.emit(EventProgress, p.AgentID, p)
 }
 
-func (c *Controller) onTelemetry(m *nats.Msg) {
-	var t protocol.TelemetryTick
-	if err := decodeLive(m.Subject, m.Data, &t, func(t *protocol.TelemetryTick) string { return t.AgentID }, func(t *protocol.TelemetryTick) int { return t.Schema }); err != nil {
-		c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored a telemetry tick")
-		return
-	}
+func (c *Controller) onTelemetry(t protocol.TelemetryTick) {
 	c.live.putTelemetry(t)
 	c.emit(EventTelemetry, t.AgentID, t)
 }

@@ -33,9 +33,7 @@ func chromium(t *testing.T) string {
 func TestLivePageInBrowser(t *testing.T) {
 	path := chromium(t)
 	c := startController(t, t.TempDir())
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "orin-1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "qwen-q8")))
+	_, a := announced(t, c, "orin-1", "qwen-q8")
 
 	poll, text := openLive(t, path, c.HTTPURL())
 	poll(`document.getElementById("conn").textContent === "live"`)
@@ -99,9 +97,7 @@ func openLive(t *testing.T, path, baseURL string) (poll func(js string), text fu
 func TestLivePageShowsStalledJobs(t *testing.T) {
 	path := chromium(t)
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 1500 * time.Millisecond})
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, "orin-1")
-	ev.waitFor(t, 1, helloStored(a.hello(t, "qwen-q8")))
+	ev, a := announced(t, c, "orin-1", "qwen-q8")
 	jobID := submitJobs(t, c, "orin-1")[0]
 	a.state(t, jobID, protocol.JobRunning, 1, true)
 	ev.waitFor(t, 1, stateIs(jobID, protocol.JobRunning))

@@ -135,6 +135,15 @@ func stalledSince(r store.JobRecord, agents map[string]AgentView) (bool, time.Ti
 	return true, since
 }
 
+// jobViews shows jobs as the API does.
+func jobViews(jobs []store.JobRecord, agents map[string]AgentView) []JobView {
+	out := make([]JobView, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, jobView(j, agents))
+	}
+	return out
+}
+
 func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
 	h := r.History
 	if h == nil {
@@ -185,15 +194,25 @@ func (c *Controller) SweepStatus(ctx context.Context, id string) (SweepStatus, e
 	if _, err := c.store.Sweep(id); err != nil {
 		return SweepStatus{}, err
 	}
-	jobs, err := c.store.Jobs(ctx, store.JobQuery{SweepID: id})
-	if err != nil {
-		return SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
-	}
-	agents, err := c.Agents(ctx)
+	jobs, agents, err := c.jobsWithAgents(ctx, store.JobQuery{SweepID: id})
 	if err != nil {
 		return SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
 	}
 	return sweepStatus(id, jobs, agentsByID(agents)), nil
+}
+
+// jobsWithAgents lists the jobs q matches and every agent, for jobView and
+// sweepStatus to tell which jobs are stalled.
+func (c *Controller) jobsWithAgents(ctx context.Context, q store.JobQuery) ([]store.JobRecord, []AgentView, error) {
+	jobs, err := c.store.Jobs(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jobs, agents, nil
 }
 
 // SweepView is a sweep with the state of its jobs.

@@ -89,16 +89,18 @@ func Aggregate(runs []protocol.Run, now time.Time) Dataset {
 		})
 		latest := rs[0]
 		row := Row{
-			ID:           k.id(),
-			Model:        k.model,
-			ParamsB:      k.paramsB,
-			Quantization: k.quant,
-			Engine:       k.engine,
-			Device:       k.device,
-			Simulated:    k.simulated,
-			Source:       latest.Source,
-			Run:          runMeta(latest),
-			Points:       points(latest),
+			RowConfig: RowConfig{
+				ID:           k.id(),
+				Model:        k.model,
+				ParamsB:      k.paramsB,
+				Quantization: k.quant,
+				Engine:       k.engine,
+				Device:       k.device,
+				Simulated:    k.simulated,
+				Source:       latest.Source,
+			},
+			Run:    runMeta(latest),
+			Points: points(latest),
 		}
 		for _, o := range rs[1:] {
 			row.OtherRuns = append(row.OtherRuns, runMeta(o))

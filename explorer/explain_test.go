@@ -19,7 +19,7 @@ func levels(cams []int, ttfts []float64) []Point {
 }
 
 func TestExplainForms(t *testing.T) {
-	base := Row{Model: "Cosmos-Reason2-2B", ParamsB: 2.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson Orin NX"}
+	base := Row{RowConfig: RowConfig{Model: "Cosmos-Reason2-2B", ParamsB: 2.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson Orin NX"}}
 	const first = "Cosmos-Reason2-2B (2.4B parameters), served in Q8_0 format with llama.cpp on Jetson Orin NX, starts answering a single camera that sends one 720p image after "
 	const at = "At the default target of an answer starting within 3 s (720p, one image per camera), "
 	with := func(mod func(*Row), pts ...Point) Row {

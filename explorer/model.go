@@ -15,9 +15,8 @@ type Dataset struct {
 	Rows          []Row `json:"rows"`
 }
 
-// Row is one deployment configuration: model, parameters, quantization,
-// engine and device, showing its latest completed run.
-type Row struct {
+// RowConfig is what a row stands for, as a Row and a RowView show it.
+type RowConfig struct {
 	// ID is stable across runs of the same configuration.
 	ID           string  `json:"id"`
 	Model        string  `json:"model"`
@@ -26,7 +25,14 @@ type Row struct {
 	Engine       string  `json:"engine"`
 	Device       string  `json:"device"`
 	Simulated    bool    `json:"simulated"`
-	Source       string  `json:"source"`
+	// Source is the source of the run the row shows.
+	Source string `json:"source"`
+}
+
+// Row is one deployment configuration: model, parameters, quantization,
+// engine and device, showing its latest completed run.
+type Row struct {
+	RowConfig
 
 	Run       RunMeta   `json:"run"`
 	OtherRuns []RunMeta `json:"other_runs,omitempty"`

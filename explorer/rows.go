@@ -92,14 +92,7 @@ func ParseQuery(v url.Values) (Query, error) {
 // RowView is one row read at a Query: its figures at (size, images,
 // cameras), and Max Cameras at (size, images, target).
 type RowView struct {
-	ID           string  `json:"id"`
-	Model        string  `json:"model"`
-	ParamsB      float64 `json:"params_b"`
-	Quantization string  `json:"quantization"`
-	Engine       string  `json:"engine"`
-	Device       string  `json:"device"`
-	Simulated    bool    `json:"simulated"`
-	Source       string  `json:"source"`
+	RowConfig
 
 	// TTFT, TTFTP90 and TPS are null when every request at the selected
 	// combination failed (Completed 0): the row then fails the target.
@@ -154,8 +147,7 @@ func Select(ds Dataset, q Query) RowsResponse {
 			expl = Explain(r)
 		}
 		v := RowView{
-			ID: r.ID, Model: r.Model, ParamsB: r.ParamsB, Quantization: r.Quantization,
-			Engine: r.Engine, Device: r.Device, Simulated: r.Simulated, Source: r.Source,
+			RowConfig: r.RowConfig,
 			Completed: p.Completed, Failed: p.Failed,
 			MaxCameras: max, Plus: plus, MaxCamerasLabel: label,
 			Measured:    ok,

@@ -19,22 +19,18 @@ func (c *Combination) ScaleTime(speedup float64) {
 	c.WallSec *= s
 	for i := range c.Requests {
 		r := &c.Requests[i]
-		r.Start *= s
-		r.TTFB *= s
-		r.RoleChunk *= s
-		r.TTFT *= s
-		r.LastToken *= s
-		r.E2E *= s
-		r.ITL *= s
+		multiply(s, &r.Start, &r.TTFB, &r.RoleChunk, &r.TTFT, &r.LastToken, &r.E2E, &r.ITL)
 		r.TPS /= s
 	}
 }
 
 func (st *Stats) scale(s float64) {
-	st.Mean *= s
-	st.P50 *= s
-	st.P90 *= s
-	st.P99 *= s
-	st.Min *= s
-	st.Max *= s
+	multiply(s, &st.Mean, &st.P50, &st.P90, &st.P99, &st.Min, &st.Max)
+}
+
+// multiply multiplies each of the figures by s.
+func multiply(s float64, figures ...*float64) {
+	for _, f := range figures {
+		*f *= s
+	}
 }

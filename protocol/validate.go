@@ -13,10 +13,11 @@ import (
 // MaxMessageBytes bounds any document a receiver will decode.
 const MaxMessageBytes = 8 << 20
 
-// decode parses one JSON document of type T and checks its schema version.
+// decode parses one JSON document of type T, checks its schema version,
+// then checks the document with check, whose error is prefixed with what.
 // Unknown fields are allowed (a newer minor writer may add some) but a newer
 // schema is refused.
-func decode[T any](what string, data []byte, schema func(*T) int) (*T, error) {
+func decode[T any](what string, data []byte, schema func(*T) int, check func(*T) error) (*T, error) {
 	if len(data) > MaxMessageBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
 	}
@@ -30,6 +31,9 @@ func decode[T any](what string, data []byte, schema func(*T) int) (*T, error) {
 	}
 	if s := schema(&v); s < 1 || s > SchemaVersion {
 		return nil, fmt.Errorf("%s: schema %d, this build reads schema 1..%d", what, s, SchemaVersion)
+	}
+	if err := check(&v); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return &v, nil
 }
@@ -69,89 +73,66 @@ func LineCol(data []byte, off int64) (int, int) {
 
 // DecodeRun reads and validates a result document.
 func DecodeRun(data []byte) (*Run, error) {
-	r, err := decode("result document", data, func(r *Run) int { return r.Schema })
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Validate(); err != nil {
-		return nil, fmt.Errorf("result document: %w", err)
-	}
-	return r, nil
+	return decode("result document", data, func(r *Run) int { return r.Schema }, (*Run).Validate)
 }
 
 // DecodeJob reads and validates a job.
 func DecodeJob(data []byte) (*Job, error) {
-	j, err := decode("job", data, func(j *Job) int { return j.Schema })
-	if err != nil {
-		return nil, err
-	}
-	if err := j.Validate(); err != nil {
-		return nil, fmt.Errorf("job: %w", err)
-	}
-	return j, nil
+	return decode("job", data, func(j *Job) int { return j.Schema }, (*Job).Validate)
 }
 
 // DecodeJobStateChange reads and validates a job state change.
 func DecodeJobStateChange(data []byte) (*JobStateChange, error) {
-	s, err := decode("job state", data, func(s *JobStateChange) int { return s.Schema })
-	if err != nil {
-		return nil, err
-	}
+	return decode("job state", data, func(s *JobStateChange) int { return s.Schema }, (*JobStateChange).validate)
+}
+
+func (s *JobStateChange) validate() error {
 	if err := ValidateID("job_id", s.JobID); err != nil {
-		return nil, fmt.Errorf("job state: %w", err)
+		return err
 	}
 	if s.RunID != "" {
 		if err := ValidateID("run_id", s.RunID); err != nil {
-			return nil, fmt.Errorf("job state: %w", err)
+			return err
 		}
 	}
 	if err := ValidateAgentID(s.AgentID); err != nil {
-		return nil, fmt.Errorf("job state: %w", err)
+		return err
 	}
 	switch s.State {
 	case JobAccepted, JobStarting, JobRunning, JobCompleted, JobFailed, JobCancelled, JobRejected:
 	default:
-		return nil, fmt.Errorf("job state: state %q is not one an agent reports", s.State)
+		return fmt.Errorf("state %q is not one an agent reports", s.State)
 	}
-	return s, nil
+	return nil
 }
 
 // DecodeResultMessage reads and validates a result message.
 func DecodeResultMessage(data []byte) (*ResultMessage, error) {
-	m, err := decode("result message", data, func(m *ResultMessage) int { return m.Schema })
-	if err != nil {
-		return nil, err
-	}
-	if err := ValidateAgentID(m.AgentID); err != nil {
-		return nil, fmt.Errorf("result message: %w", err)
-	}
+	return decode("result message", data, func(m *ResultMessage) int { return m.Schema }, (*ResultMessage).validate)
+}
+
+func (m *ResultMessage) validate() error {
 	if m.Run.Schema == 0 {
 		m.Run.Schema = m.Schema
 	}
+	if err := ValidateAgentID(m.AgentID); err != nil {
+		return err
+	}
 	if err := m.Run.validateHeader(); err != nil {
-		return nil, fmt.Errorf("result message: run: %w", err)
+		return fmt.Errorf("run: %w", err)
 	}
 	if m.Combination == nil && !m.Final {
-		return nil, fmt.Errorf("result message: carries neither a combination nor final")
+		return errors.New("carries neither a combination nor final")
 	}
 	if m.Combination != nil {
-		if err := m.Combination.Validate(); err != nil {
-			return nil, fmt.Errorf("result message: %w", err)
-		}
+		return m.Combination.Validate()
 	}
-	return m, nil
+	return nil
 }
 
 // DecodeCancel reads and validates a job cancellation.
 func DecodeCancel(data []byte) (*Cancel, error) {
-	c, err := decode("cancel", data, func(c *Cancel) int { return c.Schema })
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("cancel: %w", err)
-	}
-	return c, nil
+	return decode("cancel", data, func(c *Cancel) int { return c.Schema }, (*Cancel).Validate)
 }
 
 // Validate checks a cancellation before it is sent.
@@ -167,19 +148,19 @@ func (c *Cancel) Validate() error {
 
 // DecodeAgentHello reads and validates an agent announcement.
 func DecodeAgentHello(data []byte) (*AgentHello, error) {
-	h, err := decode("agent hello", data, func(h *AgentHello) int { return h.Schema })
-	if err != nil {
-		return nil, err
-	}
+	return decode("agent hello", data, func(h *AgentHello) int { return h.Schema }, (*AgentHello).validate)
+}
+
+func (h *AgentHello) validate() error {
 	if err := ValidateAgentID(h.AgentID); err != nil {
-		return nil, fmt.Errorf("agent hello: %w", err)
+		return err
 	}
 	for i, d := range h.Deployments {
 		if d.ID == "" {
-			return nil, fmt.Errorf("agent hello: deployments[%d].id is empty", i)
+			return fmt.Errorf("deployments[%d].id is empty", i)
 		}
 	}
-	return h, nil
+	return nil
 }
 
 // Validate checks a job before it is published or run.

@@ -73,18 +73,7 @@ func (s *Store) TouchAgent(id string, at time.Time) error {
 
 // Agent returns one agent or ErrNotFound.
 func (s *Store) Agent(id string) (Agent, error) {
-	var a Agent
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ok, err := getJSON(tx.Bucket(bucketAgents), id, &a)
-		if err == nil && !ok {
-			err = ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return Agent{}, fmt.Errorf("store: agent %s: %w", id, err)
-	}
-	return a, nil
+	return getOne[Agent](s, bucketAgents, "agent", id)
 }
 
 // Agents lists every agent by id.

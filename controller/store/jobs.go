@@ -80,18 +80,7 @@ func (s *Store) CreateSweep(sw protocol.Sweep, jobs []JobRecord) error {
 
 // Sweep returns one sweep or ErrNotFound.
 func (s *Store) Sweep(id string) (protocol.Sweep, error) {
-	var sw protocol.Sweep
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ok, err := getJSON(tx.Bucket(bucketSweeps), id, &sw)
-		if err == nil && !ok {
-			err = ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return protocol.Sweep{}, fmt.Errorf("store: sweep %s: %w", id, err)
-	}
-	return sw, nil
+	return getOne[protocol.Sweep](s, bucketSweeps, "sweep", id)
 }
 
 // Sweeps lists every sweep, oldest first.
@@ -123,18 +112,7 @@ func (s *Store) PutJob(j JobRecord) error {
 
 // Job returns one job or ErrNotFound.
 func (s *Store) Job(id string) (JobRecord, error) {
-	var j JobRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
-		ok, err := getJSON(tx.Bucket(bucketJobs), id, &j)
-		if err == nil && !ok {
-			err = ErrNotFound
-		}
-		return err
-	})
-	if err != nil {
-		return JobRecord{}, fmt.Errorf("store: job %s: %w", id, err)
-	}
-	return j, nil
+	return getOne[JobRecord](s, bucketJobs, "job", id)
 }
 
 // Jobs lists the jobs matching q, oldest first.
@@ -204,12 +182,8 @@ func (s *Store) MarkPublished(id string, at time.Time, seq uint64) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJobs)
 		var j JobRecord
-		ok, err := getJSON(b, id, &j)
-		if err != nil {
+		if err := getExisting(b, id, &j); err != nil {
 			return err
-		}
-		if !ok {
-			return ErrNotFound
 		}
 		if j.Published && j.StreamSeq == seq {
 			return nil
@@ -270,12 +244,8 @@ func (s *Store) RequestCancel(id string, at time.Time) (JobRecord, bool, error) 
 	changed := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJobs)
-		ok, err := getJSON(b, id, &rec)
-		if err != nil {
+		if err := getExisting(b, id, &rec); err != nil {
 			return err
-		}
-		if !ok {
-			return ErrNotFound
 		}
 		if rec.State.Terminal() || rec.CancelRequested {
 			return nil

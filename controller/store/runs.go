@@ -172,12 +172,8 @@ func (s *Store) getRun(id string, requests bool) (protocol.Run, error) {
 	var r protocol.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var rec runRecord
-		ok, err := getJSON(tx.Bucket(bucketRuns), id, &rec)
-		if err != nil {
+		if err := getExisting(tx.Bucket(bucketRuns), id, &rec); err != nil {
 			return err
-		}
-		if !ok {
-			return ErrNotFound
 		}
 		r = rec.Run
 		return loadCombinations(tx, &r, requests)

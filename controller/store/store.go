@@ -180,6 +180,30 @@ func getJSON(b *bolt.Bucket, key string, v any) (bool, error) {
 	return true, nil
 }
 
+// getExisting is getJSON for a record that must be there: ErrNotFound
+// when it is not.
+func getExisting(b *bolt.Bucket, key string, v any) error {
+	ok, err := getJSON(b, key, v)
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return err
+}
+
+// getOne reads the record id of bucket in a read transaction, or returns
+// ErrNotFound; errors name what the record is.
+func getOne[T any](s *Store, bucket []byte, what, id string) (T, error) {
+	var v T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return getExisting(tx.Bucket(bucket), id, &v)
+	})
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("store: %s %s: %w", what, id, err)
+	}
+	return v, nil
+}
+
 // forEachJSON decodes every value of b into a fresh T and calls fn. The
 // context is checked between records so a long listing can be abandoned.
 func forEachJSON[T any](ctx context.Context, b *bolt.Bucket, fn func(key string, v *T) error) error {

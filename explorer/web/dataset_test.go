@@ -80,8 +80,8 @@ func testDate(i int) time.Time {
 
 func buildRow(i int, tr testRow) explorer.Row {
 	r := explorer.Row{
-		ID: tr.id, Model: tr.model, ParamsB: tr.params, Quantization: tr.quant, Engine: tr.engine,
-		Device: tr.device, Simulated: tr.simulated, Source: "lab",
+		RowConfig: explorer.RowConfig{ID: tr.id, Model: tr.model, ParamsB: tr.params, Quantization: tr.quant, Engine: tr.engine,
+			Device: tr.device, Simulated: tr.simulated, Source: "lab"},
 		Run: explorer.RunMeta{ID: "run-" + tr.id, Date: testDate(i), Source: "lab", Simulated: tr.simulated,
 			EngineVersion: tr.engine + " 0.11.0", EngineCommand: []string{"serve", "--model", tr.model, "--max-num-seqs", "16"},
 			Platform: "JetPack 6.2 (L4T 36.4.3)", PowerMode: "MAXN", Telemetry: "GPU 87% mean, 23.1 W mean, 61 °C max",

@@ -36,9 +36,7 @@ func cancelJob(t *testing.T, ctx context.Context, base, path string, v any) int 
 // combination it had measured, and the agent goes on with the next job.
 // Cancelling a job that ended changes nothing.
 func TestCancelQueuedAndRunningJobs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	l := newLab(t, ctx, simlab.Options{})
+	l := newLab(t, testContext(t, 60*time.Second), simlab.Options{})
 	measured := make(chan string, 64)
 	stopResults := l.Controller().OnEvent(func(ev controller.Event) {
 		if r, ok := ev.Data.(controller.ResultEvent); ok && r.Combo != nil {
@@ -63,18 +61,18 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	for got := ""; got != running; {
 		select {
 		case got = <-measured:
-		case <-ctx.Done():
+		case <-l.ctx.Done():
 			t.Fatalf("job %s never measured its first combination", running)
 		}
 	}
 
 	var v controller.JobView
-	if code := cancelJob(t, ctx, base, "/api/jobs/"+queued, &v); code != http.StatusOK || v.State != protocol.JobCancelled || !v.CancelRequested {
+	if code := cancelJob(t, l.ctx, base, "/api/jobs/"+queued, &v); code != http.StatusOK || v.State != protocol.JobCancelled || !v.CancelRequested {
 		t.Fatalf("cancel queued job: %d, state %s, cancel_requested %v", code, v.State, v.CancelRequested)
 	}
 	l.waitState(queued, protocol.JobCancelled, 0)
 
-	if code := cancelJob(t, ctx, base, "/api/jobs/"+running, &v); code != http.StatusAccepted || v.State.Terminal() {
+	if code := cancelJob(t, l.ctx, base, "/api/jobs/"+running, &v); code != http.StatusAccepted || v.State.Terminal() {
 		t.Fatalf("cancel running job: %d, state %s", code, v.State)
 	}
 	ch := l.waitState(running, protocol.JobCancelled, 1)
@@ -98,7 +96,7 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 		Error string             `json:"error"`
 		Job   controller.JobView `json:"job"`
 	}
-	if code := cancelJob(t, ctx, base, "/api/jobs/"+next, &conflict); code != http.StatusConflict || conflict.Job.State != protocol.JobCompleted {
+	if code := cancelJob(t, l.ctx, base, "/api/jobs/"+next, &conflict); code != http.StatusConflict || conflict.Job.State != protocol.JobCompleted {
 		t.Fatalf("cancel completed job: %d, state %s", code, conflict.Job.State)
 	}
 	var after controller.JobView
@@ -107,7 +105,7 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 		t.Fatalf("completed job after a cancel: state %s, cancel_requested %v", after.State, after.CancelRequested)
 	}
 	var sw controller.SweepCancel
-	if code := cancelJob(t, ctx, base, "/api/sweeps/"+after.SweepID, &sw); code != http.StatusOK || len(sw.Ended) != 1 || len(sw.Cancelled)+len(sw.Requested) != 0 {
+	if code := cancelJob(t, l.ctx, base, "/api/sweeps/"+after.SweepID, &sw); code != http.StatusOK || len(sw.Ended) != 1 || len(sw.Cancelled)+len(sw.Requested) != 0 {
 		t.Fatalf("cancel finished sweep: %d, %+v", code, sw)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -23,6 +24,13 @@ type testLab struct {
 	t     *testing.T
 	ctx   context.Context
 	state chan protocol.JobStateChange
+}
+
+// testContext bounds a test's waits to d; it ends with the test.
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // newLab starts a lab for the test, logging to the test and keeping its
@@ -116,6 +124,22 @@ func tinyWorkload(requests int) protocol.Workload {
 	w.MultiImageSizes = nil
 	w.ImagesPerRequest = nil
 	return w
+}
+
+// connectJS connects to the NATS server at url and opens JetStream on the
+// connection, which is closed when the test ends.
+func connectJS(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
 
 // waitIngested waits until the controller's durable consumer has acknowledged

@@ -1,15 +1,11 @@
 package simlab_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
@@ -22,9 +18,7 @@ import (
 // result read back through the HTTP API. It then redelivers a result message
 // and shows that it is stored once.
 func TestLabEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	l := newLab(t, ctx, simlab.Options{})
+	l := newLab(t, testContext(t, 90*time.Second), simlab.Options{})
 	ctrl := l.Controller()
 	const device = "Jetson AGX Orin"
 	l.startAgent(agx("it-agx"))
@@ -36,17 +30,17 @@ func TestLabEndToEnd(t *testing.T) {
 	w.MultiImageSizes = []string{"720p"}
 	w.ImagesPerRequest = []int{1, 3}
 	w.MultiImageRequests = 2
-	sweep, err := l.Submit(ctx, protocol.Sweep{Name: "it", Agents: []string{"it-agx"}, Workload: w})
+	sweep, err := l.Submit(l.ctx, protocol.Sweep{Name: "it", Agents: []string{"it-agx"}, Workload: w})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(sweep.Jobs) != 1 {
 		t.Fatalf("sweep made %d jobs, want 1", len(sweep.Jobs))
 	}
-	if err := l.Wait(ctx, sweep); err != nil {
+	if err := l.Wait(l.ctx, sweep); err != nil {
 		t.Fatal(err)
 	}
-	final, err := ctrl.Job(ctx, sweep.Jobs[0])
+	final, err := ctrl.Job(l.ctx, sweep.Jobs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,21 +75,16 @@ func TestLabEndToEnd(t *testing.T) {
 
 	// Redeliver one result message: JetStream stores it again (no message
 	// id), the controller ingests it again, and the store still has it once.
-	nc, err := nats.Connect(ctrl.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := connectJS(t, ctrl.NATSURL())
 	dup := run.Combinations[0]
 	hdr := run
 	hdr.Combinations = nil
 	data, _ := json.Marshal(protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "it-agx", Run: hdr, Combination: &dup})
-	ack, err := js.Publish(ctx, protocol.AgentSubject("it-agx", protocol.KindResult), data)
+	ack, err := js.Publish(l.ctx, protocol.AgentSubject("it-agx", protocol.KindResult), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitIngested(ctx, t, js, ack.Sequence)
+	waitIngested(l.ctx, t, js, ack.Sequence)
 	again := fetchRun(t, ctrl.HTTPURL(), final.RunID)
 	if len(again.Combinations) != len(run.Combinations) {
 		t.Fatalf("after redelivery %d combinations, want %d", len(again.Combinations), len(run.Combinations))

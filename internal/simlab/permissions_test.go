@@ -25,10 +25,8 @@ import (
 // permissions alone, and then shows, as agent-a, that every way of reaching
 // agent-b's subjects and consumer is refused while agent-a's own still work.
 func TestPerAgentPermissions(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	url := startPermissionedNATS(t, "agent-a", "agent-b")
-	l := newLab(t, ctx, simlab.Options{NATSURL: url("controller")})
+	l := newLab(t, testContext(t, 60*time.Second), simlab.Options{NATSURL: url("controller")})
 	d := agx("agent-a")
 	d.NATSURL = url("agent-a")
 	a := l.startAgent(d) // it announced itself through its permissioned account
@@ -51,32 +49,15 @@ func TestPerAgentPermissions(t *testing.T) {
 		t.Fatalf("stored run: status %s, %d combinations, want completed with %d", run.Status, len(run.Combinations), len(w.Plan()))
 	}
 
-	checkConfinement(ctx, t, url)
+	checkConfinement(l.ctx, t, url)
 }
 
 // checkConfinement connects as agent-a beside the running agent and tries
 // agent-b's subjects and consumer one way after another.
 func checkConfinement(ctx context.Context, t *testing.T, url func(user string) string) {
-	admin, err := nats.Connect(url("controller"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	adminJS, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	admin, adminJS := connectJS(t, url("controller"))
 	v := newViolations()
-	nc, err := nats.Connect(url("agent-a"), nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := connectJS(t, url("agent-a"), nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
 
 	const (
 		other    = "agent-b"
@@ -394,15 +375,7 @@ func TestExampleNATSConfig(t *testing.T) {
 		if user != "controller" {
 			opts = append(opts, nats.CustomInboxPrefix(protocol.AgentInboxPrefix(user)))
 		}
-		nc, err := nats.Connect("nats://"+user+":"+passwords[user]+"@"+ns.Addr().String(), opts...)
-		if err != nil {
-			t.Fatalf("connect as %s: %v", user, err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, js := connectJS(t, "nats://"+user+":"+passwords[user]+"@"+ns.Addr().String(), opts...)
 		return js
 	}
 	admin := connect("controller")
