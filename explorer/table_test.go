@@ -42,7 +42,7 @@ func TestWriteTable(t *testing.T) {
 }
 
 func TestTableOrdersKeepTiesInPlace(t *testing.T) {
-	rows := []RowView{{ID: "b", Model: "M"}, {ID: "a", Model: "M"}}
+	rows := []RowView{{RowConfig: RowConfig{ID: "b", Model: "M"}}, {RowConfig: RowConfig{ID: "a", Model: "M"}}}
 	for name, less := range TableOrders() {
 		got := slices.Clone(rows)
 		slices.SortStableFunc(got, less)
