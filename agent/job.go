@@ -76,10 +76,9 @@ func (j *jobRun) measure(ctx context.Context) error {
 		return j.state(ctx, protocol.JobRejected, err.Error())
 	}
 
-	eng, err := engine.New(dep.Engine, a.env)
-	if err != nil {
-		return j.fail(ctx, fmt.Errorf("engine configuration: %w", err))
-	}
+	// A refused engine configuration fails the run below, once it has a
+	// header to fail.
+	eng, engErr := engine.New(dep.Engine, a.env)
 	spec := measure.Spec{
 		Run: protocol.Run{
 			ID:      fmt.Sprintf("%s-a%d", job.ID, attempt),
@@ -91,6 +90,9 @@ func (j *jobRun) measure(ctx context.Context) error {
 				Model:        dep.Model,
 				ParamsB:      dep.ParamsB,
 				Quantization: dep.Quantization,
+				// The engine's own display name once it exists; the
+				// adapter kind until then.
+				Engine: dep.Engine.Kind,
 			},
 			Workload: job.Workload,
 		},
@@ -113,6 +115,9 @@ func (j *jobRun) measure(ctx context.Context) error {
 		if err := j.closePrevious(ctx); err != nil {
 			return err
 		}
+	}
+	if engErr != nil {
+		return j.fail(ctx, fmt.Errorf("engine configuration: %w", engErr))
 	}
 
 	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("measuring")

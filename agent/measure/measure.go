@@ -7,6 +7,7 @@
 package measure
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +29,8 @@ type Spec struct {
 	// AgentID, Source, the model's Config (Model, ParamsB, Quantization)
 	// and the Workload. Run fills in the rest.
 	Run protocol.Run
-	// Engine serves the model; Run starts it and stops it.
+	// Engine serves the model; Run starts it and stops it. Header takes a
+	// Spec without one (an engine whose configuration was refused).
 	Engine engine.Engine
 	// Images are the pictures the requests carry.
 	Images loadgen.Images
@@ -69,7 +71,10 @@ type Hooks struct {
 // creation time.
 func Header(spec Spec, now time.Time) protocol.Run {
 	r := spec.Run
-	info := spec.Engine.Info()
+	var info protocol.EngineInfo
+	if spec.Engine != nil {
+		info = spec.Engine.Info()
+	}
 	sim := engine.SimulationOf(info)
 	r.Schema = protocol.SchemaVersion
 	r.Simulated = spec.Simulated || sim.Simulated
@@ -78,10 +83,8 @@ func Header(spec Spec, now time.Time) protocol.Run {
 		r.SimSpeedup = sim.Speedup
 	}
 	r.Engine = info
-	r.Config.Engine = info.Name
-	if spec.EngineName != "" {
-		r.Config.Engine = spec.EngineName
-	}
+	// A run whose engine could not be made keeps what the caller called it.
+	r.Config.Engine = cmp.Or(spec.EngineName, info.Name, spec.Run.Config.Engine)
 	r.Device = spec.Device
 	if sim.Simulated && sim.Device != "" && spec.DeviceName == "" && !strings.EqualFold(r.Device.Name, sim.Device) {
 		// A simulated engine is filed under the device it simulates,

@@ -213,3 +213,17 @@ func TestAttachedEndpointSaysWhatItIs(t *testing.T) {
 		t.Error("no request reached the endpoint")
 	}
 }
+
+// A run whose engine could not be made still has a header to fail: its
+// ids, the model and the engine as the caller named it.
+func TestHeaderWithoutAnEngine(t *testing.T) {
+	now := time.Now().UTC()
+	h := Header(Spec{
+		Run:    protocol.Run{ID: "j1-a1", JobID: "j1", Config: protocol.Configuration{Model: "m", Engine: engine.KindVLLM}},
+		Device: protocol.DeviceFacts{Name: "Orin"},
+	}, now)
+	if h.ID != "j1-a1" || h.Config.Engine != engine.KindVLLM || h.Config.Device != "Orin" || h.Status != protocol.RunRunning ||
+		!h.StartedAt.Equal(now) || h.Schema != protocol.SchemaVersion || h.Simulated {
+		t.Errorf("header %+v", h)
+	}
+}
