@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 func TestExampleConfigParses(t *testing.T) {
@@ -34,9 +35,7 @@ func TestConfigErrorsNameLineAndField(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
+			testutil.WantError(t, err, tc.want)
 		})
 	}
 }
@@ -61,10 +60,7 @@ func TestConfigValidation(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := base()
 			tc.mutate(&c)
-			err := c.Validate(engine.Env{})
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
+			testutil.WantError(t, c.Validate(engine.Env{}), tc.want)
 		})
 	}
 	if err := base().Validate(engine.Env{}); err != nil {

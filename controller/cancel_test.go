@@ -13,19 +13,11 @@ import (
 
 func deleteJSON(t *testing.T, url string, v any) int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodDelete, url, nil)
-	if err != nil {
-		t.Fatal(err)
+	code, body := request(t, http.MethodDelete, url, "")
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("DELETE %s: %d: %v", url, code, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("DELETE %s: %s: %v", url, resp.Status, err)
-	}
-	return resp.StatusCode
+	return code
 }
 
 func stateAt(job string, st protocol.JobState, attempt int) func(Event) bool {

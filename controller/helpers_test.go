@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -125,15 +126,7 @@ type fakeAgent struct {
 
 func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
 	t.Helper()
-	nc, err := nats.Connect(c.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := testutil.ConnectJS(t, c.NATSURL())
 	return &fakeAgent{id: id, nc: nc, js: js}
 }
 

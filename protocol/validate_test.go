@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 func sampleRun() Run {
@@ -52,9 +54,7 @@ func TestDecodeRunErrorsSayWhere(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := DecodeRun([]byte(tc.doc))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
+			testutil.WantError(t, err, tc.want)
 		})
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -262,12 +262,7 @@ func TestRequestTimeout(t *testing.T) {
 // A dead engine: every request fails, the combination is still returned and
 // Measure goes on to the next one.
 func TestDeadEngineStillReturnsCombinations(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testutil.ClosedAddr(t)
 	w := oneCombo("480p", 2, 4, 1)
 	w.Cameras = []int{1, 2}
 	combos, err := Measure(context.Background(), Target{BaseURL: "http://" + addr + "/v1", Model: "m"}, w, testImages{n: 1}, Hooks{})

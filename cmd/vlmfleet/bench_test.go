@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -126,14 +127,7 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := protocol.DecodeRun(data)
-	if err != nil {
-		t.Fatalf("the --json document does not decode: %v", err)
-	}
+	r := readRun(t, jsonPath)
 	if r.Source != protocol.SourceBench || r.Status != protocol.RunCompleted || r.Schema != protocol.SchemaVersion ||
 		r.Config.Device != "Test Box" || r.Config.Engine != "vLLM" || r.Config.ParamsB != 2.2 || r.Config.Quantization != "BF16" ||
 		r.Engine.Kind != "external" || r.Engine.Endpoint != srv.URL+"/v1" || len(r.ID) != 16 || r.Client.ImageCount != 2 {
@@ -165,12 +159,7 @@ func TestBenchEndToEnd(t *testing.T) {
 }
 
 func TestBenchDeadEndpointCountsFailures(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testutil.ClosedAddr(t)
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	code, out, errOut := runCLI(t, "bench", "--url", "http://"+addr+"/v1", "--model", "m", "--sizes", "480p", "--multi-sizes", "480p",
 		"--cameras", "1", "--requests", "2", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
@@ -180,11 +169,7 @@ func TestBenchDeadEndpointCountsFailures(t *testing.T) {
 	if !strings.Contains(out, "connection refused") || !strings.Contains(out, "480p   0") {
 		t.Errorf("summary:\n%s", out)
 	}
-	data, _ := os.ReadFile(jsonPath)
-	r, err := protocol.DecodeRun(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := readRun(t, jsonPath)
 	if r.Combinations[0].Failed != 2 {
 		t.Errorf("failed %d, want 2", r.Combinations[0].Failed)
 	}
@@ -254,14 +239,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 	if !strings.Contains(out, "SIMULATED") {
 		t.Errorf("the summary does not say the engine is simulated:\n%s", out)
 	}
-	data, err := os.ReadFile(jsonPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := protocol.DecodeRun(data)
-	if err != nil {
-		t.Fatalf("the --json document does not decode: %v", err)
-	}
+	r := readRun(t, jsonPath)
 	if !r.Simulated || r.SimSpeedup != speedup {
 		t.Errorf("run simulated %v, sim_speedup %g; want true, %d", r.Simulated, r.SimSpeedup, speedup)
 	}
@@ -288,12 +266,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 // A remote endpoint without --device gets a warning that the device facts
 // are this machine's; a loopback one does not.
 func TestBenchWarnsRemoteDeviceFacts(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	_, port, _ := net.SplitHostPort(testutil.ClosedAddr(t))
 	// 0.0.0.0 is not a loopback address, yet connecting to it fails at
 	// once on this machine, so no request leaves it.
 	for host, warn := range map[string]bool{"0.0.0.0": true, "127.0.0.1": false, "localhost": false} {
@@ -338,4 +311,18 @@ func TestBenchDeviceToolsFromCLIPath(t *testing.T) {
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the nvidia-smi on the CLI's PATH was not run: %v", err)
 	}
+}
+
+// readRun reads and decodes the result document bench --json wrote.
+func readRun(t *testing.T, path string) *protocol.Run {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := protocol.DecodeRun(data)
+	if err != nil {
+		t.Fatalf("the --json document does not decode: %v", err)
+	}
+	return r
 }

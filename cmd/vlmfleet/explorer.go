@@ -17,19 +17,8 @@ import (
 
 // cmdExplorer dispatches `vlmfleet explorer table|export`.
 func cmdExplorer(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: table or export")}
-	}
-	switch args[0] {
-	case "table":
-		return explorerTable(ctx, c, args[1:])
-	case "export":
-		return explorerExport(ctx, c, args[1:])
-	case "-h", "--help", "help":
-		fmt.Fprintln(c.stdout, "Usage: vlmfleet explorer table [flags]   the table at one view, for scripts\n       vlmfleet explorer export --out FILE [flags]   one self-contained HTML file")
-		return nil
-	}
-	return usageError{fmt.Errorf("unknown subcommand %q: want table or export", args[0])}
+	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"table": explorerTable, "export": explorerExport},
+		"table or export", "Usage: vlmfleet explorer table [flags]   the table at one view, for scripts\n       vlmfleet explorer export --out FILE [flags]   one self-contained HTML file")
 }
 
 // datasetFlags choose where the runs come from: a controller, or local files.
@@ -84,10 +73,7 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	fs.Float64Var(&q.Target, "target", def.Target, "performance target: seconds until the answer starts")
 	sortBy := fs.String("sort", "max", "sort by max (Max Cameras), ttft, model or device")
 	asJSON := fs.Bool("json", false, "print the rows as GET /api/explorer/rows does")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: vlmfleet explorer table [--controller URL | --file run.json... | run.json...] [flags]\n\nPrints the explorer's table at one view: only rows measured at the size, images and cameras.")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: vlmfleet explorer table [--controller URL | --file run.json... | run.json...] [flags]\n\nPrints the explorer's table at one view: only rows measured at the size, images and cameras.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -117,10 +103,7 @@ func explorerExport(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "explorer export")
 	src := addDatasetFlags(fs)
 	out := fs.String("out", "", "the HTML file to write ('-' for standard output)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: vlmfleet explorer export --out explorer.html [--controller URL | --file run.json... | run.json...]\n\nWrites the explorer as one self-contained HTML file with the data inside; it works offline.")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: vlmfleet explorer export --out explorer.html [--controller URL | --file run.json... | run.json...]\n\nWrites the explorer as one self-contained HTML file with the data inside; it works offline.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -102,8 +103,8 @@ func TestExplorerTableJSONAndOptions(t *testing.T) {
 }
 
 func TestExplorerTableFromController(t *testing.T) {
-	real := resultDoc("real", "Qwen3-VL-4B-Instruct")
-	sim := resultDoc("sim", "Qwen3-VL-4B-Instruct")
+	real := labtest.ResultDoc("real", "Qwen3-VL-4B-Instruct")
+	sim := labtest.ResultDoc("sim", "Qwen3-VL-4B-Instruct")
 	sim.Simulated = true
 	srv := httptest.NewServer(explorer.NewHandler(runSlice{real, sim}, zerolog.New(io.Discard)))
 	defer srv.Close()

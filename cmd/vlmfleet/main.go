@@ -8,9 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -95,12 +96,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "vlmfleet: how many cameras can this device watch with this vision-language model?")
 	fmt.Fprintln(w, "\nUsage: vlmfleet COMMAND [flags]\n\nCommands:")
 	cmds := commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(w, "  %-11s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'vlmfleet COMMAND -h' for a command's flags.")
@@ -111,6 +107,30 @@ func newFlagSet(c *cli, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("vlmfleet "+name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	return fs
+}
+
+// setUsage makes -h print text, then the flags.
+func setUsage(fs *flag.FlagSet, text string) {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), text)
+		fs.PrintDefaults()
+	}
+}
+
+// subcommand runs the one of subs that args[0] names; want names them in
+// errors, and help is what -h prints.
+func subcommand(ctx context.Context, c *cli, args []string, subs map[string]func(context.Context, *cli, []string) error, want, help string) error {
+	if len(args) == 0 {
+		return usageError{errors.New("want a subcommand: " + want)}
+	}
+	if run, ok := subs[args[0]]; ok {
+		return run(ctx, c, args[1:])
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(c.stdout, help)
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown subcommand %q: want %s", args[0], want)}
 }
 
 // parseFlags parses and turns flag errors into usage errors.

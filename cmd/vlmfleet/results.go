@@ -14,17 +14,8 @@ import (
 
 // cmdResults dispatches `vlmfleet results import`.
 func cmdResults(ctx context.Context, c *cli, args []string) error {
-	if len(args) == 0 {
-		return usageError{errors.New("want a subcommand: import FILE [FILE...]")}
-	}
-	switch args[0] {
-	case "import":
-		return resultsImport(ctx, c, args[1:])
-	case "-h", "--help", "help":
-		fmt.Fprintln(c.stdout, "Usage: vlmfleet results import FILE... [--controller URL] [--origin LABEL]")
-		return nil
-	}
-	return usageError{fmt.Errorf("unknown subcommand %q: want import", args[0])}
+	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"import": resultsImport},
+		"import FILE [FILE...]", "Usage: vlmfleet results import FILE... [--controller URL] [--origin LABEL]")
 }
 
 // resultsImport reads every file, checks every result document in them, and
@@ -34,10 +25,7 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "results import")
 	controller := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
 	origin := fs.String("origin", "", "where the runs came from (default: each file's name)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: vlmfleet results import FILE... [--controller URL] [--origin LABEL]\n\nLoads result documents (vlmfleet bench --json, or a JSON array of them) into a controller.\nEvery file is checked first; one bad file imports nothing.")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: vlmfleet results import FILE... [--controller URL] [--origin LABEL]\n\nLoads result documents (vlmfleet bench --json, or a JSON array of them) into a controller.\nEvery file is checked first; one bad file imports nothing.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -6,14 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -25,36 +25,13 @@ func cliRun(t *testing.T, env map[string]string, args ...string) (int, string, s
 	return code, out.String(), errb.String()
 }
 
-// resultDoc is a small valid result document.
-func resultDoc(id, model string) protocol.Run {
-	w := protocol.DefaultWorkload()
-	w.Sizes, w.Cameras, w.MultiImageSizes = []string{"720p"}, []int{1, 2}, nil
-	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	return protocol.Run{
-		Schema: protocol.SchemaVersion, ID: id, Source: protocol.SourceBench, Status: protocol.RunCompleted,
-		Config:    protocol.Configuration{Model: model, ParamsB: 4.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson AGX Orin"},
-		Workload:  w,
-		CreatedAt: at, FinishedAt: at.Add(time.Minute),
-		Engine: protocol.EngineInfo{Kind: "llamacpp", Name: "llama.cpp"},
-		Device: protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceJetson},
-		Combinations: []protocol.Combination{
-			{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 1}, Completed: 8, TTFT: protocol.Stats{Mean: 1.31}, TPS: protocol.Stats{Mean: 28.4}},
-			{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, Completed: 8, TTFT: protocol.Stats{Mean: 2.6}, TPS: protocol.Stats{Mean: 25}},
-		},
-	}
-}
-
 func writeJSONFile(t *testing.T, dir, name string, v any) string {
 	t.Helper()
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testutil.WriteFile(t, filepath.Join(dir, name), string(data))
 }
 
 // fakeImport stands in for the controller's POST /api/runs/import and
@@ -93,6 +70,14 @@ func (f *fakeImport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"imported": len(ids), "ids": ids})
 }
 
+// startFakeImport serves a fakeImport until the test ends; base is its URL.
+func startFakeImport(t *testing.T) (f *fakeImport, base string) {
+	f = &fakeImport{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
 func (f *fakeImport) requests() []controller.ImportRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -100,15 +85,13 @@ func (f *fakeImport) requests() []controller.ImportRequest {
 }
 
 func TestResultsImport(t *testing.T) {
-	fake := &fakeImport{}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
+	fake, base := startFakeImport(t)
 	dir := t.TempDir()
-	a := writeJSONFile(t, dir, "bench-a.json", resultDoc("run-a", "Qwen3-VL-4B-Instruct"))
-	b := writeJSONFile(t, dir, "two.json", []protocol.Run{resultDoc("run-b", "M2"), resultDoc("run-c", "M3")})
+	a := writeJSONFile(t, dir, "bench-a.json", labtest.ResultDoc("run-a", "Qwen3-VL-4B-Instruct"))
+	b := writeJSONFile(t, dir, "two.json", []protocol.Run{labtest.ResultDoc("run-b", "M2"), labtest.ResultDoc("run-c", "M3")})
 
 	// Flags may follow the files.
-	code, out, errOut := cliRun(t, nil, "results", "import", a, b, "--controller", srv.URL+"/")
+	code, out, errOut := cliRun(t, nil, "results", "import", a, b, "--controller", base+"/")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -122,12 +105,12 @@ func TestResultsImport(t *testing.T) {
 			t.Errorf("run %d: origin %q id %q, want %q %q", i, got.Origin, got.Run.ID, want.origin, want.id)
 		}
 	}
-	if !strings.Contains(out, "imported 3 of 3 runs into "+srv.URL) || !strings.Contains(out, "imported-a  (bench-a.json)") {
+	if !strings.Contains(out, "imported 3 of 3 runs into "+base) || !strings.Contains(out, "imported-a  (bench-a.json)") {
 		t.Errorf("output:\n%s", out)
 	}
 
 	// --origin labels every run; the environment names the controller.
-	code, _, errOut = cliRun(t, map[string]string{"VLMFLEET_CONTROLLER": srv.URL}, "results", "import", "--origin", "lab-berlin", a)
+	code, _, errOut = cliRun(t, map[string]string{"VLMFLEET_CONTROLLER": base}, "results", "import", "--origin", "lab-berlin", a)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -138,18 +121,15 @@ func TestResultsImport(t *testing.T) {
 
 // TestResultsImportAtomic: one bad file among good ones sends nothing at all.
 func TestResultsImportAtomic(t *testing.T) {
-	fake := &fakeImport{}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
+	fake, base := startFakeImport(t)
 	dir := t.TempDir()
-	good := writeJSONFile(t, dir, "good.json", resultDoc("run-a", "M"))
-	badJSON := filepath.Join(dir, "x.json")
-	os.WriteFile(badJSON, []byte("{\n  \"schema\": 1,\n  \"id\": \"r\",\n    oops\n}"), 0o644)
-	noModel := resultDoc("run-b", "")
+	good := writeJSONFile(t, dir, "good.json", labtest.ResultDoc("run-a", "M"))
+	badJSON := testutil.WriteFile(t, filepath.Join(dir, "x.json"), "{\n  \"schema\": 1,\n  \"id\": \"r\",\n    oops\n}")
+	noModel := labtest.ResultDoc("run-b", "")
 	badRun := writeJSONFile(t, dir, "nomodel.json", noModel)
-	badCombo := resultDoc("run-c", "M")
+	badCombo := labtest.ResultDoc("run-c", "M")
 	badCombo.Combinations[1].Size = "4K"
-	badArray := writeJSONFile(t, dir, "array.json", []protocol.Run{resultDoc("run-d", "M"), badCombo})
+	badArray := writeJSONFile(t, dir, "array.json", []protocol.Run{labtest.ResultDoc("run-d", "M"), badCombo})
 	for _, c := range []struct {
 		file string
 		want []string
@@ -159,7 +139,7 @@ func TestResultsImportAtomic(t *testing.T) {
 		{badArray, []string{"array.json: [1], starting on line", "combinations[1]", `"4K"`}},
 		{filepath.Join(dir, "missing.json"), []string{"missing.json", "no such file"}},
 	} {
-		code, _, errOut := cliRun(t, nil, "results", "import", "--controller", srv.URL, good, c.file)
+		code, _, errOut := cliRun(t, nil, "results", "import", "--controller", base, good, c.file)
 		if code != 1 {
 			t.Errorf("%s: exit %d, want 1", c.file, code)
 		}
@@ -175,7 +155,7 @@ func TestResultsImportAtomic(t *testing.T) {
 
 	// The controller's refusal is reported with its reason.
 	fake.status, fake.reply = http.StatusBadRequest, `{"error":"runs[0]: run-a is already stored"}`
-	code, _, errOut := cliRun(t, nil, "results", "import", "--controller", srv.URL, good)
+	code, _, errOut := cliRun(t, nil, "results", "import", "--controller", base, good)
 	if code != 1 || !strings.Contains(errOut, "import: controller answered 400 Bad Request: runs[0]: run-a is already stored") {
 		t.Errorf("exit %d, %s", code, errOut)
 	}

@@ -5,13 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // vlmfleet sweep --cancel cancels a sweep's queued jobs, and says so when
 // the job named has already ended.
 func TestSweepCommandCancels(t *testing.T) {
-	ctx, ctl, js := controllerWithAgent(t)
+	l := labtest.Start(t, controller.Options{})
+	ctx, ctl := l.Ctx, l.Ctl
 	sw, err := ctl.SubmitSweep(ctx, protocol.Sweep{Agents: []string{"a1"}, Workload: protocol.DefaultWorkload()})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +32,7 @@ func TestSweepCommandCancels(t *testing.T) {
 		t.Fatalf("job after cancel: %s, %v", rec.State, err)
 	}
 	// The job left the stream: the agent's consumer would never see it.
-	stream, err := js.Stream(ctx, protocol.StreamJobs)
+	stream, err := l.JS.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,31 +2,26 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 func TestReadSweepFile(t *testing.T) {
 	dir := t.TempDir()
-	good := filepath.Join(dir, "s.yaml")
-	if err := os.WriteFile(good, []byte("name: orins\nagents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1, 2, 4]\n  multi_image_sizes: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	good := testutil.WriteFile(t, filepath.Join(dir, "s.yaml"), "name: orins\nagents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1, 2, 4]\n  multi_image_sizes: []\n")
 	s, err := readSweepFile(good)
 	if err != nil {
 		t.Fatal(err)
@@ -39,11 +34,7 @@ func TestReadSweepFile(t *testing.T) {
 		"bad.yaml":    "workload:\n  cameras: [0]\n",
 		"syntax.json": "{\n  \"workload\": {\"cameras\": [1,]}\n}",
 	} {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, err := readSweepFile(p)
+		_, err := readSweepFile(testutil.WriteFile(t, filepath.Join(dir, name), body))
 		want := map[string]string{"typo.yaml": "[3:3]", "bad.yaml": "workload.cameras[0]", "syntax.json": "line 2 column"}[name]
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: got %v, want an error naming the file and %q", name, err, want)
@@ -54,7 +45,8 @@ func TestReadSweepFile(t *testing.T) {
 // TestSweepCommandWaits submits a sweep through the command, plays the
 // agent's part over NATS and checks that --wait returns once the job ends.
 func TestSweepCommandWaits(t *testing.T) {
-	ctx, ctl, js := controllerWithAgent(t)
+	l := labtest.Start(t, controller.Options{})
+	ctx, ctl := l.Ctx, l.Ctl
 
 	type result struct {
 		code           int
@@ -69,7 +61,7 @@ func TestSweepCommandWaits(t *testing.T) {
 	}()
 
 	// Take the job as the agent would, then report it finished.
-	cons, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+	cons, err := l.JS.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
 		Durable: protocol.JobConsumerName("a1"), FilterSubject: protocol.JobSubject("a1"), AckPolicy: jetstream.AckExplicitPolicy})
 	if err != nil {
 		t.Fatal(err)
@@ -87,10 +79,7 @@ func TestSweepCommandWaits(t *testing.T) {
 		t.Errorf("workload from flags: %+v", job.Workload)
 	}
 	for _, st := range []protocol.JobState{protocol.JobAccepted, protocol.JobRunning, protocol.JobCompleted} {
-		data, _ := json.Marshal(protocol.JobStateChange{Schema: 1, JobID: job.ID, SweepID: job.SweepID, AgentID: "a1", State: st, Attempt: 1, Time: time.Now()})
-		if _, err := js.Publish(ctx, protocol.AgentSubject("a1", protocol.KindState), data, jetstream.WithMsgID(protocol.StateMsgID(job.ID, st, 1))); err != nil {
-			t.Fatal(err)
-		}
+		l.Report(t, job.ID, job.SweepID, st)
 	}
 	select {
 	case r := <-done:
@@ -104,11 +93,7 @@ func TestSweepCommandWaits(t *testing.T) {
 }
 
 func TestSweepCommandReportsBadFlags(t *testing.T) {
-	dir := t.TempDir()
-	noSizes := filepath.Join(dir, "multi.yaml")
-	if err := os.WriteFile(noSizes, []byte("workload:\n  sizes: []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	noSizes := testutil.WriteFile(t, filepath.Join(t.TempDir(), "multi.yaml"), "workload:\n  sizes: []\n")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -137,70 +122,23 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 // A sweep file's request_timeout_sec: 0 (no bound) reaches the job as 0,
 // not as the default the controller fills for a field left out.
 func TestSweepFileWithoutTimeout(t *testing.T) {
-	ctx, ctl, _ := controllerWithAgent(t)
-	file := filepath.Join(t.TempDir(), "s.yaml")
-	if err := os.WriteFile(file, []byte("agents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1]\n  multi_image_sizes: []\n  request_timeout_sec: 0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	l := labtest.Start(t, controller.Options{})
+	file := testutil.WriteFile(t, filepath.Join(t.TempDir(), "s.yaml"), "agents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1]\n  multi_image_sizes: []\n  request_timeout_sec: 0\n")
 	var out, errb bytes.Buffer
-	if code := run([]string{"sweep", "--controller", ctl.HTTPURL(), "--file", file}, &out, &errb, func(string) string { return "" }); code != 0 {
+	if code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--file", file}, &out, &errb, func(string) string { return "" }); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
 	if len(lines) < 2 {
 		t.Fatalf("output %q", out.String())
 	}
-	job, err := ctl.Job(ctx, strings.TrimSpace(lines[1]))
+	job, err := l.Ctl.Job(l.Ctx, strings.TrimSpace(lines[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w := job.Workload; w.RequestTimeoutSec != 0 || len(w.MultiImageSizes) != 0 || w.MaxTokens != 128 {
 		t.Errorf("job's workload %+v: want no timeout, no multi-image family, the default tokens", w)
 	}
-}
-
-// controllerWithAgent starts a real controller and announces agent a1, which
-// offers deployment d1, the way an agent does over JetStream; the test plays
-// the agent's part with the returned client.
-func controllerWithAgent(t *testing.T) (context.Context, *controller.Controller, jetstream.JetStream) {
-	t.Helper()
-	ctl, err := controller.New(controller.Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	if err := ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctl.Close() })
-	nc, err := nats.Connect(ctl.NATSURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	announced := make(chan struct{}, 1)
-	stop := ctl.OnEvent(func(e controller.Event) {
-		if e.Kind == controller.EventAgent {
-			select {
-			case announced <- struct{}{}:
-			default:
-			}
-		}
-	})
-	t.Cleanup(stop)
-	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", Simulated: true,
-		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}}})
-	if _, err := js.Publish(ctx, protocol.AgentSubject("a1", protocol.KindHello), hello); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-announced:
-	case <-ctx.Done():
-		t.Fatal("the agent was never stored")
-	}
-	return ctx, ctl, js
 }
 
 // --wait draws progress with the shared renderer, labelled with the job's

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,38 +140,35 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	return resp.StatusCode, data, nil
 }
 
-// call sends in (JSON, unless nil) and decodes an answer with status want
-// into out; any other status is an *APIError.
-func (c *Client) call(ctx context.Context, method, path string, in, out any, want int, limit int64) error {
-	var body []byte
-	if in != nil {
-		var err error
-		if body, err = json.Marshal(in); err != nil {
-			return fmt.Errorf("encoding the request: %w", err)
-		}
-	}
+// call sends body (JSON, unless nil) and decodes an answer whose status is
+// one of want as a T; any other status is an *APIError. Its errors begin
+// with what.
+func call[T any](ctx context.Context, c *Client, what, method, path string, body []byte, limit int64, want ...int) (T, error) {
+	var out T
 	status, data, err := c.do(ctx, method, path, body, limit)
+	if err == nil && !slices.Contains(want, status) {
+		err = decodeError(status, data)
+	}
+	if err == nil {
+		err = decodeAnswer(method, path, data, &out)
+	}
 	if err != nil {
-		return err
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, err)
 	}
-	if status != want {
-		return decodeError(status, data)
-	}
-	return decodeAnswer(method, path, data, out)
+	return out, nil
+}
+
+// get is call for a GET answered 200.
+func get[T any](ctx context.Context, c *Client, what, path string, limit int64) (T, error) {
+	return call[T](ctx, c, what, http.MethodGet, path, nil, limit, http.StatusOK)
 }
 
 func decodeAnswer(method, path string, data []byte, out any) error {
-	if out == nil {
-		return nil
-	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("the answer of %s %s: %w", method, path, protocol.DescribeJSONError(data, 0, err))
 	}
 	return nil
-}
-
-func (c *Client) get(ctx context.Context, path string, out any, limit int64) error {
-	return c.call(ctx, http.MethodGet, path, nil, out, http.StatusOK, limit)
 }
 
 // Health is the answer of GET /api/health.
@@ -186,27 +184,12 @@ type Health struct {
 // Health asks whether the controller is up. A degraded controller (503:
 // NATS disconnected) is an answer, not an error: see Health.Status.
 func (c *Client) Health(ctx context.Context) (Health, error) {
-	var h Health
-	status, data, err := c.do(ctx, http.MethodGet, "/api/health", nil, maxAnswer)
-	if err != nil {
-		return h, fmt.Errorf("health: %w", err)
-	}
-	if status != http.StatusOK && status != http.StatusServiceUnavailable {
-		return h, fmt.Errorf("health: %w", decodeError(status, data))
-	}
-	if err := decodeAnswer(http.MethodGet, "/api/health", data, &h); err != nil {
-		return h, fmt.Errorf("health: %w", err)
-	}
-	return h, nil
+	return call[Health](ctx, c, "health", http.MethodGet, "/api/health", nil, maxAnswer, http.StatusOK, http.StatusServiceUnavailable)
 }
 
 // Agents lists every agent that ever announced itself, online or not.
 func (c *Client) Agents(ctx context.Context) ([]controller.AgentView, error) {
-	var out []controller.AgentView
-	if err := c.get(ctx, "/api/agents", &out, maxListAnswer); err != nil {
-		return nil, fmt.Errorf("list agents: %w", err)
-	}
-	return out, nil
+	return get[[]controller.AgentView](ctx, c, "list agents", "/api/agents", maxListAnswer)
 }
 
 // RunFilter narrows Runs; empty fields match everything.
@@ -218,29 +201,17 @@ type RunFilter struct {
 // Runs lists result documents without their per-request records, oldest first.
 func (c *Client) Runs(ctx context.Context, f RunFilter) ([]protocol.Run, error) {
 	q := query(map[string]string{"agent": f.Agent, "status": f.Status, "sweep": f.Sweep, "source": f.Source})
-	var out []protocol.Run
-	if err := c.get(ctx, "/api/runs"+q, &out, maxListAnswer); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return out, nil
+	return get[[]protocol.Run](ctx, c, "list runs", "/api/runs"+q, maxListAnswer)
 }
 
 // Run is one whole result document, per-request records included.
 func (c *Client) Run(ctx context.Context, id string) (protocol.Run, error) {
-	var r protocol.Run
-	if err := c.get(ctx, "/api/runs/"+url.PathEscape(id), &r, maxAnswer); err != nil {
-		return r, fmt.Errorf("run %s: %w", id, err)
-	}
-	return r, nil
+	return get[protocol.Run](ctx, c, "run "+id, "/api/runs/"+url.PathEscape(id), maxAnswer)
 }
 
 // RunSummary is one result document without its per-request records.
 func (c *Client) RunSummary(ctx context.Context, id string) (protocol.Run, error) {
-	var r protocol.Run
-	if err := c.get(ctx, "/api/runs/"+url.PathEscape(id)+"?requests=0", &r, maxAnswer); err != nil {
-		return r, fmt.Errorf("run %s: %w", id, err)
-	}
-	return r, nil
+	return get[protocol.Run](ctx, c, "run "+id, "/api/runs/"+url.PathEscape(id)+"?requests=0", maxAnswer)
 }
 
 // ImportResult is the answer of POST /api/runs/import, ids in request order.
@@ -262,26 +233,12 @@ func (c *Client) Import(ctx context.Context, entries []store.ImportEntry) (Impor
 		return out, fmt.Errorf("import: the runs come to %d MiB, over the controller's %d MiB for one import; import them in smaller groups",
 			len(body)>>20, c.maxImport>>20)
 	}
-	status, data, err := c.do(ctx, http.MethodPost, "/api/runs/import", body, maxAnswer)
-	if err == nil && status != http.StatusOK {
-		err = decodeError(status, data)
-	}
-	if err == nil {
-		err = decodeAnswer(http.MethodPost, "/api/runs/import", data, &out)
-	}
-	if err != nil {
-		return out, fmt.Errorf("import: %w", err)
-	}
-	return out, nil
+	return call[ImportResult](ctx, c, "import", http.MethodPost, "/api/runs/import", body, maxAnswer, http.StatusOK)
 }
 
 // Sweeps lists every sweep with its status, oldest first.
 func (c *Client) Sweeps(ctx context.Context) ([]controller.SweepView, error) {
-	var out []controller.SweepView
-	if err := c.get(ctx, "/api/sweeps", &out, maxListAnswer); err != nil {
-		return nil, fmt.Errorf("list sweeps: %w", err)
-	}
-	return out, nil
+	return get[[]controller.SweepView](ctx, c, "list sweeps", "/api/sweeps", maxListAnswer)
 }
 
 // SubmitSweep submits s and returns it as stored, with its id and jobs.
@@ -296,36 +253,18 @@ func (c *Client) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sw
 	if len(body) > controller.MaxSweepBody {
 		return out, fmt.Errorf("submit sweep: %d bytes, over the controller's %d", len(body), controller.MaxSweepBody)
 	}
-	status, data, err := c.do(ctx, http.MethodPost, "/api/sweeps", body, maxAnswer)
-	if err == nil && status != http.StatusCreated {
-		err = decodeError(status, data)
-	}
-	if err == nil {
-		err = decodeAnswer(http.MethodPost, "/api/sweeps", data, &out)
-	}
-	if err != nil {
-		return out, fmt.Errorf("submit sweep: %w", err)
-	}
-	return out, nil
+	return call[protocol.Sweep](ctx, c, "submit sweep", http.MethodPost, "/api/sweeps", body, maxAnswer, http.StatusCreated)
 }
 
 // Sweep is one sweep with its status and every job.
 func (c *Client) Sweep(ctx context.Context, id string) (controller.SweepView, error) {
-	var v controller.SweepView
-	if err := c.get(ctx, "/api/sweeps/"+url.PathEscape(id), &v, maxListAnswer); err != nil {
-		return v, fmt.Errorf("sweep %s: %w", id, err)
-	}
-	return v, nil
+	return get[controller.SweepView](ctx, c, "sweep "+id, "/api/sweeps/"+url.PathEscape(id), maxListAnswer)
 }
 
 // CancelSweep cancels every job of the sweep that has not ended and says
 // what became of each. An unknown sweep is an error that Is ErrNotFound.
 func (c *Client) CancelSweep(ctx context.Context, id string) (controller.SweepCancel, error) {
-	var out controller.SweepCancel
-	if err := c.call(ctx, http.MethodDelete, "/api/sweeps/"+url.PathEscape(id), nil, &out, http.StatusOK, maxAnswer); err != nil {
-		return out, fmt.Errorf("cancel sweep %s: %w", id, err)
-	}
-	return out, nil
+	return call[controller.SweepCancel](ctx, c, "cancel sweep "+id, http.MethodDelete, "/api/sweeps/"+url.PathEscape(id), nil, maxAnswer, http.StatusOK)
 }
 
 // JobFilter narrows Jobs; empty fields match everything.
@@ -342,20 +281,12 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]controller.JobView, e
 		active = "1"
 	}
 	q := query(map[string]string{"sweep": f.Sweep, "agent": f.Agent, "state": string(f.State), "active": active})
-	var out []controller.JobView
-	if err := c.get(ctx, "/api/jobs"+q, &out, maxListAnswer); err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return out, nil
+	return get[[]controller.JobView](ctx, c, "list jobs", "/api/jobs"+q, maxListAnswer)
 }
 
 // Job is one job with its state history.
 func (c *Client) Job(ctx context.Context, id string) (controller.JobView, error) {
-	var v controller.JobView
-	if err := c.get(ctx, "/api/jobs/"+url.PathEscape(id), &v, maxAnswer); err != nil {
-		return v, fmt.Errorf("job %s: %w", id, err)
-	}
-	return v, nil
+	return get[controller.JobView](ctx, c, "job "+id, "/api/jobs/"+url.PathEscape(id), maxAnswer)
 }
 
 // CancelOutcome is what cancelling a job did.
@@ -405,28 +336,20 @@ func (c *Client) CancelJob(ctx context.Context, id string) (controller.JobView, 
 // Rejected lists the agent messages the controller refused, newest first;
 // limit 0 asks for all it keeps.
 func (c *Client) Rejected(ctx context.Context, limit int) ([]store.Rejection, error) {
-	var out []store.Rejection
-	if err := c.get(ctx, "/api/rejected?limit="+strconv.Itoa(limit), &out, maxListAnswer); err != nil {
-		return nil, fmt.Errorf("list rejected messages: %w", err)
-	}
-	return out, nil
+	return get[[]store.Rejection](ctx, c, "list rejected messages", "/api/rejected?limit="+strconv.Itoa(limit), maxListAnswer)
 }
 
 // Live is what the live page loads before it follows the events.
 func (c *Client) Live(ctx context.Context) (controller.LiveSnapshot, error) {
-	var out controller.LiveSnapshot
-	if err := c.get(ctx, "/api/live", &out, maxListAnswer); err != nil {
-		return out, fmt.Errorf("live snapshot: %w", err)
-	}
-	return out, nil
+	return get[controller.LiveSnapshot](ctx, c, "live snapshot", "/api/live", maxListAnswer)
 }
 
 // ExplorerData is the explorer's dataset: every row with every measured
 // point. A dataset of a schema this build does not read is an error.
 func (c *Client) ExplorerData(ctx context.Context) (explorer.Dataset, error) {
-	var ds explorer.Dataset
-	if err := c.get(ctx, explorer.PathData, &ds, maxListAnswer); err != nil {
-		return ds, fmt.Errorf("fetch explorer data: %w", err)
+	ds, err := get[explorer.Dataset](ctx, c, "fetch explorer data", explorer.PathData, maxListAnswer)
+	if err != nil {
+		return ds, err
 	}
 	if ds.Schema < 1 || ds.Schema > explorer.SchemaVersion {
 		return ds, fmt.Errorf("fetch explorer data: dataset schema %d, this build reads 1..%d", ds.Schema, explorer.SchemaVersion)
@@ -436,15 +359,11 @@ func (c *Client) ExplorerData(ctx context.Context) (explorer.Dataset, error) {
 
 // ExplorerRows is the explorer's table at q.
 func (c *Client) ExplorerRows(ctx context.Context, q explorer.Query) (explorer.RowsResponse, error) {
-	var out explorer.RowsResponse
 	path := explorer.PathRows + "?" + url.Values{
 		"size": {q.Size}, "cameras": {strconv.Itoa(q.Cameras)}, "images": {strconv.Itoa(q.Images)},
 		"target": {strconv.FormatFloat(q.Target, 'g', -1, 64)},
 	}.Encode()
-	if err := c.get(ctx, path, &out, maxListAnswer); err != nil {
-		return out, fmt.Errorf("explorer rows: %w", err)
-	}
-	return out, nil
+	return get[explorer.RowsResponse](ctx, c, "explorer rows", path, maxListAnswer)
 }
 
 // query encodes the non-empty parameters, with the "?" when there are any.

@@ -29,15 +29,15 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 		}
 		return resp, err
 	})}
-	cl, err := New(l.ctl.HTTPURL(), WithHTTPClient(hc))
+	cl, err := New(l.Ctl.HTTPURL(), WithHTTPClient(hc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := cl.SubmitSweep(l.ctx, smallSweep())
+	sw, err := cl.SubmitSweep(l.Ctx, smallSweep())
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, err := cl.Job(l.ctx, sw.Jobs[0])
+	job, err := cl.Job(l.Ctx, sw.Jobs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 	done := make(chan result, 1)
 	events := make(chan Event, 16)
 	go func() {
-		v, err := cl.WaitSweep(l.ctx, sw.ID, WaitOptions{Poll: time.Hour, OnEvent: func(ev Event) { events <- ev }})
+		v, err := cl.WaitSweep(l.Ctx, sw.ID, WaitOptions{Poll: time.Hour, OnEvent: func(ev Event) { events <- ev }})
 		done <- result{v, err}
 	}()
 	// The state goes through JetStream and the store, progress straight
@@ -63,20 +63,20 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 			if ev.Kind != kind || ev.Decode(&p) != nil || p.JobID != job.ID {
 				t.Fatalf("event %s %s, want %s of %s", ev.Kind, ev.Data, kind, job.ID)
 			}
-		case <-l.ctx.Done():
+		case <-l.Ctx.Done():
 			t.Fatalf("no %s event", kind)
 		}
 	}
 	select {
 	case <-subscribed:
-	case <-l.ctx.Done():
+	case <-l.Ctx.Done():
 		t.Fatal("WaitSweep never opened the event stream")
 	}
 	l.report(t, job, protocol.JobAccepted)
 	expect(controller.EventState)
 	for _, id := range []string{"another-job", job.ID} {
 		p, _ := json.Marshal(protocol.Progress{Schema: 1, AgentID: "a1", JobID: id, Phase: protocol.PhaseMeasure, Done: 1, Total: 2, Time: time.Now()})
-		if err := l.nc.Publish(protocol.AgentSubject("a1", protocol.KindProgress), p); err != nil {
+		if err := l.NC.Publish(protocol.AgentSubject("a1", protocol.KindProgress), p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,17 +88,17 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 		if r.err != nil || !r.v.Status.Done || r.v.Status.States[protocol.JobCompleted] != 1 {
 			t.Fatalf("WaitSweep: %+v, %v", r.v.Status, r.err)
 		}
-	case <-l.ctx.Done():
+	case <-l.Ctx.Done():
 		t.Fatal("WaitSweep did not return when the job completed")
 	}
 	if len(events) != 0 {
 		t.Errorf("%d more events", len(events))
 	}
 	// A sweep already done returns at once; an unknown one is an error.
-	if v, err := cl.WaitSweep(l.ctx, sw.ID, WaitOptions{}); err != nil || !v.Status.Done {
+	if v, err := cl.WaitSweep(l.Ctx, sw.ID, WaitOptions{}); err != nil || !v.Status.Done {
 		t.Errorf("done sweep: %+v, %v", v.Status, err)
 	}
-	if _, err := cl.WaitSweep(l.ctx, "sw-nope", WaitOptions{}); err == nil {
+	if _, err := cl.WaitSweep(l.Ctx, "sw-nope", WaitOptions{}); err == nil {
 		t.Error("unknown sweep: no error")
 	}
 }

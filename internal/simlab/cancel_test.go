@@ -1,35 +1,14 @@
 package simlab_test
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
-
-// cancelJob sends DELETE /api/jobs/{id} and decodes the answer into v.
-func cancelJob(t *testing.T, ctx context.Context, base, path string, v any) int {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("DELETE %s: %s: %v", path, resp.Status, err)
-	}
-	return resp.StatusCode
-}
 
 // A user cancels a job queued behind a running one, then the running one:
 // the queued job never runs, the running one ends cancelled with the
@@ -49,6 +28,10 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	defer stopResults()
 	l.startAgent(agx("cancel"))
 	base := l.url()
+	cl, err := client.New(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// A quick first combination, then a multi-image one far too long to end
 	// before the cancel.
@@ -66,14 +49,14 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 		}
 	}
 
-	var v controller.JobView
-	if code := cancelJob(t, l.ctx, base, "/api/jobs/"+queued, &v); code != http.StatusOK || v.State != protocol.JobCancelled || !v.CancelRequested {
-		t.Fatalf("cancel queued job: %d, state %s, cancel_requested %v", code, v.State, v.CancelRequested)
+	v, outcome, err := cl.CancelJob(l.ctx, queued)
+	if err != nil || outcome != client.Cancelled || v.State != protocol.JobCancelled || !v.CancelRequested {
+		t.Fatalf("cancel queued job: %v, %v, state %s, cancel_requested %v", err, outcome, v.State, v.CancelRequested)
 	}
 	l.waitState(queued, protocol.JobCancelled, 0)
 
-	if code := cancelJob(t, l.ctx, base, "/api/jobs/"+running, &v); code != http.StatusAccepted || v.State.Terminal() {
-		t.Fatalf("cancel running job: %d, state %s", code, v.State)
+	if v, outcome, err = cl.CancelJob(l.ctx, running); err != nil || outcome != client.StopRequested || v.State.Terminal() {
+		t.Fatalf("cancel running job: %v, %v, state %s", err, outcome, v.State)
 	}
 	ch := l.waitState(running, protocol.JobCancelled, 1)
 	run := fetchRun(t, base, ch.RunID)
@@ -85,27 +68,19 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	// cancelled one would have.
 	next := l.submit("cancel", tinyWorkload(1))
 	l.waitState(next, protocol.JobCompleted, 1)
-	var j controller.JobView
-	getJSON(t, fmt.Sprintf("%s/api/jobs/%s", base, queued), &j)
-	if j.State != protocol.JobCancelled || len(j.History) != 1 || j.RunID != "" {
-		t.Fatalf("cancelled queued job ran: state %s, history %+v, run %q", j.State, j.History, j.RunID)
+	if j, err := cl.Job(l.ctx, queued); err != nil || j.State != protocol.JobCancelled || len(j.History) != 1 || j.RunID != "" {
+		t.Fatalf("cancelled queued job ran: %v, state %s, history %+v, run %q", err, j.State, j.History, j.RunID)
 	}
 
 	// Cancelling what has ended is refused and changes nothing.
-	var conflict struct {
-		Error string             `json:"error"`
-		Job   controller.JobView `json:"job"`
+	if v, outcome, err = cl.CancelJob(l.ctx, next); err != nil || outcome != client.AlreadyEnded || v.State != protocol.JobCompleted {
+		t.Fatalf("cancel completed job: %v, %v, state %s", err, outcome, v.State)
 	}
-	if code := cancelJob(t, l.ctx, base, "/api/jobs/"+next, &conflict); code != http.StatusConflict || conflict.Job.State != protocol.JobCompleted {
-		t.Fatalf("cancel completed job: %d, state %s", code, conflict.Job.State)
+	after, err := cl.Job(l.ctx, next)
+	if err != nil || after.State != protocol.JobCompleted || after.CancelRequested {
+		t.Fatalf("completed job after a cancel: %v, state %s, cancel_requested %v", err, after.State, after.CancelRequested)
 	}
-	var after controller.JobView
-	getJSON(t, fmt.Sprintf("%s/api/jobs/%s", base, next), &after)
-	if after.State != protocol.JobCompleted || after.CancelRequested {
-		t.Fatalf("completed job after a cancel: state %s, cancel_requested %v", after.State, after.CancelRequested)
-	}
-	var sw controller.SweepCancel
-	if code := cancelJob(t, l.ctx, base, "/api/sweeps/"+after.SweepID, &sw); code != http.StatusOK || len(sw.Ended) != 1 || len(sw.Cancelled)+len(sw.Requested) != 0 {
-		t.Fatalf("cancel finished sweep: %d, %+v", code, sw)
+	if sw, err := cl.CancelSweep(l.ctx, after.SweepID); err != nil || len(sw.Ended) != 1 || len(sw.Cancelled)+len(sw.Requested) != 0 {
+		t.Fatalf("cancel finished sweep: %v, %+v", err, sw)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -124,22 +123,6 @@ func tinyWorkload(requests int) protocol.Workload {
 	w.MultiImageSizes = nil
 	w.ImagesPerRequest = nil
 	return w
-}
-
-// connectJS connects to the NATS server at url and opens JetStream on the
-// connection, which is closed when the test ends.
-func connectJS(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", url, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
 }
 
 // waitIngested waits until the controller's durable consumer has acknowledged

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -75,7 +76,7 @@ func TestLabEndToEnd(t *testing.T) {
 
 	// Redeliver one result message: JetStream stores it again (no message
 	// id), the controller ingests it again, and the store still has it once.
-	_, js := connectJS(t, ctrl.NATSURL())
+	_, js := testutil.ConnectJS(t, ctrl.NATSURL())
 	dup := run.Combinations[0]
 	hdr := run
 	hdr.Combinations = nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -38,7 +39,7 @@ func TestAgentRebindsALostConsumer(t *testing.T) {
 	job := l.submit("rebind", tinyWorkload(1))
 	l.waitState(job, protocol.JobCompleted, 1)
 
-	_, js := connectJS(t, l.Controller().NATSURL())
+	_, js := testutil.ConnectJS(t, l.Controller().NATSURL())
 	if err := js.DeleteConsumer(l.ctx, protocol.StreamJobs, protocol.JobConsumerName("rebind")); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -55,9 +56,9 @@ func TestPerAgentPermissions(t *testing.T) {
 // checkConfinement connects as agent-a beside the running agent and tries
 // agent-b's subjects and consumer one way after another.
 func checkConfinement(ctx context.Context, t *testing.T, url func(user string) string) {
-	admin, adminJS := connectJS(t, url("controller"))
+	admin, adminJS := testutil.ConnectJS(t, url("controller"))
 	v := newViolations()
-	nc, js := connectJS(t, url("agent-a"), nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
+	nc, js := testutil.ConnectJS(t, url("agent-a"), nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
 
 	const (
 		other    = "agent-b"
@@ -375,7 +376,7 @@ func TestExampleNATSConfig(t *testing.T) {
 		if user != "controller" {
 			opts = append(opts, nats.CustomInboxPrefix(protocol.AgentInboxPrefix(user)))
 		}
-		_, js := connectJS(t, "nats://"+user+":"+passwords[user]+"@"+ns.Addr().String(), opts...)
+		_, js := testutil.ConnectJS(t, "nats://"+user+":"+passwords[user]+"@"+ns.Addr().String(), opts...)
 		return js
 	}
 	admin := connect("controller")

@@ -4,10 +4,15 @@ package testutil
 
 import (
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Returned waits for what a goroutine sends on done once its context has
@@ -43,4 +48,52 @@ func Status(t testing.TB, method, url, body string) int {
 	}
 	res.Body.Close()
 	return res.StatusCode
+}
+
+// WriteFile writes content to the file at path, readable by all, and
+// returns path; an error fails the test.
+func WriteFile(t testing.TB, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// WantError fails the test unless err is an error whose message contains
+// want.
+func WantError(t testing.TB, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+}
+
+// ClosedAddr is a loopback address that nothing listens on: a port the
+// system handed out, closed again.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// ConnectJS connects to the NATS server at url and opens JetStream on the
+// connection, which is closed when the test ends.
+func ConnectJS(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", url, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
