@@ -164,18 +164,16 @@ func (d *importDecoder) syntax(err error) error {
 	return fmt.Errorf("import: %w", d.describe(err))
 }
 
-// describe names the byte offset of a decoding error and, for a type
-// error, the field.
+// describe says what is wrong, naming the field of a type error. (The
+// decoder's offsets are relative to the value it decodes; the entry's
+// index says where.)
 func (d *importDecoder) describe(err error) error {
-	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
-	case errors.As(err, &syn):
-		return fmt.Errorf("byte %d: %w", syn.Offset, err)
 	case errors.As(err, &typ):
-		return fmt.Errorf("byte %d: field %q: got JSON %s, want %s", typ.Offset, typ.Field, typ.Value, typ.Type)
+		return fmt.Errorf("field %q: got JSON %s, want %s", typ.Field, typ.Value, typ.Type)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return fmt.Errorf("byte %d: the document ends before it is complete", d.lr.n)
+		return errors.New("the document ends before it is complete")
 	}
 	return err
 }
