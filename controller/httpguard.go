@@ -89,7 +89,7 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			if s.readsNeedToken && !s.bearerOK(r) && !s.cookieOK(r) {
-				s.unauthorized(w, r, "reading this controller needs its API token (browsers: open /login?token=TOKEN once; or start the controller with --public-read)")
+				s.unauthorized(w, r, "reading this controller needs its API token (in a browser, open /login?token=TOKEN once; or start the controller with --public-read)")
 				return
 			}
 		default:
@@ -111,13 +111,11 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 }
 
 func (s *httpSecurity) unauthorized(w http.ResponseWriter, r *http.Request, what string) {
-	how := `send the header "Authorization: Bearer TOKEN"; the token is in the file ` + TokenFileName +
-		` of the controller's data directory (vlmfleet: --token-file FILE or $VLMFLEET_TOKEN)`
 	if r.Header.Get("Authorization") != "" {
-		what = "the API token does not match the controller's: " + what
+		what = "the API token does not match the controller's; " + what
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="vlmfleet"`)
-	writeError(w, http.StatusUnauthorized, fmt.Errorf("%s: %s", what, how))
+	writeError(w, http.StatusUnauthorized, fmt.Errorf(`%s: send "Authorization: Bearer TOKEN" with the token from <data-dir>/%s on the controller's host`, what, TokenFileName))
 }
 
 // tokenOK compares in constant time.
