@@ -35,6 +35,16 @@ type Options struct {
 	NATSListen string
 	// HTTPAddr is where the API and pages are served ("127.0.0.1:8080"; port 0 picks one).
 	HTTPAddr string
+	// HTTP security (docs/security.md). Every change over HTTP needs the
+	// API token: APIToken when set, else the one in APITokenFile (default
+	// <DataDir>/api-token), created at the first start. Reads need it too
+	// when HTTPAddr is not on loopback, unless PublicRead. HTTPHosts are
+	// the names, besides loopback and the listener's address, that the
+	// Host header may carry ("name" for any port, or "name:port").
+	APIToken     string
+	APITokenFile string
+	PublicRead   bool
+	HTTPHosts    []string
 	// Explorer makes the handler mounted at "/" (and /api/explorer/) from
 	// the stored runs' summaries (every figure, no per-request records);
 	// nil serves a small page linking /live and /api/runs.
@@ -64,6 +74,7 @@ type Controller struct {
 
 	httpSrv *http.Server
 	httpURL string
+	sec     *httpSecurity
 
 	events *fanout
 	live   *liveState
@@ -97,10 +108,17 @@ func New(opt Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
+	log := opt.Log.With().Str("component", "controller").Logger()
+	sec, err := newHTTPSecurity(opt, log)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	c := &Controller{
 		opt:         opt,
-		log:         opt.Log.With().Str("component", "controller").Logger(),
+		log:         log,
 		store:       st,
+		sec:         sec,
 		events:      newFanout(),
 		live:        newLiveState(),
 		publishKick: make(chan struct{}, 1),
@@ -187,8 +205,9 @@ func (c *Controller) startHTTP() error {
 		return fmt.Errorf("controller: listen http %s: %w", c.opt.HTTPAddr, err)
 	}
 	c.httpURL = "http://" + displayAddr(ln.Addr().(*net.TCPAddr))
+	c.sec.listening(ln.Addr())
 	c.httpSrv = &http.Server{
-		Handler:           c.routes(),
+		Handler:           c.sec.guard(c.routes()),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: /api/events streams for as long as the client stays.
 		IdleTimeout: 2 * time.Minute,

@@ -10,10 +10,11 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Request body limits of the API; clients check them before sending.
+// Request body limits of the API; clients check them before sending. An
+// import is also bounded per document (MaxImportDocument).
 const (
 	MaxSweepBody  = 1 << 20
-	MaxImportBody = 256 << 20
+	MaxImportBody = 64 << 20
 )
 
 // DecodeSweep reads a sweep request. Workload fields left out take the
@@ -35,23 +36,10 @@ type ImportRequest struct {
 	Runs []store.ImportEntry `json:"runs"`
 }
 
-// DecodeImportRequest reads an import body. Each run is checked fully by
-// the store inside the import transaction; here only the shape and schema.
+// DecodeImportRequest reads an import body held in memory, as
+// DecodeImportStream does.
 func DecodeImportRequest(data []byte) ([]store.ImportEntry, error) {
-	var req ImportRequest
-	// Unknown fields inside a run are allowed: a newer writer may add some.
-	if err := decodeStrict(data, &req, false); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	}
-	if len(req.Runs) == 0 {
-		return nil, errors.New(`import: "runs" is empty; want {"runs":[{"origin":"file.json","run":{...}}]}`)
-	}
-	for i, e := range req.Runs {
-		if s := e.Run.Schema; s < 1 || s > protocol.SchemaVersion {
-			return nil, &store.ImportError{Index: i, Origin: e.Origin, Err: fmt.Errorf("run.schema %d, this build reads schema 1..%d", s, protocol.SchemaVersion)}
-		}
-	}
-	return req.Runs, nil
+	return DecodeImportStream(bytes.NewReader(data))
 }
 
 // decodeStrict decodes exactly one JSON document, naming line and column

@@ -44,8 +44,13 @@ func startControllerWith(t *testing.T, opt Options) *Controller {
 			t.Errorf("close: %v", err)
 		}
 	})
+	apiTokens.Store(strings.TrimPrefix(c.HTTPURL(), "http://"), c.APIToken())
 	return c
 }
+
+// apiTokens maps the host:port of each test's controller to its API token,
+// which request sends.
+var apiTokens sync.Map
 
 // eventLog collects the controller's live events for tests to wait on.
 type eventLog struct {
@@ -254,6 +259,9 @@ func request(t *testing.T, method, url, body string) (int, string) {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok, ok := apiTokens.Load(req.URL.Host); ok {
+		req.Header.Set("Authorization", "Bearer "+tok.(string))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

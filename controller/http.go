@@ -154,20 +154,6 @@ func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {
 	return c.store.Run(r.Context(), id)
 }
 
-func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
-	entries, err := readRequest(w, r, MaxImportBody, DecodeImportRequest)
-	var ids []string
-	if err == nil {
-		ids, err = c.store.ImportRuns(entries)
-	}
-	if err != nil {
-		writeError(w, statusOf(err), err)
-		return
-	}
-	c.log.Info().Int("runs", len(ids)).Msg("imported runs")
-	writeJSON(w, http.StatusOK, map[string]any{"imported": len(ids), "ids": ids})
-}
-
 func (c *Controller) handleSweeps(r *http.Request) ([]SweepView, error) {
 	sweeps, err := c.store.Sweeps(r.Context())
 	if err != nil {

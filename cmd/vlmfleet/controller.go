@@ -23,6 +23,12 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
 	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
 	natsListen := fs.String("nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server (use 0.0.0.0:4222 to accept agents on other hosts)")
+	publicRead := fs.Bool("public-read", false, "let anyone who reaches --http read results, pages and the API without the token (changes always need it)")
+	var hosts []string
+	fs.Func("http-host", "a `NAME` (or NAME:PORT) that browsers and clients use for this controller, besides loopback and the --http address; repeatable", func(s string) error {
+		hosts = append(hosts, s)
+		return nil
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -30,7 +36,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	ctl, err := controller.New(controller.Options{
-		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr,
+		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})
 	if err != nil {
@@ -41,7 +47,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
-		Str("api", ctl.HTTPURL()+"/api/").Str("nats", protocol.RedactURL(ctl.NATSURL())).
+		Str("api", ctl.HTTPURL()+"/api/").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
 		Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " + protocol.RedactURL(ctl.NATSURL()))
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")

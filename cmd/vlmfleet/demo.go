@@ -100,6 +100,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	}
 	url := lab.Controller().HTTPURL()
 	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", url, url, url)
+	fmt.Fprintf(c.stdout, "API token (changes need it): vlmfleet sweep --controller %s --token-file %s\n", url, lab.Controller().APITokenFile())
 	if f.exit {
 		return nil
 	}

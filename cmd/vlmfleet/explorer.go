@@ -23,13 +23,14 @@ func cmdExplorer(ctx context.Context, c *cli, args []string) error {
 
 // datasetFlags choose where the runs come from: a controller, or local files.
 type datasetFlags struct {
-	controller *string
-	files      []string
+	controller, tokenFile *string
+	files                 []string
 }
 
 func addDatasetFlags(fs *flag.FlagSet) *datasetFlags {
 	d := &datasetFlags{}
 	d.controller = fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
+	d.tokenFile = tokenFileFlag(fs) // reads of a controller off loopback need it
 	fs.Func("file", "a result document, or a JSON array of them, to read instead of a controller (repeatable)", func(s string) error {
 		d.files = append(d.files, s)
 		return nil
@@ -54,7 +55,7 @@ func (d *datasetFlags) load(ctx context.Context, c *cli, files []string) (explor
 		}
 		return explorer.Aggregate(runs, time.Now()), strings.Join(all, ", "), nil
 	}
-	cl, err := newClient(c, *d.controller)
+	cl, err := newClient(c, *d.controller, *d.tokenFile)
 	if err != nil {
 		return explorer.Dataset{}, "", err
 	}

@@ -145,13 +145,24 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 }
 
 // newClient is the client of the controller that --controller (flagValue)
-// names, else $VLMFLEET_CONTROLLER, else the default address.
-func newClient(c *cli, flagValue string) (*client.Client, error) {
+// names, else $VLMFLEET_CONTROLLER, else the default address, with the API
+// token of --token-file (tokenFile), else $VLMFLEET_TOKEN, else
+// $VLMFLEET_TOKEN_FILE, else ./vlmfleet-data/api-token if there is one.
+func newClient(c *cli, flagValue, tokenFile string) (*client.Client, error) {
 	base, err := client.BaseURL(flagValue, c.getenv)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	return client.New(base)
+	token, err := client.Token(tokenFile, c.getenv)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(base, client.WithToken(token))
+}
+
+// tokenFileFlag adds --token-file.
+func tokenFileFlag(fs *flag.FlagSet) *string {
+	return fs.String("token-file", "", "the controller's API token file, <data-dir>/api-token (default $"+client.EnvToken+", else $"+client.EnvTokenFile+", else "+client.DefaultTokenFile+")")
 }
 
 func cmdVersion(_ context.Context, c *cli, _ []string) error {

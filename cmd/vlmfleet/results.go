@@ -15,7 +15,7 @@ import (
 // cmdResults dispatches `vlmfleet results import`.
 func cmdResults(ctx context.Context, c *cli, args []string) error {
 	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"import": resultsImport},
-		"import FILE [FILE...]", "Usage: vlmfleet results import FILE... [--controller URL] [--origin LABEL]")
+		"import FILE [FILE...]", "Usage: vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]")
 }
 
 // resultsImport reads every file, checks every result document in them, and
@@ -25,7 +25,8 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "results import")
 	controller := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
 	origin := fs.String("origin", "", "where the runs came from (default: each file's name)")
-	setUsage(fs, "Usage: vlmfleet results import FILE... [--controller URL] [--origin LABEL]\n\nLoads result documents (vlmfleet bench --json, or a JSON array of them) into a controller.\nEvery file is checked first; one bad file imports nothing.")
+	tokenFile := tokenFileFlag(fs)
+	setUsage(fs, "Usage: vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]\n\nLoads result documents (vlmfleet bench --json, or a JSON array of them) into a controller.\nEvery file is checked first; one bad file imports nothing.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -33,7 +34,7 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 	if len(files) == 0 {
 		return usageError{errors.New("no files given: want one or more result documents")}
 	}
-	cl, err := newClient(c, *controller)
+	cl, err := newClient(c, *controller, *tokenFile)
 	if err != nil {
 		return err
 	}

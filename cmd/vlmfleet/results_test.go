@@ -174,3 +174,29 @@ func TestResultsImportUsage(t *testing.T) {
 		}
 	}
 }
+
+// results import sends the API token from --token-file, $VLMFLEET_TOKEN or
+// $VLMFLEET_TOKEN_FILE; without one the controller refuses, and the error
+// says how to give it.
+func TestResultsImportSendsTheToken(t *testing.T) {
+	l := labtest.Start(t, controller.Options{})
+	file := writeJSONFile(t, t.TempDir(), "bench-a.json", labtest.ResultDoc("run-a", "M"))
+	base := l.Ctl.HTTPURL()
+	code, _, errOut := cliRun(t, nil, "results", "import", "--controller", base, file)
+	if code != 1 || !strings.Contains(errOut, "401 Unauthorized") || !strings.Contains(errOut, "pass --token-file <data-dir>/api-token or set VLMFLEET_TOKEN") {
+		t.Errorf("without the token: exit %d, %s", code, errOut)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{nil, []string{"--token-file", l.TokenFile}},
+		{map[string]string{"VLMFLEET_TOKEN": l.Ctl.APIToken()}, nil},
+		{map[string]string{"VLMFLEET_TOKEN_FILE": l.TokenFile}, nil},
+	} {
+		args := append([]string{"results", "import", "--controller", base, file}, c.args...)
+		if code, out, errOut := cliRun(t, c.env, args...); code != 0 || !strings.Contains(out, "imported 1 of 1 runs") {
+			t.Errorf("%v %v: exit %d, %s%s", c.env, c.args, code, out, errOut)
+		}
+	}
+}

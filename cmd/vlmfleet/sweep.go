@@ -20,6 +20,7 @@ import (
 // sweepFlags are sweep's own flags besides the workload's.
 type sweepFlags struct {
 	controller, file, name, agents, deployments, cancel *string
+	tokenFile                                           *string
 	wait                                                *bool
 	workload                                            *workloadFlags
 }
@@ -35,6 +36,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		workload:    addWorkloadFlags(fs),
 		wait:        fs.Bool("wait", false, "follow progress until every job of the sweep has ended"),
 		cancel:      fs.String("cancel", "", "cancel the sweep (every job not ended) or the job with this id, instead of submitting"),
+		tokenFile:   tokenFileFlag(fs),
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -53,7 +55,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 			return err
 		}
 	}
-	cl, err := newClient(c, *f.controller)
+	cl, err := newClient(c, *f.controller, *f.tokenFile)
 	if err != nil {
 		return err
 	}
@@ -108,12 +110,12 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 func checkCancelFlags(fs *flag.FlagSet, id string) error {
 	var other []string
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name != "cancel" && f.Name != "controller" {
+		if f.Name != "cancel" && f.Name != "controller" && f.Name != "token-file" {
 			other = append(other, "--"+f.Name)
 		}
 	})
 	if len(other) > 0 {
-		return usageError{fmt.Errorf("--cancel takes only --controller, not %s", strings.Join(other, ", "))}
+		return usageError{fmt.Errorf("--cancel takes only --controller and --token-file, not %s", strings.Join(other, ", "))}
 	}
 	if err := protocol.ValidateID("--cancel", id); err != nil {
 		return usageError{err}

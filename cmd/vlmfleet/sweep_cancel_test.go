@@ -21,8 +21,14 @@ func TestSweepCommandCancels(t *testing.T) {
 	}
 	runCLI := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := run(append([]string{"sweep", "--controller", ctl.HTTPURL()}, args...), &out, &errb, func(string) string { return "" })
+		code := run(append([]string{"sweep", "--controller", ctl.HTTPURL(), "--token-file", l.TokenFile}, args...), &out, &errb, func(string) string { return "" })
 		return code, out.String(), errb.String()
+	}
+	// Without the token the controller refuses, and the error says how to give it.
+	var out, errb bytes.Buffer
+	if code := run([]string{"sweep", "--controller", ctl.HTTPURL(), "--cancel", sw.ID}, &out, &errb, func(string) string { return "" }); code != 1 ||
+		!strings.Contains(errb.String(), "401 Unauthorized") || !strings.Contains(errb.String(), "pass --token-file <data-dir>/api-token or set VLMFLEET_TOKEN") {
+		t.Fatalf("cancel without the token: exit %d: %s", code, errb.String())
 	}
 	if code, out, errs := runCLI("--cancel", sw.ID); code != 0 || !strings.Contains(out, "1 jobs cancelled, 0 asked to stop") {
 		t.Fatalf("cancel sweep: exit %d\n%s%s", code, out, errs)

@@ -56,7 +56,7 @@ func TestSweepCommandWaits(t *testing.T) {
 	go func() {
 		var out, errb bytes.Buffer
 		code := run([]string{"sweep", "--controller", ctl.HTTPURL(), "--agents", "a1", "--sizes", "720p", "--cameras", "1,2",
-			"--multi-sizes", "none", "--requests", "2", "--timeout", "0", "--wait"}, &out, &errb, func(string) string { return "" })
+			"--multi-sizes", "none", "--requests", "2", "--timeout", "0", "--wait"}, &out, &errb, tokenEnv(ctl.APIToken()))
 		done <- result{code, out.String(), errb.String()}
 	}()
 
@@ -125,7 +125,7 @@ func TestSweepFileWithoutTimeout(t *testing.T) {
 	l := labtest.Start(t, controller.Options{})
 	file := testutil.WriteFile(t, filepath.Join(t.TempDir(), "s.yaml"), "agents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1]\n  multi_image_sizes: []\n  request_timeout_sec: 0\n")
 	var out, errb bytes.Buffer
-	if code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--file", file}, &out, &errb, func(string) string { return "" }); code != 0 {
+	if code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--file", file}, &out, &errb, tokenEnv(l.Ctl.APIToken())); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
@@ -159,4 +159,9 @@ func TestSweepWatchShowsEvents(t *testing.T) {
 	if errb.String() != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", errb.String(), want)
 	}
+}
+
+// tokenEnv is an environment with only VLMFLEET_TOKEN set.
+func tokenEnv(token string) func(string) string {
+	return func(k string) string { return map[string]string{"VLMFLEET_TOKEN": token}[k] }
 }

@@ -38,7 +38,7 @@ const (
 )
 
 // DefaultTimeout bounds one call other than the event stream; an import of
-// 256 MiB over a slow link must fit.
+// 64 MiB (controller.MaxImportBody) over a slow link must fit.
 const DefaultTimeout = 5 * time.Minute
 
 // BaseURL picks the controller's URL: flagValue (the --controller flag)
@@ -71,6 +71,7 @@ type Client struct {
 	timeout   time.Duration
 	source    string
 	maxImport int
+	token     string
 }
 
 // Option configures a Client.
@@ -122,6 +123,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	c.authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -221,14 +223,27 @@ type ImportResult struct {
 }
 
 // Import stores result documents in one transaction: if the controller
-// refuses one, it stores none. A request over the controller's limit
-// (controller.MaxImportBody) is refused here, before anything is sent.
+// refuses one, it stores none. A request over the controller's limits
+// (controller.MaxImportDocument for one document, controller.MaxImportBody
+// for all) is refused here, before anything is sent.
 func (c *Client) Import(ctx context.Context, entries []store.ImportEntry) (ImportResult, error) {
 	var out ImportResult
-	body, err := json.Marshal(controller.ImportRequest{Runs: entries})
-	if err != nil {
-		return out, fmt.Errorf("import: encoding the runs: %w", err)
+	body := []byte(`{"runs":[`)
+	for i, e := range entries {
+		doc, err := json.Marshal(e)
+		if err != nil {
+			return out, fmt.Errorf("import: encoding runs[%d]: %w", i, err)
+		}
+		if len(doc) > controller.MaxImportDocument {
+			return out, fmt.Errorf("import: runs[%d] (%s) is %.1f MiB, over the %d MiB a controller takes for one result document",
+				i, e.Origin, float64(len(doc))/(1<<20), controller.MaxImportDocument>>20)
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, doc...)
 	}
+	body = append(body, "]}"...)
 	if len(body) > c.maxImport {
 		return out, fmt.Errorf("import: the runs come to %d MiB, over the controller's %d MiB for one import; import them in smaller groups",
 			len(body)>>20, c.maxImport>>20)

@@ -69,7 +69,7 @@ func newLab(t *testing.T) *lab {
 	l := labtest.Start(t, controller.Options{
 		Explorer: func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, zerolog.Nop()) },
 	})
-	cl, err := New(l.Ctl.HTTPURL())
+	cl, err := New(l.Ctl.HTTPURL(), WithToken(l.Ctl.APIToken()))
 	if err != nil {
 		t.Fatal(err)
 	}

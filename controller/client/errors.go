@@ -30,6 +30,9 @@ func (e *APIError) Error() string {
 	if e.Message != "" {
 		s += ": " + e.Message
 	}
+	if e.Status == http.StatusUnauthorized {
+		s += " (" + TokenHint + ")"
+	}
 	return s
 }
 

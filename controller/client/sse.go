@@ -63,6 +63,7 @@ func (c *Client) Events(ctx context.Context, kinds ...string) (*EventStream, err
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	c.authorize(req)
 	// The controller writes the headers only once its subscription is in
 	// place, so the answer arriving means no event is missed from here on.
 	resp, err := c.hc.Do(req)

@@ -29,7 +29,7 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 		}
 		return resp, err
 	})}
-	cl, err := New(l.Ctl.HTTPURL(), WithHTTPClient(hc))
+	cl, err := New(l.Ctl.HTTPURL(), WithHTTPClient(hc), WithToken(l.Ctl.APIToken()))
 	if err != nil {
 		t.Fatal(err)
 	}

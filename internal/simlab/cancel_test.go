@@ -28,7 +28,7 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	defer stopResults()
 	l.startAgent(agx("cancel"))
 	base := l.url()
-	cl, err := client.New(base)
+	cl, err := client.New(base, client.WithToken(l.Controller().APIToken()))
 	if err != nil {
 		t.Fatal(err)
 	}

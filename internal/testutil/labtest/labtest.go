@@ -22,16 +22,19 @@ import (
 // Agent is the agent Start announces; it offers one deployment, d1.
 const Agent = "a1"
 
-// Lab is a controller on loopback with Agent announced.
+// Lab is a controller on loopback with Agent announced. Changes over HTTP
+// need its API token: Ctl.APIToken(), or the file TokenFile.
 type Lab struct {
-	Ctx context.Context // ends with the test, or after 30 s
-	Ctl *controller.Controller
-	NC  *nats.Conn // the agent's connection
-	JS  jetstream.JetStream
+	Ctx       context.Context // ends with the test, or after 30 s
+	Ctl       *controller.Controller
+	TokenFile string
+	NC        *nats.Conn // the agent's connection
+	JS        jetstream.JetStream
 }
 
-// Start starts a controller with opt, its data in a temp dir, NATS and
-// HTTP on loopback and no log, and returns once Agent is stored. The
+// Start starts a controller with opt, its data (and API token) in a temp
+// dir, NATS and HTTP on loopback and no log, and returns once Agent is
+// stored. The
 // controller and the connection close when the test ends.
 func Start(t testing.TB, opt controller.Options) *Lab {
 	t.Helper()
@@ -67,7 +70,7 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 	case <-ctx.Done():
 		t.Fatal("the agent was never stored")
 	}
-	return &Lab{Ctx: ctx, Ctl: ctl, NC: nc, JS: js}
+	return &Lab{Ctx: ctx, Ctl: ctl, TokenFile: ctl.APITokenFile(), NC: nc, JS: js}
 }
 
 // Report publishes the job's state, at attempt 1, as Agent does.

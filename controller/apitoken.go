@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// TokenFileName is the API token's file in the data directory, unless
+// Options.APITokenFile names another.
+const TokenFileName = "api-token"
+
+// minTokenLen is the shortest token a token file may hold.
+const minTokenLen = 16
+
+// APIToken is the token that every mutation of the HTTP API (and every
+// read, when reads are not open) must carry as "Authorization: Bearer
+// <token>".
+func (c *Controller) APIToken() string { return c.sec.token }
+
+// APITokenFile is the file the token was read from or created in; empty
+// when Options.APIToken gave it.
+func (c *Controller) APITokenFile() string { return c.sec.tokenFile }
+
+// loadAPIToken returns opt.APIToken when set, else the token in the token
+// file, which it creates (32 random bytes, hex, mode 0600) at the first
+// start and logs once. A token file that others may read is refused.
+func loadAPIToken(opt Options, log zerolog.Logger) (token, file string, err error) {
+	if opt.APIToken != "" {
+		if err := checkToken(opt.APIToken); err != nil {
+			return "", "", fmt.Errorf("controller: Options.APIToken: %w", err)
+		}
+		return opt.APIToken, "", nil
+	}
+	file = opt.APITokenFile
+	if file == "" {
+		file = filepath.Join(opt.DataDir, TokenFileName)
+	}
+	token, err = readTokenFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		if token, err = createTokenFile(file); err == nil {
+			log.Info().Str("token", token).Str("file", file).
+				Msg("created the API token: every change over HTTP needs it (the CLI reads it with --token-file FILE or $VLMFLEET_TOKEN); it is shown only this once")
+		}
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("controller: API token: %w", err)
+	}
+	return token, file, nil
+}
+
+func readTokenFile(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s may be read by others (mode %04o): run chmod 600 %s", file, st.Mode().Perm(), file)
+	}
+	buf := make([]byte, 4096)
+	n, _ := f.Read(buf)
+	token := strings.TrimSpace(string(buf[:n]))
+	if err := checkToken(token); err != nil {
+		return "", fmt.Errorf("%s: %w", file, err)
+	}
+	return token, nil
+}
+
+func checkToken(token string) error {
+	if len(token) < minTokenLen {
+		return fmt.Errorf("the token is %d characters, want at least %d", len(token), minTokenLen)
+	}
+	for _, r := range token {
+		if r <= ' ' || r > '~' {
+			return errors.New("the token holds a character other than printable ASCII")
+		}
+	}
+	return nil
+}
+
+// createTokenFile writes a new token readable only by its owner, whole or
+// not at all.
+func createTokenFile(file string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	token := hex.EncodeToString(b)
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp") // mode 0600
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(token + "\n")
+	if err == nil {
+		err = tmp.Chmod(0o600)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", file, err)
+	}
+	return token, nil
+}

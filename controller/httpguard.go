@@ -1,0 +1,251 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// tokenCookie carries the API token for a browser that opened /login; it
+// authorises reads only, never a change.
+const tokenCookie = "vlmfleet_token"
+
+// httpSecurity is what every HTTP request passes before its handler (see
+// guard), and the bound on concurrent imports.
+type httpSecurity struct {
+	token     string
+	tokenSum  [32]byte
+	tokenFile string
+	// publicRead opens reads without the token on any address.
+	publicRead bool
+	// hosts are the configured names (Options.HTTPHosts, the name in
+	// Options.HTTPAddr): "name" matches any port, "name:port" one port.
+	hosts []string
+	// readsNeedToken is set by listening: the listener is not on loopback
+	// and reads were not made public.
+	readsNeedToken bool
+	imports        chan struct{}
+}
+
+func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
+	token, file, err := loadAPIToken(opt, log)
+	if err != nil {
+		return nil, err
+	}
+	s := &httpSecurity{token: token, tokenSum: sha256.Sum256([]byte(token)), tokenFile: file,
+		publicRead: opt.PublicRead, imports: make(chan struct{}, MaxConcurrentImports)}
+	names := opt.HTTPHosts
+	if h, _, err := net.SplitHostPort(opt.HTTPAddr); err == nil && h != "" {
+		if _, err := netip.ParseAddr(h); err != nil {
+			names = append(names[:len(names):len(names)], h) // a name to listen on is one to serve
+		}
+	}
+	for _, n := range names {
+		n = normalHost(n)
+		if _, _, err := net.SplitHostPort(n); err != nil {
+			n = hostOnly(n) // no port: any port
+		}
+		if n == "" || strings.ContainsAny(n, "/ ") {
+			return nil, fmt.Errorf("controller: HTTPHosts: %q: want a host name, optionally with a port", n)
+		}
+		s.hosts = append(s.hosts, n)
+	}
+	return s, nil
+}
+
+// listening records where the HTTP listener is: off loopback, reads need
+// the token unless publicRead.
+func (s *httpSecurity) listening(a net.Addr) {
+	tcp, ok := a.(*net.TCPAddr)
+	s.readsNeedToken = !s.publicRead && !(ok && tcp.IP.IsLoopback())
+}
+
+// guard checks, in this order, for every request: the Host header (421
+// unless one this controller serves: DNS rebinding); for a change (any
+// method but GET, HEAD and OPTIONS) the origin (403 from another site:
+// cross-site request forgery), the token (401) and a JSON body (415); for
+// a read on a controller off loopback without --public-read, the token
+// from the header or the /login cookie (401). GET /login?token= sets
+// that cookie.
+func (s *httpSecurity) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r) {
+			writeError(w, http.StatusMisdirectedRequest, fmt.Errorf("this controller does not serve host %q; if it should, start it with --http-host %s", r.Host, hostOnly(r.Host)))
+			return
+		}
+		if r.URL.Path == "/login" {
+			s.handleLogin(w, r)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			if s.readsNeedToken && !s.bearerOK(r) && !s.cookieOK(r) {
+				s.unauthorized(w, r, "reading this controller needs its API token (in a browser, open /login?token=TOKEN once; or start the controller with --public-read)")
+				return
+			}
+		default:
+			if err := s.checkOrigin(r); err != nil {
+				writeError(w, http.StatusForbidden, err)
+				return
+			}
+			if !s.bearerOK(r) {
+				s.unauthorized(w, r, "a change needs the controller's API token")
+				return
+			}
+			if err := checkJSONBody(r); err != nil {
+				writeError(w, http.StatusUnsupportedMediaType, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *httpSecurity) unauthorized(w http.ResponseWriter, r *http.Request, what string) {
+	if r.Header.Get("Authorization") != "" {
+		what = "the API token does not match the controller's; " + what
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="vlmfleet"`)
+	writeError(w, http.StatusUnauthorized, fmt.Errorf(`%s: send "Authorization: Bearer TOKEN" with the token from <data-dir>/%s on the controller's host`, what, TokenFileName))
+}
+
+// tokenOK compares in constant time.
+func (s *httpSecurity) tokenOK(got string) bool {
+	sum := sha256.Sum256([]byte(got))
+	return got != "" && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+func (s *httpSecurity) bearerOK(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(strings.TrimSpace(tok))
+}
+
+func (s *httpSecurity) cookieOK(r *http.Request) bool {
+	c, err := r.Cookie(tokenCookie)
+	return err == nil && s.tokenOK(c.Value)
+}
+
+// handleLogin answers GET /login?token=TOKEN with the cookie that lets this
+// browser read the controller, and sends it to the explorer.
+func (s *httpSecurity) handleLogin(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, http.StatusMethodNotAllowed, errors.New("GET /login?token=TOKEN"))
+		return
+	}
+	tok := r.URL.Query().Get("token")
+	if !s.tokenOK(tok) {
+		s.unauthorized(w, r, "GET /login?token=TOKEN needs the controller's API token")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// hostAllowed: loopback names and addresses, the address the request
+// arrived on, and the configured names.
+func (s *httpSecurity) hostAllowed(r *http.Request) bool {
+	h := normalHost(r.Host)
+	name := hostOnly(h)
+	if name == "" {
+		return false
+	}
+	if name == "localhost" {
+		return true
+	}
+	if ip, err := netip.ParseAddr(name); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLoopback() {
+			return true
+		}
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+			if local, ok := netip.AddrFromSlice(la.IP); ok && local.Unmap() == ip {
+				return true
+			}
+		}
+	}
+	return s.configured(h)
+}
+
+// configured reports whether host (normalised, with or without a port) is
+// one of the configured names.
+func (s *httpSecurity) configured(host string) bool {
+	for _, c := range s.hosts {
+		if c == host || c == hostOnly(host) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkOrigin refuses a change that a browser sends from another site: one
+// whose Origin is neither the controller's as the request reached it nor
+// a configured name, or that the browser marks cross-site.
+func (s *httpSecurity) checkOrigin(r *http.Request) error {
+	refuse := func(from string) error {
+		return fmt.Errorf("a change from %s is refused: the API takes changes from programs (vlmfleet, curl), not from web pages of other sites", from)
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return refuse("another site")
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return nil
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return refuse(fmt.Sprintf("origin %q", origin))
+	}
+	if o := normalHost(u.Host); o == normalHost(r.Host) || s.configured(o) {
+		return nil
+	}
+	return refuse("origin " + origin)
+}
+
+// checkJSONBody: a change with a body (or a Content-Type) must be JSON; one
+// without either (a DELETE) passes.
+func checkJSONBody(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" && r.ContentLength == 0 {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return nil
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return fmt.Errorf("Content-Type %s: the API takes application/json", ct)
+}
+
+// normalHost lowercases a host[:port] and drops a trailing dot of the name.
+func normalHost(h string) string {
+	h = strings.ToLower(strings.TrimSpace(h))
+	if name, port, err := net.SplitHostPort(h); err == nil {
+		name = strings.TrimSuffix(name, ".")
+		if strings.Contains(name, ":") {
+			return "[" + name + "]:" + port
+		}
+		return name + ":" + port
+	}
+	return strings.TrimSuffix(h, ".")
+}
+
+// hostOnly is the name or address of a host[:port], without brackets.
+func hostOnly(h string) string {
+	if name, _, err := net.SplitHostPort(h); err == nil {
+		return name
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+}
