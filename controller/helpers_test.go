@@ -152,11 +152,7 @@ func agentAuth(t *testing.T, c *Controller, id string) []nats.Option {
 // that plays the controller or an operator.
 func adminConn(t *testing.T, c *Controller) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	opt, err := nats.NkeyOptionFromSeed(c.NATSSeedFile())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testutil.ConnectJS(t, c.NATSURL(), opt)
+	return testutil.ConnectJS(t, c.NATSURL(), testutil.NkeyFile(t, c.NATSSeedFile()))
 }
 
 // announced watches c's events and starts a fake agent that announces the

@@ -24,6 +24,10 @@ type Device struct {
 	// NATSURL is the agent's own NATS URL (an account of its own on an
 	// external server); empty uses the controller's.
 	NATSURL string
+	// NATSSeed is the agent's nkey seed. Empty, with NATSURL empty too,
+	// AddAgent enrols the agent with the controller (when the controller
+	// issues credentials: its default), as an operator would.
+	NATSSeed string
 }
 
 // Agent is a simulated agent running in the lab.
@@ -43,12 +47,17 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
 	}
-	url := d.NATSURL
+	url, seed := d.NATSURL, d.NATSSeed
 	if url == "" {
 		url = l.ctrl.NATSURL()
+		if seed == "" && l.ctrl.NATSAuth() == controller.NATSAuthNkeys {
+			if seed, err = l.ctrl.EnrolAgent(ctx, d.ID); err != nil {
+				return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
+			}
+		}
 	}
 	a, err := agent.New(agent.Config{
-		ID: d.ID, NATSURL: url, Deployments: deps,
+		ID: d.ID, NATSURL: url, NATSSeed: seed, Deployments: deps,
 		Simulate: d.Device, SimSpeedup: d.Speedup, LogDir: l.opt.DataDir,
 	}, agent.Options{
 		Log: l.opt.Log, Version: l.opt.Version, Getenv: l.opt.Getenv,

@@ -39,7 +39,8 @@ func TestAgentRebindsALostConsumer(t *testing.T) {
 	job := l.submit("rebind", tinyWorkload(1))
 	l.waitState(job, protocol.JobCompleted, 1)
 
-	_, js := testutil.ConnectJS(t, l.Controller().NATSURL())
+	// Only the controller (or an operator) may delete a consumer.
+	_, js := testutil.ConnectJS(t, l.Controller().NATSURL(), testutil.NkeyFile(t, l.Controller().NATSSeedFile()))
 	if err := js.DeleteConsumer(l.ctx, protocol.StreamJobs, protocol.JobConsumerName("rebind")); err != nil {
 		t.Fatal(err)
 	}

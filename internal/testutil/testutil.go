@@ -112,3 +112,14 @@ func NkeySeed(t testing.TB, seed string) nats.Option {
 	}
 	return nats.Nkey(pub, kp.Sign)
 }
+
+// NkeyFile is the option that signs a connection in with the nkey seed in
+// file, such as a controller's NATSSeedFile (every permission).
+func NkeyFile(t testing.TB, file string) nats.Option {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
+}
