@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent"
@@ -36,6 +37,9 @@ type Agent struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+	// reported is set once Stop has returned err to its caller, so that
+	// the lab's Close does not return it again.
+	reported atomic.Bool
 }
 
 // AddAgent starts an agent for d and returns once the controller has
@@ -126,10 +130,19 @@ func (l *Lab) announced(ctx context.Context, id string, since time.Time) (bool, 
 // ID is the agent's id.
 func (a *Agent) ID() string { return a.id }
 
+// Done is closed once the agent has ended: stopped, or on its own (its
+// credentials revoked); Stop then returns what it ended with.
+func (a *Agent) Done() <-chan struct{} { return a.done }
+
 // Stop stops the agent as a signal would: a job it is running is handed
 // back to JetStream for its next start. It waits for the agent to end and
 // returns the error it ended with; calling it again returns the same.
 func (a *Agent) Stop() error {
+	a.reported.Store(true)
+	return a.stop()
+}
+
+func (a *Agent) stop() error {
 	a.cancel()
 	<-a.done
 	if a.err != nil {

@@ -1,9 +1,15 @@
 package simlab_test
 
 import (
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/vlmfleet/vlmfleet/agent"
 
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
@@ -46,4 +52,31 @@ func TestAgentRebindsALostConsumer(t *testing.T) {
 	}
 	job = l.submit("rebind", tinyWorkload(1))
 	l.waitState(job, protocol.JobCompleted, 1)
+}
+
+// Revoking an agent's credentials closes its connection and refuses the
+// reconnect: the agent stops with an error that says what to do. An agent
+// without credentials is refused at once, with the same advice.
+func TestRevokedAgentStops(t *testing.T) {
+	l := newLab(t, testContext(t, 60*time.Second), simlab.Options{})
+	a := l.startAgent(agx("revoked"))
+	if code := testutil.Status(t, http.MethodDelete, l.url()+"/api/agents/revoked/credentials", ""); code != http.StatusOK {
+		t.Fatalf("revoke: %d", code)
+	}
+	select {
+	case <-a.Done():
+	case <-l.ctx.Done():
+		t.Fatal("the revoked agent still runs")
+	}
+	err := a.Stop()
+	var refused *agent.RefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("the revoked agent ended with %v, want a *agent.RefusedError", err)
+	}
+	testutil.WantError(t, err, "create new ones with `vlmfleet agent-creds create revoked`")
+
+	d := agx("nocreds")
+	d.NATSURL = l.Controller().NATSURL() // its own URL: simlab does not enrol it
+	_, err = l.AddAgent(l.ctx, d)
+	testutil.WantError(t, err, "the controller requires credentials: create them with `vlmfleet agent-creds create nocreds`")
 }
