@@ -17,6 +17,20 @@ import (
 // id's credentials unless told otherwise.
 func CredentialsFile(id string) string { return id + ".nk" }
 
+// CheckCredentialsTarget returns the error WriteCredentials would return
+// for an existing path, so that a caller can check before it asks for
+// credentials.
+func CheckCredentialsTarget(path string, force bool) error {
+	if _, err := os.Lstat(path); err == nil && !force {
+		return existsError(path)
+	}
+	return nil
+}
+
+func existsError(path string) error {
+	return fmt.Errorf("%s exists; remove it or pass --force to replace it", path)
+}
+
 // WriteCredentials writes the nkey seed to path, readable by its owner
 // only. An existing file is refused unless force is set, so that
 // credentials in use are not replaced by accident.
@@ -30,7 +44,7 @@ func WriteCredentials(path, seed string, force bool) error {
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s exists; remove it or pass --force to replace it", path)
+		return existsError(path)
 	}
 	if err != nil {
 		return err

@@ -23,6 +23,9 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
 	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
 	natsListen := fs.String("nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server (use 0.0.0.0:4222 to accept agents on other hosts)")
+	natsCreds := fs.String("nats-credentials", "", "with --nats-url: the controller's credentials there (an nkey seed or a .creds file)")
+	insecure := fs.Bool("insecure", false, "run the embedded NATS server without authentication: anyone who reaches it can forge or delete results (loopback only)")
+	insecurePublic := fs.Bool("insecure-public", false, "allow --insecure on an address other hosts can reach")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -31,6 +34,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	}
 	ctl, err := controller.New(controller.Options{
 		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr,
+		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})
 	if err != nil {
@@ -42,7 +46,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	}
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
 		Str("api", ctl.HTTPURL()+"/api/").Str("nats", protocol.RedactURL(ctl.NATSURL())).
-		Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " + protocol.RedactURL(ctl.NATSURL()))
+		Str("nats_auth", ctl.NATSAuth()).Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " +
+		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == controller.NATSAuthNkeys])
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")
 	return ctl.Close()
