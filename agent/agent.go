@@ -49,6 +49,8 @@ type Agent struct {
 
 	nc *nats.Conn
 	js jetstream.JetStream
+	// auth signs the connection in with the agent's credentials (nil: none).
+	auth nats.Option
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
@@ -90,7 +92,12 @@ func New(cfg Config, opt Options) (*Agent, error) {
 	if cfg.NATSURL == "" {
 		return nil, fmt.Errorf("agent config: nats_url is empty; pass --nats-url nats://controller:4222")
 	}
+	auth, err := cfg.natsAuth()
+	if err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
 	return &Agent{
+		auth:   auth,
 		cfg:    cfg,
 		opt:    opt,
 		log:    opt.Log.With().Str("agent", cfg.ID).Logger(),
@@ -120,7 +127,9 @@ func (a *Agent) Deployments() []protocol.Deployment {
 	return out
 }
 
-// Run connects to NATS and serves jobs until ctx ends.
+// Run connects to NATS and serves jobs until ctx ends. It returns a
+// *RefusedError when the server refuses the agent's credentials (or wants
+// some and the agent has none), at the start or later (revoked).
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt = time.Now()
 	if a.cfg.Simulate != "" {
@@ -128,21 +137,89 @@ func (a *Agent) Run(ctx context.Context) error {
 	} else {
 		a.device = devicefacts.Detect(ctx, devicefacts.Options{SysRoot: a.cfg.SysRoot, Path: a.opt.Getenv("PATH")})
 	}
-	nc, err := nats.Connect(a.cfg.NATSURL,
-		nats.Name("vlmfleet-agent "+a.cfg.ID),
+	ctx, refuse := context.WithCancelCause(ctx)
+	defer refuse(nil)
+	err := a.run(ctx, refuse)
+	var refused *RefusedError
+	if errors.As(context.Cause(ctx), &refused) {
+		return refused
+	}
+	return err
+}
+
+// connect connects to NATS, waiting for the server to come up. A server
+// that refuses the credentials ends the wait at once; once connected, the
+// agent reconnects for as long as it runs, unless the server refuses it
+// then (its credentials were revoked): refuse ends the agent.
+func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*nats.Conn, error) {
+	refused := func(err error) *RefusedError {
+		return &RefusedError{AgentID: a.cfg.ID, URL: a.cfg.NATSURL, Credentials: a.cfg.credentialsName(), Err: err}
+	}
+	opts := []nats.Option{
+		nats.Name("vlmfleet-agent " + a.cfg.ID),
 		nats.CustomInboxPrefix(protocol.AgentInboxPrefix(a.cfg.ID)),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
-		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				a.log.Warn().Err(err).Msg("disconnected from NATS; reconnecting")
 			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { a.log.Info().Msg("reconnected to NATS") }),
-	)
+		nats.ErrorHandler(a.onNATSError),
+		nats.ClosedHandler(func(nc *nats.Conn) {
+			if err := nc.LastError(); authError(err) {
+				refuse(refused(err))
+			}
+		}),
+	}
+	if a.auth != nil {
+		opts = append(opts, a.auth)
+	}
+	var nc *nats.Conn
+	err := backoff.Default.Retry(ctx, func(attempt int) error {
+		var err error
+		nc, err = nats.Connect(a.cfg.NATSURL, opts...)
+		if authError(err) {
+			return backoff.Permanent(refused(err))
+		}
+		if err != nil && (attempt == 1 || attempt%10 == 0) {
+			a.log.Warn().Err(err).Str("url", protocol.RedactURL(a.cfg.NATSURL)).Int("attempt", attempt).
+				Msg("NATS not reachable (is the controller up?); retrying")
+		}
+		return err
+	})
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return nil, re
+	}
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", protocol.RedactURL(a.cfg.NATSURL), err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", protocol.RedactURL(a.cfg.NATSURL), err)
+	}
+	return nc, nil
+}
+
+// onNATSError logs what the server reports on the connection. A refused
+// operation most likely means credentials made for another agent id.
+func (a *Agent) onNATSError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	ev := a.log.Warn().Err(err)
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		ev = a.log.Error().Err(err).Str("hint", "credentials work only for the agent id they were created for; are these agent "+a.cfg.ID+"'s?")
+	}
+	if sub != nil {
+		ev = ev.Str("subject", sub.Subject)
+	}
+	ev.Msg("NATS error")
+}
+
+func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
+	nc, err := a.connect(ctx, refuse)
+	if err != nil {
+		var refused *RefusedError
+		if ctx.Err() != nil && !errors.As(err, &refused) {
+			return nil // stopped before the server came up
+		}
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)

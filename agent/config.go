@@ -25,6 +25,13 @@ type Config struct {
 	// ID identifies the agent in subjects and consumer names; default: the hostname.
 	ID      string `yaml:"id"`
 	NATSURL string `yaml:"nats_url"`
+	// NATSCredentials is the file holding the agent's nkey seed, as
+	// `vlmfleet agent-creds create ID` wrote it; the controller's embedded
+	// NATS server admits no agent without one.
+	NATSCredentials string `yaml:"nats_credentials"`
+	// NATSSeed is the agent's nkey seed itself, for agents started in the
+	// controller's process (the demo); never from YAML.
+	NATSSeed string `yaml:"-"`
 	// ModelRoots confine every model file an engine may load.
 	ModelRoots []string `yaml:"model_roots"`
 	// ImageRoots are directories a workload's image_set may name (own camera snapshots).

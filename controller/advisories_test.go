@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -128,17 +129,18 @@ func streamMsgs(t *testing.T, c *Controller, name string) uint64 {
 	return info.State.Msgs
 }
 
-// publishAdvisory publishes what nats-server publishes when a consumer gives up.
-func (a *fakeAgent) publishAdvisory(t *testing.T, consumer string, seq, deliveries uint64) {
+// publishAdvisory publishes, on nc, what nats-server publishes when a
+// consumer gives up; an agent may not publish it.
+func publishAdvisory(t *testing.T, nc *nats.Conn, consumer string, seq, deliveries uint64) {
 	t.Helper()
 	data, _ := json.Marshal(map[string]any{
 		"type": maxDeliverAdvisoryType, "id": "x", "timestamp": time.Now().UTC(),
 		"stream": protocol.StreamJobs, "consumer": consumer, "stream_seq": seq, "deliveries": deliveries,
 	})
-	if err := a.nc.Publish("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+protocol.StreamJobs+"."+consumer, data); err != nil {
+	if err := nc.Publish("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."+protocol.StreamJobs+"."+consumer, data); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.nc.Flush(); err != nil {
+	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,10 +175,11 @@ func TestAdvisoryFindsJobsByStoredSequence(t *testing.T) {
 		}
 		return r.StreamSeq
 	}
-	a.publishAdvisory(t, protocol.JobConsumerName("a1"), seq(done), 5)
-	a.publishAdvisory(t, protocol.JobConsumerName("a1"), seq(lost), 5)
+	admin, _ := adminConn(t, c)
+	publishAdvisory(t, admin, protocol.JobConsumerName("a1"), seq(done), 5)
+	publishAdvisory(t, admin, protocol.JobConsumerName("a1"), seq(lost), 5)
 	// A forged advisory naming a consumer that is no agent's is recorded.
-	a.publishAdvisory(t, "controller", seq(lost), 5)
+	publishAdvisory(t, admin, "controller", seq(lost), 5)
 	ev.waitFor(t, 1, stateIs(lost, protocol.JobFailed))
 	eventually(t, "every advisory handled", func() bool { return streamMsgs(t, c, AdvisoriesStream) == 0 })
 

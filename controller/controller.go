@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
@@ -30,9 +31,20 @@ type Options struct {
 	DataDir string
 	// NATSURL is an external NATS server; empty embeds one.
 	NATSURL string
+	// NATSCredentials is the file the controller signs in to the external
+	// server with: an nkey seed or a .creds file. A user and password in
+	// NATSURL work too.
+	NATSCredentials string
 	// NATSListen is the embedded server's client address ("127.0.0.1:4222"
 	// by default; port -1 or 0 picks a free port).
 	NATSListen string
+	// Insecure runs the embedded server without authentication: any client
+	// may publish and consume anything. Only for a lab on loopback: with a
+	// NATSListen address other hosts can reach, New refuses it unless
+	// InsecurePublic is set too.
+	Insecure bool
+	// InsecurePublic allows Insecure on an address other hosts can reach.
+	InsecurePublic bool
 	// HTTPAddr is where the API and pages are served ("127.0.0.1:8080"; port 0 picks one).
 	HTTPAddr string
 	// HTTP security (docs/security.md). Every change over HTTP needs the
@@ -67,6 +79,13 @@ type Controller struct {
 	ncClosed chan struct{}
 	js       jetstream.JetStream
 	natsURL  string
+	// authMu serialises changes of the embedded server's users; ctlKey
+	// is the controller's own nkey (NATSAuthNkeys only).
+	authMu sync.Mutex
+	ctlKey nkeys.KeyPair
+	// natsHost and natsPort are the embedded server's listen address.
+	natsHost string
+	natsPort int
 
 	// consumers are the durable consumers (events, advisories), drained on Close.
 	consumers []jetstream.ConsumeContext
@@ -100,6 +119,9 @@ func New(opt Options) (*Controller, error) {
 	}
 	if opt.HTTPAddr == "" {
 		opt.HTTPAddr = "127.0.0.1:8080"
+	}
+	if err := checkNATSOptions(opt); err != nil {
+		return nil, err
 	}
 	if opt.HeartbeatTimeout <= 0 {
 		opt.HeartbeatTimeout = 15 * time.Second
@@ -195,7 +217,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startHTTP(); err != nil {
 		return err
 	}
-	c.log.Info().Str("nats", c.natsURL).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
+	if c.NATSAuth() == NATSAuthOff {
+		c.log.Warn().Str("nats", c.natsURL).Msg("INSECURE: the embedded NATS server accepts any client without credentials; " +
+			"anyone who reaches it can forge, steal or delete jobs and results (--insecure)")
+	}
+	c.log.Info().Str("nats", c.natsURL).Str("nats_auth", c.NATSAuth()).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
 	return nil
 }
 

@@ -417,7 +417,7 @@ func TestExternalNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns.Start()
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() }) // after the controller closes
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats server not ready")
 	}

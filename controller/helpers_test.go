@@ -129,10 +129,35 @@ type fakeAgent struct {
 	js jetstream.JetStream
 }
 
+// newFakeAgent enrols agent id and connects with its credentials, so it
+// has exactly the permissions a real agent has.
 func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
 	t.Helper()
-	nc, js := testutil.ConnectJS(t, c.NATSURL())
+	var opts []nats.Option
+	if c.NATSAuth() == NATSAuthNkeys {
+		opts = agentAuth(t, c, id)
+	}
+	nc, js := testutil.ConnectJS(t, c.NATSURL(), opts...)
 	return &fakeAgent{id: id, nc: nc, js: js}
+}
+
+// agentAuth enrols agent id and returns the options that connect as it.
+func agentAuth(t *testing.T, c *Controller, id string) []nats.Option {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	seed, err := c.EnrolAgent(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []nats.Option{testutil.NkeySeed(t, seed), nats.CustomInboxPrefix(protocol.AgentInboxPrefix(id))}
+}
+
+// adminConn connects with the controller's own credentials, for a test
+// that plays the controller or an operator.
+func adminConn(t *testing.T, c *Controller) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	return testutil.ConnectJS(t, c.NATSURL(), testutil.NkeyFile(t, c.NATSSeedFile()))
 }
 
 // announced watches c's events and starts a fake agent that announces the

@@ -17,6 +17,8 @@ func (c *Controller) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
 	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
+	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
+	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
 	mux.HandleFunc("GET /api/runs", serveJSON(c.handleRuns))
 	mux.HandleFunc("GET /api/runs/{id}", serveJSON(c.handleRun))
 	mux.HandleFunc("POST /api/runs/import", c.handleImport)
@@ -125,6 +127,7 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 		"status":         map[bool]string{true: "ok", false: "degraded"}[status == http.StatusOK],
 		"nats":           nats,
 		"nats_url":       c.natsURL,
+		"nats_auth":      c.NATSAuth(),
 		"version":        c.opt.Version,
 		"events_dropped": c.events.dropped.Load(),
 		"time":           time.Now().UTC(),

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -66,13 +67,25 @@ func (c *Controller) startNATS(ctx context.Context) error {
 	url := c.opt.NATSURL
 	var connOpts []nats.Option
 	if url == "" {
-		ns, err := c.embedNATS()
+		ns, err := c.embedNATS(ctx)
 		if err != nil {
 			return err
 		}
-		c.ns = ns
 		url = ns.ClientURL()
 		connOpts = append(connOpts, nats.InProcessServer(ns))
+		if c.ctlKey != nil {
+			pub, err := c.ctlKey.PublicKey()
+			if err != nil {
+				return fmt.Errorf("controller: %w", err)
+			}
+			connOpts = append(connOpts, nats.Nkey(pub, c.ctlKey.Sign))
+		}
+	} else if c.opt.NATSCredentials != "" {
+		creds, err := externalCredentials(c.opt.NATSCredentials)
+		if err != nil {
+			return err
+		}
+		connOpts = append(connOpts, creds)
 	}
 	c.natsURL = url
 	c.ncClosed = make(chan struct{})
@@ -99,7 +112,7 @@ func (c *Controller) startNATS(ctx context.Context) error {
 	)
 	nc, err := nats.Connect(url, connOpts...)
 	if err != nil {
-		return fmt.Errorf("controller: connect to nats %s: %w", url, err)
+		return fmt.Errorf("controller: connect to nats %s: %w", protocol.RedactURL(url), err)
 	}
 	c.nc = nc
 	js, err := jetstream.New(nc)
@@ -110,7 +123,40 @@ func (c *Controller) startNATS(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) embedNATS() (*server.Server, error) {
+// checkNATSOptions refuses the combinations of NATS options that make no
+// sense, and an open server that other hosts can reach unless asked for
+// twice.
+func checkNATSOptions(opt Options) error {
+	switch {
+	case opt.NATSCredentials != "" && opt.NATSURL == "":
+		return fmt.Errorf("controller: NATS credentials are for an external server (--nats-url); the embedded server's controller key is %s in the data dir", ControllerSeedFile)
+	case opt.Insecure && opt.NATSURL != "":
+		return errors.New("controller: --insecure is for the embedded NATS server; an external server's authentication is its own")
+	case opt.InsecurePublic && !opt.Insecure:
+		return errors.New("controller: --insecure-public goes with --insecure")
+	case opt.Insecure && !opt.InsecurePublic && !loopback(opt.NATSListen):
+		return fmt.Errorf("controller: --insecure on %s would let anyone who reaches it forge, take or delete jobs and results; "+
+			"listen on 127.0.0.1, enrol agents instead (vlmfleet agent-creds create ID), or add --insecure-public if this network is yours alone", opt.NATSListen)
+	}
+	return nil
+}
+
+// loopback says whether the listen address addr accepts only this host.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// embedNATS starts the embedded server with the users the store holds
+// (none when insecure) and sets c.ns.
+func (c *Controller) embedNATS(ctx context.Context) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(c.opt.NATSListen)
 	if err != nil {
 		return nil, fmt.Errorf("controller: nats listen address %q: want host:port: %w", c.opt.NATSListen, err)
@@ -122,15 +168,17 @@ func (c *Controller) embedNATS() (*server.Server, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT // nats-server reads 0 as its default 4222
 	}
-	opts := &server.Options{
-		ServerName: "vlmfleet-controller",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   filepath.Join(c.opt.DataDir, "nats"),
-		NoSigs:     true,
-		// Results carry per-request records; allow what the protocol allows.
-		MaxPayload: protocol.MaxMessageBytes,
+	c.natsHost, c.natsPort = host, port
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if seed := c.NATSSeedFile(); seed != "" {
+		if c.ctlKey, err = c.loadOrCreateSeed(seed); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := c.serverOptions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("controller: embedded nats: %w", err)
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -142,7 +190,32 @@ func (c *Controller) embedNATS() (*server.Server, error) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("controller: embedded nats did not start listening on %s within 15 s (is the port in use?)", c.opt.NATSListen)
 	}
+	c.ns = ns
 	return ns, nil
+}
+
+// serverOptions are the embedded server's options, made anew for each
+// start or reload (the server keeps what it is given), with the users the
+// store holds now.
+func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error) {
+	opts := &server.Options{
+		ServerName: "vlmfleet-controller",
+		Host:       c.natsHost,
+		Port:       c.natsPort,
+		JetStream:  true,
+		StoreDir:   filepath.Join(c.opt.DataDir, "nats"),
+		NoSigs:     true,
+		// Results carry per-request records; allow what the protocol allows.
+		MaxPayload: protocol.MaxMessageBytes,
+	}
+	if c.ctlKey != nil {
+		users, err := c.nkeyUsers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		opts.Nkeys = users
+	}
+	return opts, nil
 }
 
 func ensureStreams(ctx context.Context, js jetstream.JetStream) error {

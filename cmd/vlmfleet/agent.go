@@ -12,6 +12,7 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "agent")
 	configPath := fs.String("config", "", "agent configuration file (YAML): id, model_roots, deployments, telemetry")
 	natsURL := fs.String("nats-url", "", "NATS URL of the controller, e.g. nats://controller:4222 (overrides the config)")
+	natsCreds := fs.String("nats-credentials", "", "file with the agent's NATS credentials from `vlmfleet agent-creds create ID` (overrides the config)")
 	id := fs.String("id", "", "agent id (default: from the config, else the hostname)")
 	simulate := fs.String("simulate", "", `simulate a device and its engines, e.g. "Jetson AGX Orin" (results are labelled simulated)`)
 	simModels := fs.String("sim-models", "", "with --simulate: comma-separated model names to offer (default: every calibrated profile)")
@@ -56,6 +57,9 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	}
 	if *natsURL != "" {
 		cfg.NATSURL = *natsURL
+	}
+	if *natsCreds != "" {
+		cfg.NATSCredentials = *natsCreds
 	}
 	if *id != "" {
 		cfg.ID = *id

@@ -29,6 +29,9 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		hosts = append(hosts, s)
 		return nil
 	})
+	natsCreds := fs.String("nats-credentials", "", "with --nats-url: the controller's credentials there (an nkey seed or a .creds file)")
+	insecure := fs.Bool("insecure", false, "run the embedded NATS server without authentication: anyone who reaches it can forge or delete results (loopback only)")
+	insecurePublic := fs.Bool("insecure-public", false, "allow --insecure on an address other hosts can reach")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +40,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	}
 	ctl, err := controller.New(controller.Options{
 		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
+		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})
 	if err != nil {
@@ -48,7 +52,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	}
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
 		Str("api", ctl.HTTPURL()+"/api/").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
-		Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " + protocol.RedactURL(ctl.NATSURL()))
+		Str("nats_auth", ctl.NATSAuth()).Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " +
+		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == controller.NATSAuthNkeys])
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")
 	return ctl.Close()

@@ -40,16 +40,17 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"demo":       {"run a controller and three simulated agents, sweep them and serve the explorer", cmdDemo},
-		"controller": {"run the controller: embedded NATS, store, scheduler, API and explorer", cmdController},
-		"agent":      {"run an agent that measures the engines of this device", cmdAgent},
-		"sweep":      {"submit a sweep to a controller", cmdSweep},
-		"bench":      {"measure an endpoint you already run (no lab needed)", cmdBench},
-		"device":     {"print the detected device and one telemetry sample", cmdDevice},
-		"sim":        {"serve the simulated engine on its own", cmdSim},
-		"explorer":   {"explorer table | export: the explorer for scripts and for publishing", cmdExplorer},
-		"results":    {"results import FILE...: load result documents into a controller", cmdResults},
-		"version":    {"print the version", cmdVersion},
+		"demo":        {"run a controller and three simulated agents, sweep them and serve the explorer", cmdDemo},
+		"controller":  {"run the controller: embedded NATS, store, scheduler, API and explorer", cmdController},
+		"agent":       {"run an agent that measures the engines of this device", cmdAgent},
+		"agent-creds": {"create | revoke ID: issue or revoke an agent's NATS credentials", cmdAgentCreds},
+		"sweep":       {"submit a sweep to a controller", cmdSweep},
+		"bench":       {"measure an endpoint you already run (no lab needed)", cmdBench},
+		"device":      {"print the detected device and one telemetry sample", cmdDevice},
+		"sim":         {"serve the simulated engine on its own", cmdSim},
+		"explorer":    {"explorer table | export: the explorer for scripts and for publishing", cmdExplorer},
+		"results":     {"results import FILE...: load result documents into a controller", cmdResults},
+		"version":     {"print the version", cmdVersion},
 	}
 }
 

@@ -38,7 +38,7 @@ func TestSweepCommandCancels(t *testing.T) {
 		t.Fatalf("job after cancel: %s, %v", rec.State, err)
 	}
 	// The job left the stream: the agent's consumer would never see it.
-	stream, err := l.JS.Stream(ctx, protocol.StreamJobs)
+	stream, err := l.AdminJS.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,6 +178,7 @@ type Health struct {
 	Status        string    `json:"status"` // ok, or degraded when NATS is disconnected
 	NATS          string    `json:"nats"`
 	NATSURL       string    `json:"nats_url"`
+	NATSAuth      string    `json:"nats_auth"` // nkeys, off (--insecure) or external
 	Version       string    `json:"version"`
 	EventsDropped uint64    `json:"events_dropped"`
 	Time          time.Time `json:"time"`

@@ -112,7 +112,7 @@ func smallSweep() protocol.Sweep {
 func TestHealthAndAgents(t *testing.T) {
 	l := newLab(t)
 	h, err := l.cl.Health(l.Ctx)
-	if err != nil || h.Status != "ok" || h.NATS != "connected" {
+	if err != nil || h.Status != "ok" || h.NATS != "connected" || h.NATSAuth != controller.NATSAuthNkeys {
 		t.Fatalf("health %+v, %v", h, err)
 	}
 	agents, err := l.cl.Agents(l.Ctx)

@@ -36,10 +36,12 @@ var (
 	bucketRequests = []byte("requests")
 	bucketRejected = []byte("rejected")
 	bucketMeta     = []byte("meta")
+	// identities: agent id → Identity (identities.go).
+	bucketIdentities = []byte("identities")
 )
 
 func allBuckets() [][]byte {
-	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta}
+	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta, bucketIdentities}
 }
 
 // ErrNotFound is returned when a record with the given id does not exist.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent"
@@ -24,6 +25,10 @@ type Device struct {
 	// NATSURL is the agent's own NATS URL (an account of its own on an
 	// external server); empty uses the controller's.
 	NATSURL string
+	// NATSSeed is the agent's nkey seed. Empty, with NATSURL empty too,
+	// AddAgent enrols the agent with the controller (when the controller
+	// issues credentials: its default), as an operator would.
+	NATSSeed string
 }
 
 // Agent is a simulated agent running in the lab.
@@ -32,6 +37,9 @@ type Agent struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	err    error
+	// reported is set once Stop has returned err to its caller, so that
+	// the lab's Close does not return it again.
+	reported atomic.Bool
 }
 
 // AddAgent starts an agent for d and returns once the controller has
@@ -43,12 +51,17 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
 	}
-	url := d.NATSURL
+	url, seed := d.NATSURL, d.NATSSeed
 	if url == "" {
 		url = l.ctrl.NATSURL()
+		if seed == "" && l.ctrl.NATSAuth() == controller.NATSAuthNkeys {
+			if seed, err = l.ctrl.EnrolAgent(ctx, d.ID); err != nil {
+				return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
+			}
+		}
 	}
 	a, err := agent.New(agent.Config{
-		ID: d.ID, NATSURL: url, Deployments: deps,
+		ID: d.ID, NATSURL: url, NATSSeed: seed, Deployments: deps,
 		Simulate: d.Device, SimSpeedup: d.Speedup, LogDir: l.opt.DataDir,
 	}, agent.Options{
 		Log: l.opt.Log, Version: l.opt.Version, Getenv: l.opt.Getenv,
@@ -117,10 +130,19 @@ func (l *Lab) announced(ctx context.Context, id string, since time.Time) (bool, 
 // ID is the agent's id.
 func (a *Agent) ID() string { return a.id }
 
+// Done is closed once the agent has ended: stopped, or on its own (its
+// credentials revoked); Stop then returns what it ended with.
+func (a *Agent) Done() <-chan struct{} { return a.done }
+
 // Stop stops the agent as a signal would: a job it is running is handed
 // back to JetStream for its next start. It waits for the agent to end and
 // returns the error it ended with; calling it again returns the same.
 func (a *Agent) Stop() error {
+	a.reported.Store(true)
+	return a.stop()
+}
+
+func (a *Agent) stop() error {
 	a.cancel()
 	<-a.done
 	if a.err != nil {

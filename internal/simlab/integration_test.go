@@ -76,7 +76,8 @@ func TestLabEndToEnd(t *testing.T) {
 
 	// Redeliver one result message: JetStream stores it again (no message
 	// id), the controller ingests it again, and the store still has it once.
-	_, js := testutil.ConnectJS(t, ctrl.NATSURL())
+	// The test plays the server redelivering, so it signs in as the controller.
+	_, js := testutil.ConnectJS(t, ctrl.NATSURL(), testutil.NkeyFile(t, ctrl.NATSSeedFile()))
 	dup := run.Combinations[0]
 	hdr := run
 	hdr.Combinations = nil

@@ -1,9 +1,15 @@
 package simlab_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/controller/client"
 
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
@@ -39,10 +45,42 @@ func TestAgentRebindsALostConsumer(t *testing.T) {
 	job := l.submit("rebind", tinyWorkload(1))
 	l.waitState(job, protocol.JobCompleted, 1)
 
-	_, js := testutil.ConnectJS(t, l.Controller().NATSURL())
+	// Only the controller (or an operator) may delete a consumer.
+	_, js := testutil.ConnectJS(t, l.Controller().NATSURL(), testutil.NkeyFile(t, l.Controller().NATSSeedFile()))
 	if err := js.DeleteConsumer(l.ctx, protocol.StreamJobs, protocol.JobConsumerName("rebind")); err != nil {
 		t.Fatal(err)
 	}
 	job = l.submit("rebind", tinyWorkload(1))
 	l.waitState(job, protocol.JobCompleted, 1)
+}
+
+// Revoking an agent's credentials closes its connection and refuses the
+// reconnect: the agent stops with an error that says what to do. An agent
+// without credentials is refused at once, with the same advice.
+func TestRevokedAgentStops(t *testing.T) {
+	l := newLab(t, testContext(t, 60*time.Second), simlab.Options{})
+	a := l.startAgent(agx("revoked"))
+	cl, err := client.New(l.url(), client.WithToken(l.Controller().APIToken()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.RevokeAgentCredentials(l.ctx, "revoked"); err != nil {
+		t.Fatalf("revoke over HTTP: %v", err)
+	}
+	select {
+	case <-a.Done():
+	case <-l.ctx.Done():
+		t.Fatal("the revoked agent still runs")
+	}
+	err = a.Stop()
+	var refused *agent.RefusedError
+	if !errors.As(err, &refused) || !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("the revoked agent ended with %v, want a *agent.RefusedError", err)
+	}
+	testutil.WantError(t, err, "create new ones with `vlmfleet agent-creds create revoked`")
+
+	d := agx("nocreds")
+	d.NATSURL = l.Controller().NATSURL() // its own URL: simlab does not enrol it
+	_, err = l.AddAgent(l.ctx, d)
+	testutil.WantError(t, err, "the controller requires credentials: create them with `vlmfleet agent-creds create nocreds`")
 }

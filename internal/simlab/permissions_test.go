@@ -50,15 +50,61 @@ func TestPerAgentPermissions(t *testing.T) {
 		t.Fatalf("stored run: status %s, %d combinations, want completed with %d", run.Status, len(run.Combinations), len(w.Plan()))
 	}
 
-	checkConfinement(l.ctx, t, url)
+	checkConfinement(l.ctx, t, func(user string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+		return testutil.ConnectJS(t, url(user), opts...)
+	})
+}
+
+// TestDefaultControllerConfinesAgents is TestPerAgentPermissions against
+// the default controller, its embedded server and nothing else configured:
+// no client gets in without credentials, and an enrolled agent's
+// credentials carry exactly its own subjects.
+func TestDefaultControllerConfinesAgents(t *testing.T) {
+	l := newLab(t, testContext(t, 60*time.Second), simlab.Options{})
+	ctrl := l.Controller()
+	if _, err := nats.Connect(ctrl.NATSURL()); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("an unauthenticated client connecting: %v, want an authorization violation", err)
+	}
+	seed, err := ctrl.EnrolAgent(l.ctx, "agent-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := agx("agent-a")
+	d.NATSSeed = seed // the same credentials for the agent and the checks beside it
+	a := l.startAgent(d)
+	defer func() {
+		if err := a.Stop(); err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	}()
+	w := protocol.DefaultWorkload()
+	w.Sizes, w.Cameras, w.RequestsPerLevel = []string{"720p"}, []int{1}, 1
+	w.MultiImageSizes, w.ImagesPerRequest = nil, []int{1}
+	final := l.waitState(l.submit("agent-a", w), protocol.JobCompleted, 1)
+	if run := fetchRun(t, l.url(), final.RunID); run.Status != protocol.RunCompleted || len(run.Combinations) != len(w.Plan()) {
+		t.Fatalf("stored run: status %s, %d combinations, want completed with %d", run.Status, len(run.Combinations), len(w.Plan()))
+	}
+
+	checkConfinement(l.ctx, t, func(user string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+		switch user {
+		case "controller":
+			opts = append(opts, testutil.NkeyFile(t, ctrl.NATSSeedFile()))
+		case "agent-a":
+			opts = append(opts, testutil.NkeySeed(t, seed))
+		default:
+			t.Fatalf("no credentials for %s", user)
+		}
+		return testutil.ConnectJS(t, ctrl.NATSURL(), opts...)
+	})
 }
 
 // checkConfinement connects as agent-a beside the running agent and tries
-// agent-b's subjects and consumer one way after another.
-func checkConfinement(ctx context.Context, t *testing.T, url func(user string) string) {
-	admin, adminJS := testutil.ConnectJS(t, url("controller"))
+// agent-b's subjects and consumer one way after another; dial connects as
+// a user ("controller" or "agent-a").
+func checkConfinement(ctx context.Context, t *testing.T, dial func(user string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream)) {
+	admin, adminJS := dial("controller")
 	v := newViolations()
-	nc, js := testutil.ConnectJS(t, url("agent-a"), nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
+	nc, js := dial("agent-a", nats.ErrorHandler(v.handle), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("agent-a")))
 
 	const (
 		other    = "agent-b"
@@ -107,19 +153,20 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 		return err
 	})
 
-	// Forging a job for agent-b, or a result in its name.
-	v.refused(ctx, t, protocol.JobSubject(other), func(ctx context.Context) error {
-		_, err := js.Publish(ctx, protocol.JobSubject(other), []byte(`{}`))
-		return err
-	})
+	// Forging a job, for agent-b or for itself (only the controller makes
+	// jobs), or an announcement, a state or a result in agent-b's name.
+	for _, subj := range []string{protocol.JobSubject(other), protocol.JobSubject("agent-a"),
+		protocol.AgentSubject(other, protocol.KindHello), protocol.AgentSubject(other, protocol.KindState),
+		protocol.AgentSubject(other, protocol.KindResult)} {
+		v.refused(ctx, t, subj, func(ctx context.Context) error {
+			_, err := js.Publish(ctx, subj, []byte(`{}`))
+			return err
+		})
+	}
 	if err := nc.Publish(protocol.AgentSubject(other, protocol.KindHeartbeat), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	v.wait(ctx, t, "publish", protocol.AgentSubject(other, protocol.KindHeartbeat))
-	v.refused(ctx, t, protocol.AgentSubject(other, protocol.KindResult), func(ctx context.Context) error {
-		_, err := js.Publish(ctx, protocol.AgentSubject(other, protocol.KindResult), []byte(`{}`))
-		return err
-	})
 
 	// With agent-b's consumer in place (the real agent-b would create it),
 	// agent-a can neither look it up nor pull from it.
@@ -136,6 +183,26 @@ func checkConfinement(ctx context.Context, t *testing.T, url func(user string) s
 		_, err := nc.RequestWithContext(ctx, fmt.Sprintf(jobsAPI, "MSG.NEXT"), []byte(`{"batch":1,"no_wait":true}`))
 		return err
 	})
+
+	// Deleting agent-b's consumer, or the controller's (ingestion would
+	// stop), or a stream, or emptying one.
+	for _, del := range []struct{ subject, stream, consumer string }{
+		{fmt.Sprintf(jobsAPI, "DELETE"), protocol.StreamJobs, otherCon},
+		{"$JS.API.CONSUMER.DELETE." + protocol.StreamEvents + "." + controller.ConsumerName, protocol.StreamEvents, controller.ConsumerName},
+		{"$JS.API.CONSUMER.DELETE." + protocol.StreamJobs + "." + protocol.JobConsumerName("agent-a"), protocol.StreamJobs, protocol.JobConsumerName("agent-a")},
+	} {
+		v.refused(ctx, t, del.subject, func(ctx context.Context) error { return js.DeleteConsumer(ctx, del.stream, del.consumer) })
+		if _, err := adminJS.Consumer(ctx, del.stream, del.consumer); err != nil {
+			t.Fatalf("consumer %s on %s after agent-a tried to delete it: %v", del.consumer, del.stream, err)
+		}
+	}
+	for _, op := range []string{"DELETE", "PURGE"} {
+		subj := "$JS.API.STREAM." + op + "." + protocol.StreamEvents
+		v.refused(ctx, t, subj, func(ctx context.Context) error {
+			_, err := nc.RequestWithContext(ctx, subj, nil)
+			return err
+		})
+	}
 
 	// Listening in on agent-b's jobs or events, or on replies meant for
 	// other clients (jobs a fetch delivers, the controller's events), or

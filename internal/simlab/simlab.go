@@ -96,7 +96,8 @@ func Start(ctx context.Context, opt Options) (*Lab, error) {
 func (l *Lab) Controller() *controller.Controller { return l.ctrl }
 
 // Close stops every agent still running, waits for them, then closes the
-// controller. It returns what went wrong on the way, if anything.
+// controller. It returns what went wrong on the way, if anything, but not
+// the errors Stop has already returned.
 func (l *Lab) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -108,7 +109,9 @@ func (l *Lab) Close() error {
 	l.mu.Unlock()
 	var errs []error
 	for _, a := range agents {
-		errs = append(errs, a.Stop())
+		if err := a.stop(); !a.reported.Load() {
+			errs = append(errs, err)
+		}
 	}
 	if err := l.ctrl.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("simlab: close controller: %w", err))

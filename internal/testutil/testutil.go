@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 // Returned waits for what a goroutine sends on done once its context has
@@ -96,4 +97,29 @@ func ConnectJS(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetst
 		t.Fatal(err)
 	}
 	return nc, js
+}
+
+// NkeySeed is the option that signs a connection in with the nkey seed.
+func NkeySeed(t testing.TB, seed string) nats.Option {
+	t.Helper()
+	kp, err := nkeys.FromSeed([]byte(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nats.Nkey(pub, kp.Sign)
+}
+
+// NkeyFile is the option that signs a connection in with the nkey seed in
+// file, such as a controller's NATSSeedFile (every permission).
+func NkeyFile(t testing.TB, file string) nats.Option {
+	t.Helper()
+	opt, err := nats.NkeyOptionFromSeed(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
 }

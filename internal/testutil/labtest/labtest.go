@@ -25,11 +25,17 @@ const Agent = "a1"
 // Lab is a controller on loopback with Agent announced. Changes over HTTP
 // need its API token: Ctl.APIToken(), or the file TokenFile.
 type Lab struct {
-	Ctx       context.Context // ends with the test, or after 30 s
-	Ctl       *controller.Controller
+	Ctx context.Context // ends with the test, or after 30 s
+	Ctl *controller.Controller
+	// TokenFile holds the API token changes over HTTP need.
 	TokenFile string
-	NC        *nats.Conn // the agent's connection
-	JS        jetstream.JetStream
+	// NC and JS are the agent's connection: enrolled, it has exactly the
+	// permissions a real agent has.
+	NC *nats.Conn
+	JS jetstream.JetStream
+	// AdminJS is signed in as the controller, for what only the controller
+	// (or an operator) may do: read a stream, delete a consumer.
+	AdminJS jetstream.JetStream
 }
 
 // Start starts a controller with opt, its data (and API token) in a temp
@@ -49,7 +55,17 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ctl.Close() })
-	nc, js := testutil.ConnectJS(t, ctl.NATSURL())
+	var agentAuth, adminAuth []nats.Option
+	if ctl.NATSAuth() == controller.NATSAuthNkeys {
+		seed, err := ctl.EnrolAgent(ctx, Agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentAuth = []nats.Option{testutil.NkeySeed(t, seed), nats.CustomInboxPrefix(protocol.AgentInboxPrefix(Agent))}
+		adminAuth = []nats.Option{testutil.NkeyFile(t, ctl.NATSSeedFile())}
+	}
+	nc, js := testutil.ConnectJS(t, ctl.NATSURL(), agentAuth...)
+	_, adminJS := testutil.ConnectJS(t, ctl.NATSURL(), adminAuth...)
 	announced := make(chan struct{}, 1)
 	stop := ctl.OnEvent(func(e controller.Event) {
 		if e.Kind == controller.EventAgent {
@@ -70,7 +86,7 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 	case <-ctx.Done():
 		t.Fatal("the agent was never stored")
 	}
-	return &Lab{Ctx: ctx, Ctl: ctl, TokenFile: ctl.APITokenFile(), NC: nc, JS: js}
+	return &Lab{Ctx: ctx, Ctl: ctl, TokenFile: ctl.APITokenFile(), NC: nc, JS: js, AdminJS: adminJS}
 }
 
 // Report publishes the job's state, at attempt 1, as Agent does.

@@ -1,0 +1,311 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// How clients sign in to the controller's NATS server, as /api/health
+// reports it (nats_auth).
+const (
+	// NATSAuthNkeys: the embedded server admits only nkey users: the
+	// controller with every permission, and each enrolled agent with
+	// exactly protocol.AgentPermissionSubjects of its id. The default.
+	NATSAuthNkeys = "nkeys"
+	// NATSAuthOff: the embedded server admits anyone (Options.Insecure).
+	NATSAuthOff = "off"
+	// NATSAuthExternal: an external server (Options.NATSURL) whose
+	// operator configures its users and their permissions.
+	NATSAuthExternal = "external"
+)
+
+// ControllerSeedFile is the file in the data dir that holds the nkey seed
+// of the controller's own NATS user, the one privileged identity of the
+// embedded server. It is created, readable by its owner only, on the
+// first start.
+const ControllerSeedFile = "nats-controller.nk"
+
+// NoNATSAuthorityError says that the controller does not issue agent
+// credentials: its NATS server is external, or runs without
+// authentication. HTTP 409.
+type NoNATSAuthorityError struct{ Auth string }
+
+func (e *NoNATSAuthorityError) Error() string {
+	if e.Auth == NATSAuthExternal {
+		return "the controller uses an external NATS server (--nats-url): its operator gives each agent a user " +
+			"and the permissions protocol.AgentPermissionSubjects lists (see deploy/nats-server.conf and docs/security.md)"
+	}
+	return "the controller's NATS server runs without authentication (--insecure): agents connect without credentials; " +
+		"start the controller without --insecure to enrol agents"
+}
+
+// AgentCredentials are what enrolling an agent issues: the seed is shown
+// once and kept nowhere by the controller.
+type AgentCredentials struct {
+	AgentID   string `json:"agent_id"`
+	PublicKey string `json:"public_key"`
+	Seed      string `json:"seed"`
+	// NATSURL is the controller's NATS address as the controller sees it;
+	// an agent on another host uses the controller's host name instead.
+	NATSURL string `json:"nats_url"`
+}
+
+// AgentRevocation is the answer to revoking an agent's credentials.
+type AgentRevocation struct {
+	AgentID   string    `json:"agent_id"`
+	RevokedAt time.Time `json:"revoked_at"`
+}
+
+// NATSAuth says how clients sign in to the controller's NATS server:
+// NATSAuthNkeys, NATSAuthOff or NATSAuthExternal.
+func (c *Controller) NATSAuth() string {
+	switch {
+	case c.opt.NATSURL != "":
+		return NATSAuthExternal
+	case c.opt.Insecure:
+		return NATSAuthOff
+	}
+	return NATSAuthNkeys
+}
+
+// NATSSeedFile is the file holding the controller's own nkey seed
+// (ControllerSeedFile in the data dir), empty unless NATSAuth is
+// NATSAuthNkeys. Whoever reads it has every permission on the embedded
+// server: tests that play the controller, an operator's nats CLI.
+func (c *Controller) NATSSeedFile() string {
+	if c.NATSAuth() != NATSAuthNkeys {
+		return ""
+	}
+	return filepath.Join(c.opt.DataDir, ControllerSeedFile)
+}
+
+// BadAgentIDError says that an id cannot be an agent's. HTTP 400.
+type BadAgentIDError struct{ Err error }
+
+func (e *BadAgentIDError) Error() string { return e.Err.Error() }
+func (e *BadAgentIDError) Unwrap() error { return e.Err }
+
+// EnrolAgent creates a new nkey for agent id, replacing any it had (whose
+// connections are closed), lets the running server admit it with the
+// agent's permissions, and returns its seed. The controller keeps only
+// the public key. A controller whose NATS server is external or insecure
+// answers a *NoNATSAuthorityError.
+func (c *Controller) EnrolAgent(ctx context.Context, id string) (seed string, err error) {
+	creds, err := c.enrolAgent(ctx, id)
+	return creds.Seed, err
+}
+
+func (c *Controller) enrolAgent(ctx context.Context, id string) (AgentCredentials, error) {
+	if err := protocol.ValidateAgentID(id); err != nil {
+		return AgentCredentials{}, &BadAgentIDError{err}
+	}
+	if auth := c.NATSAuth(); auth != NATSAuthNkeys {
+		return AgentCredentials{}, &NoNATSAuthorityError{Auth: auth}
+	}
+	fail := func(err error) (AgentCredentials, error) {
+		return AgentCredentials{}, fmt.Errorf("controller: enrol %s: %w", id, err)
+	}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return fail(err)
+	}
+	defer kp.Wipe()
+	seed, err := kp.Seed()
+	if err != nil {
+		return fail(err)
+	}
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return fail(err)
+	}
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if c.ns == nil {
+		return fail(errors.New("the controller has not started"))
+	}
+	prev, err := c.store.Identity(id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fail(err)
+	}
+	if _, err := c.store.PutIdentity(id, pub, time.Now().UTC()); err != nil {
+		return fail(err)
+	}
+	if err := c.reloadAuth(ctx); err != nil {
+		return AgentCredentials{}, err
+	}
+	ev := c.log.Info().Str("agent", id).Str("nkey", pub)
+	if prev.PublicKey != "" && prev.Active() {
+		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
+	}
+	ev.Msg("agent enrolled")
+	return AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}, nil
+}
+
+// RevokeAgent removes agent id's NATS user from the running server and
+// closes its connections: the agent can no longer connect until it is
+// enrolled again. An agent without active credentials is ErrNotFound.
+func (c *Controller) RevokeAgent(ctx context.Context, id string) error {
+	_, err := c.revokeAgent(ctx, id)
+	return err
+}
+
+func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity, error) {
+	if auth := c.NATSAuth(); auth != NATSAuthNkeys {
+		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
+	}
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if c.ns == nil {
+		return store.Identity{}, errors.New("controller: revoke: the controller has not started")
+	}
+	ident, err := c.store.RevokeIdentity(id, time.Now().UTC())
+	if err != nil {
+		return store.Identity{}, fmt.Errorf("controller: revoke %s: %w", id, err)
+	}
+	if err := c.reloadAuth(ctx); err != nil {
+		return ident, err
+	}
+	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", c.disconnect(ident.PublicKey)).Msg("agent revoked")
+	return ident, nil
+}
+
+// reloadAuth gives the running server the users the store holds. The
+// server closes the connections of users it no longer has. authMu is held.
+func (c *Controller) reloadAuth(ctx context.Context) error {
+	opts, err := c.serverOptions(ctx)
+	if err == nil {
+		err = c.ns.ReloadOptions(opts)
+	}
+	if err != nil {
+		return fmt.Errorf("controller: apply the agents' NATS identities: %w", err)
+	}
+	return nil
+}
+
+// disconnect closes every connection signed in with public key pub and
+// returns how many it closed. The reload has closed those it saw; this
+// catches one that signed in while the reload was under way.
+func (c *Controller) disconnect(pub string) int {
+	cz, err := c.ns.Connz(&server.ConnzOptions{User: pub, Limit: 1 << 16})
+	if err != nil {
+		c.log.Warn().Err(err).Msg("listing NATS connections")
+		return 0
+	}
+	n := 0
+	for _, ci := range cz.Conns {
+		if c.ns.DisconnectClientByID(ci.Cid) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// nkeyUsers are the embedded server's users: the controller, unrestricted,
+// and each agent whose identity is active, confined to its own subjects.
+func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
+	pub, err := c.ctlKey.PublicKey()
+	if err != nil {
+		return nil, err
+	}
+	users := []*server.NkeyUser{{Nkey: pub}}
+	idents, err := c.store.Identities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range idents {
+		if !id.Active() {
+			continue
+		}
+		publish, subscribe := protocol.AgentPermissionSubjects(id.AgentID)
+		users = append(users, &server.NkeyUser{Nkey: id.PublicKey, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: publish},
+			Subscribe: &server.SubjectPermission{Allow: subscribe},
+		}})
+	}
+	return users, nil
+}
+
+// loadOrCreateSeed reads the user nkey seed at path, or creates one there
+// readable by its owner only. A seed file others may read is made private
+// with a warning.
+func (c *Controller) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		kp, err := nkeys.CreateUser()
+		if err != nil {
+			return nil, err
+		}
+		seed, err := kp.Seed()
+		if err == nil {
+			err = writeSeed(path, seed)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("controller: create the controller's NATS key: %w", err)
+		}
+		return kp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controller: read the controller's NATS key: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		c.log.Warn().Str("file", path).Str("mode", fi.Mode().Perm().String()).Msg("the controller's NATS key was readable by others; making it private")
+		if err := os.Chmod(path, 0o600); err != nil {
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+	}
+	kp, err := nkeys.ParseDecoratedNKey(data)
+	if err == nil && !strings.HasPrefix(strings.TrimSpace(string(data)), "SU") {
+		err = errors.New("not a user seed (SU...)")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controller: %s: %w (remove it and restart to create a new one)", path, err)
+	}
+	return kp, nil
+}
+
+// writeSeed creates path, readable by its owner only, with seed on one line.
+func writeSeed(path string, seed []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(seed, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
+}
+
+// externalCredentials is the option that signs the controller in to an
+// external server with the file given as Options.NATSCredentials: an nkey
+// seed, or a JWT credentials file (an operator-mode server's).
+func externalCredentials(file string) (nats.Option, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("controller: --nats-credentials: %w", err)
+	}
+	if strings.Contains(string(data), "BEGIN NATS USER JWT") {
+		return nats.UserCredentials(file), nil
+	}
+	opt, err := nats.NkeyOptionFromSeed(file)
+	if err != nil {
+		return nil, fmt.Errorf("controller: --nats-credentials %s: want an nkey seed (SU...) or a .creds file: %w", file, err)
+	}
+	return opt, nil
+}

@@ -1,0 +1,43 @@
+package controller
+
+import (
+	"errors"
+	"net/http"
+)
+
+// handleCreateCredentials enrols the agent (POST /api/agents/{id}/credentials)
+// and answers 201 with its credentials, the seed shown this once; 400 for
+// an id that is not one, 409 when the controller issues no credentials.
+func (c *Controller) handleCreateCredentials(w http.ResponseWriter, r *http.Request) {
+	creds, err := c.enrolAgent(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, identityStatus(err), err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, creds)
+}
+
+// handleRevokeCredentials revokes the agent's credentials (DELETE
+// /api/agents/{id}/credentials) and closes its connections: 200, 404 when
+// it has none that are active, 409 when the controller issues none.
+func (c *Controller) handleRevokeCredentials(w http.ResponseWriter, r *http.Request) {
+	ident, err := c.revokeAgent(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, identityStatus(err), err)
+		return
+	}
+	writeJSON(w, http.StatusOK, AgentRevocation{AgentID: ident.AgentID, RevokedAt: ident.RevokedAt})
+}
+
+func identityStatus(err error) int {
+	var no *NoNATSAuthorityError
+	var bad *BadAgentIDError
+	switch {
+	case errors.As(err, &no):
+		return http.StatusConflict
+	case errors.As(err, &bad):
+		return http.StatusBadRequest
+	}
+	return statusOf(err)
+}

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Identity is an agent's NATS identity on the controller's embedded server:
+// the public half of the nkey the agent signs in with. The seed is never
+// stored; whoever enrolled the agent holds it.
+type Identity struct {
+	AgentID   string    `json:"agent_id"`
+	PublicKey string    `json:"public_key"`
+	CreatedAt time.Time `json:"created_at"`
+	// RevokedAt is set once the identity is revoked; the agent can no
+	// longer connect until it is enrolled again.
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Active says whether the identity lets its agent connect.
+func (i Identity) Active() bool { return i.RevokedAt.IsZero() }
+
+// PutIdentity records publicKey as agent id's identity, created at at,
+// replacing whatever the agent had: enrolling again rotates its key.
+func (s *Store) PutIdentity(id, publicKey string, at time.Time) (Identity, error) {
+	if err := protocol.ValidateAgentID(id); err != nil {
+		return Identity{}, fmt.Errorf("store: identity: %w", err)
+	}
+	ident := Identity{AgentID: id, PublicKey: publicKey, CreatedAt: at}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketIdentities), id, &ident)
+	})
+	if err != nil {
+		return Identity{}, fmt.Errorf("store: identity %s: %w", id, err)
+	}
+	return ident, nil
+}
+
+// RevokeIdentity marks agent id's identity revoked at at and returns it.
+// An agent never enrolled, or already revoked, is ErrNotFound: there is
+// nothing to revoke.
+func (s *Store) RevokeIdentity(id string, at time.Time) (Identity, error) {
+	var ident Identity
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketIdentities)
+		if err := getExisting(b, id, &ident); err != nil {
+			return err
+		}
+		if !ident.Active() {
+			return ErrNotFound
+		}
+		ident.RevokedAt = at
+		return putJSON(b, id, &ident)
+	})
+	if err != nil {
+		return Identity{}, fmt.Errorf("store: revoke identity %s: %w", id, err)
+	}
+	return ident, nil
+}
+
+// Identity returns agent id's identity, revoked or not, or ErrNotFound.
+func (s *Store) Identity(id string) (Identity, error) {
+	return getOne[Identity](s, bucketIdentities, "identity", id)
+}
+
+// Identities lists every agent identity, revoked ones included, by agent id.
+func (s *Store) Identities(ctx context.Context) ([]Identity, error) {
+	var out []Identity
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucketIdentities), func(_ string, i *Identity) error {
+			out = append(out, *i)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: identities: %w", err)
+	}
+	return out, nil
+}
