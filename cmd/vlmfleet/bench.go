@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
 
-	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
-	"github.com/vlmfleet/vlmfleet/agent/engine"
-	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/measure"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/explorer"
@@ -150,67 +144,17 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 // benchSpec is the measurement of the endpoint the flags name, as a lab
 // job would make it: the same path measures both.
 func benchSpec(ctx context.Context, c *cli, o *benchOptions) (measure.Spec, error) {
-	var imgs *imageset.Set
-	var err error
-	if o.imageDir != "" {
-		imgs, err = imageset.FromDir(o.imageDir)
-	} else {
-		imgs, err = imageset.Builtin()
-	}
-	if err != nil {
-		return measure.Spec{}, fmt.Errorf("loading the pictures: %w", err)
-	}
 	// The tools are looked up on the CLI's PATH, not the process's.
-	path := c.getenv("PATH")
-	sysroot := c.getenv("VLMFLEET_SYSROOT")
-	loopback := false
-	if u, err := url.Parse(o.url); err == nil {
-		loopback = isLoopbackHost(u.Hostname())
-	}
-	if o.device == "" && !loopback {
+	e := measure.Endpoint{URL: o.url, Model: o.model, APIKey: o.apiKey, ImageDir: o.imageDir, Telemetry: o.telemetry,
+		SysRoot: c.getenv("VLMFLEET_SYSROOT"), Path: c.getenv("PATH")}
+	if o.device == "" && !e.Loopback() {
 		c.log.Warn().Str("url", o.url).
 			Msg("the device facts describe this machine, not the endpoint's; name the endpoint's device with --device")
 	}
-	telemetrySource := o.telemetry
-	if telemetrySource == "" {
-		// This machine's hardware says nothing of a remote endpoint's.
-		telemetrySource = telemetry.SourceOff
-		if loopback {
-			telemetrySource = telemetry.SourceAuto
-		}
-	}
-	return measure.Spec{
-		Run: protocol.Run{
-			ID:       newRunID(),
-			Source:   protocol.SourceBench,
-			Config:   protocol.Configuration{Model: o.modelName, ParamsB: o.params, Quantization: o.quant},
-			Workload: o.workload,
-		},
-		Engine: engine.Attach(engine.Endpoint{BaseURL: o.url, Model: o.model, APIKey: o.apiKey},
-			engine.Env{Log: c.log, Getenv: c.getenv}),
-		Images:     imgs,
-		Device:     devicefacts.Detect(ctx, devicefacts.Options{SysRoot: sysroot, Path: path}),
-		DeviceName: o.device,
-		EngineName: o.engineName,
-		Version:    c.version,
-		Telemetry:  measure.Telemetry{Source: telemetrySource, SysRoot: sysroot, Path: path},
-		Log:        c.log,
-	}, nil
-}
-
-// isLoopbackHost reports whether host names this machine.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func newRunID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	spec, err := measure.EndpointSpec(ctx, e, protocol.Run{Source: protocol.SourceBench, Workload: o.workload,
+		Config: protocol.Configuration{Model: o.modelName, ParamsB: o.params, Quantization: o.quant}}, c.log)
+	spec.DeviceName, spec.EngineName, spec.Version = o.device, o.engineName, c.version
+	return spec, err
 }
 
 // writeBenchFiles writes --json and --csv, each whole or not at all.

@@ -282,17 +282,6 @@ func TestBenchWarnsRemoteDeviceFacts(t *testing.T) {
 	}
 }
 
-func TestIsLoopbackHost(t *testing.T) {
-	for host, want := range map[string]bool{
-		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "localhost": true, "LocalHost": true,
-		"0.0.0.0": false, "10.0.0.5": false, "orin-nx.lab": false, "": false,
-	} {
-		if got := isLoopbackHost(host); got != want {
-			t.Errorf("isLoopbackHost(%q) = %v, want %v", host, got, want)
-		}
-	}
-}
-
 // bench looks for the device tools on the CLI's PATH, not the process's.
 func TestBenchDeviceToolsFromCLIPath(t *testing.T) {
 	srv, _ := benchFakeEngine(t)

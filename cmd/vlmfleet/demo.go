@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,31 +14,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
-
-// demoDevice is one simulated lab device of the demo, with the camera levels
-// the seed measured on that kind of device.
-type demoDevice struct {
-	simlab.Device
-	cameras []int
-	// requests per camera level, as the seed measured: 8 on a Jetson, 24 on
-	// RTX PRO 6000.
-	requests int
-}
-
-// demoLab is the demo's lab. Speed-ups compress each device's time; a fast
-// device runs at a lower one: its response times are a few hundred
-// milliseconds, and a millisecond of real overhead would be multiplied by
-// the speed-up.
-func demoLab() []demoDevice {
-	dev := func(id, device string, speedup float64, models ...string) simlab.Device {
-		return simlab.Device{ID: id, Device: device, Models: models, Speedup: speedup}
-	}
-	return []demoDevice{
-		{dev("sim-orin-nx", "Jetson Orin NX", 40, "Cosmos-Reason2-2B", "Gemma-4-E2B-it"), []int{1, 2, 4}, 8},
-		{dev("sim-agx-orin", "Jetson AGX Orin", 40, "Cosmos3-Edge", "Qwen3-VL-4B-Instruct"), []int{1, 2, 4, 8}, 8},
-		{dev("sim-rtx-pro-6000", "RTX PRO 6000", 10, "Qwen3-VL-4B-Instruct"), []int{1, 2, 4, 8, 16}, 24},
-	}
-}
 
 type demoFlags struct {
 	httpAddr, dataDir string
@@ -95,7 +67,8 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read results: %w", err)
 	}
-	if err := printAnswer(c.stdout, explorer.Aggregate(runs, time.Now())); err != nil {
+	fmt.Fprintln(c.stdout, "\nSIMULATED results: the explorer at 720p, one image per camera, 3 s target")
+	if err := explorer.WriteAnswer(c.stdout, explorer.Aggregate(runs, time.Now()), explorer.Query{Size: "720p", Cameras: 1, Images: 1, Target: 3}); err != nil {
 		return err
 	}
 	url := lab.Controller().HTTPURL()
@@ -133,7 +106,7 @@ func startDemoLab(ctx context.Context, c *cli, f demoFlags) (*simlab.Lab, error)
 	}
 	url := lab.Controller().HTTPURL()
 	c.log.Info().Str("explorer", url).Str("live", url+"/live").Msg("controller up (embedded NATS)")
-	for _, d := range demoLab() {
+	for _, d := range simlab.Demo() {
 		if f.speedup != 0 {
 			d.Speedup = f.speedup
 		}
@@ -153,10 +126,10 @@ func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error 
 	stop := lab.Controller().OnEvent(drawProgress(ctx, lab.Controller(), bars))
 	defer stop()
 	var sweeps []protocol.Sweep
-	for _, d := range demoLab() {
+	for _, d := range simlab.Demo() {
 		w := protocol.DefaultWorkload()
-		w.Cameras = d.cameras
-		w.RequestsPerLevel = d.requests
+		w.Cameras = d.Cameras
+		w.RequestsPerLevel = d.Requests
 		if f.requests > 0 {
 			w.RequestsPerLevel = f.requests
 		}
@@ -197,23 +170,4 @@ func drawProgress(ctx context.Context, ctrl *controller.Controller, bars *termpr
 		}
 		bars.Progress(p.JobID, who, p)
 	}
-}
-
-// printAnswer prints the explorer's table at 720p, one image per camera
-// and a 3 s target, sorted by Max Cameras, and each row's explanation: the
-// answer as the explorer gives it.
-func printAnswer(w io.Writer, ds explorer.Dataset) error {
-	q := explorer.Query{Size: "720p", Cameras: 1, Images: 1, Target: 3}
-	res := explorer.Select(ds, q)
-	slices.SortStableFunc(res.Rows, explorer.TableOrders()["max"])
-	fmt.Fprintln(w, "\nSIMULATED results: the explorer at 720p, one image per camera, 3 s target")
-	if err := explorer.WriteTable(w, res); err != nil {
-		return err
-	}
-	for _, r := range res.Rows {
-		if len(r.Explanation) > 0 {
-			fmt.Fprintf(w, "\n%s\n", strings.Join(r.Explanation, "\n"))
-		}
-	}
-	return nil
 }

@@ -95,9 +95,9 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 		case "name":
 			s.Name = *f.name
 		case "agents":
-			s.Agents = splitFlagList(*f.agents)
+			s.Agents = protocol.SplitList(*f.agents)
 		case "deployments":
-			s.Deployments = splitFlagList(*f.deployments)
+			s.Deployments = protocol.SplitList(*f.deployments)
 		}
 	})
 	if err := controller.ValidateSweep(s); err != nil {

@@ -31,10 +31,10 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 	}
 	return &workloadFlags{
 		sizes:         fs.String("sizes", strings.Join(d.Sizes, ","), "image sizes measured at every camera level, one image per request (480p, 720p, 1080p, 2K)"),
-		cameras:       fs.String("cameras", joinInts(d.Cameras), "camera levels: concurrent closed-loop clients"),
+		cameras:       fs.String("cameras", protocol.JoinInts(d.Cameras), "camera levels: concurrent closed-loop clients"),
 		requests:      fs.Int("requests", d.RequestsPerLevel, "measured requests per camera level"),
 		multiSizes:    fs.String("multi-sizes", strings.Join(d.MultiImageSizes, ","), "image sizes measured with one camera and several images per request ('none' to skip that family)"),
-		images:        fs.String("images", joinInts(d.ImagesPerRequest), "images per request of the one-camera family"),
+		images:        fs.String("images", protocol.JoinInts(d.ImagesPerRequest), "images per request of the one-camera family"),
 		multiRequests: fs.Int("multi-requests", d.MultiImageRequests, "measured requests per one-camera multi-image combination"),
 		warmup:        fs.Int("warmup", d.WarmupRequests, "discarded warm-up requests per camera before each combination"),
 		maxTokens:     fs.Int("max-tokens", d.MaxTokens, "max_tokens of every request"),
@@ -70,9 +70,9 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 	var err error
 	switch name {
 	case "sizes":
-		w.Sizes, err = parseSizeList(name, *f.sizes)
+		w.Sizes, err = listFlag(name, protocol.ParseSizeList, *f.sizes)
 	case "cameras":
-		w.Cameras, err = parseIntList(name, *f.cameras, 1, protocol.MaxCameraLevel)
+		w.Cameras, err = listFlag(name, intList(1, protocol.MaxCameraLevel), *f.cameras)
 	case "requests":
 		w.RequestsPerLevel, err = checkInt(name, *f.requests, 1, protocol.MaxRequestsPerComb)
 	case "multi-sizes":
@@ -80,9 +80,9 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 			w.MultiImageSizes, w.ImagesPerRequest = nil, nil
 			return nil
 		}
-		w.MultiImageSizes, err = parseSizeList(name, *f.multiSizes)
+		w.MultiImageSizes, err = listFlag(name, protocol.ParseSizeList, *f.multiSizes)
 	case "images":
-		w.ImagesPerRequest, err = parseIntList(name, *f.images, 1, protocol.MaxImagesInRequest)
+		w.ImagesPerRequest, err = listFlag(name, intList(1, protocol.MaxImagesInRequest), *f.images)
 	case "multi-requests":
 		w.MultiImageRequests, err = checkInt(name, *f.multiRequests, 1, protocol.MaxRequestsPerComb)
 	case "warmup":
@@ -154,61 +154,15 @@ func checkInt(name string, v, lo, hi int) (int, error) {
 	return v, nil
 }
 
-func parseSizeList(name, v string) ([]string, error) {
-	var out []string
-	for _, s := range splitFlagList(v) {
-		sz, err := protocol.LookupImageSize(s)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", name, err)
-		}
-		for _, have := range out {
-			if have == sz.Name {
-				return nil, fmt.Errorf("--%s: %s is listed twice", name, sz.Name)
-			}
-		}
-		out = append(out, sz.Name)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--%s: at least one size is needed (480p, 720p, 1080p, 2K)", name)
+// listFlag reads a list flag's value with parse, naming the flag in errors.
+func listFlag[T any](name string, parse func(string) (T, error), v string) (T, error) {
+	out, err := parse(v)
+	if err != nil {
+		return out, fmt.Errorf("--%s: %w", name, err)
 	}
 	return out, nil
 }
 
-func parseIntList(name, v string, lo, hi int) ([]int, error) {
-	var out []int
-	seen := map[int]bool{}
-	for _, s := range splitFlagList(v) {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < lo || n > hi {
-			return nil, fmt.Errorf("--%s: %q is not a whole number in %d..%d", name, s, lo, hi)
-		}
-		if seen[n] {
-			return nil, fmt.Errorf("--%s: %d is listed twice", name, n)
-		}
-		seen[n] = true
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--%s: at least one number is needed", name)
-	}
-	return out, nil
-}
-
-// splitFlagList splits a comma-separated flag value, dropping blanks.
-func splitFlagList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func joinInts(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
+func intList(lo, hi int) func(string) ([]int, error) {
+	return func(v string) ([]int, error) { return protocol.ParseIntList(v, lo, hi) }
 }
