@@ -24,4 +24,3 @@ func Demo() []DemoDevice {
 		{dev("sim-rtx-pro-6000", "RTX PRO 6000", 10, "Qwen3-VL-4B-Instruct"), []int{1, 2, 4, 8, 16}, 24},
 	}
 }
-
