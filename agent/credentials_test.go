@@ -8,22 +8,13 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 func newSeed(t *testing.T) string {
-	t.Helper()
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed, err := kp.Seed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(seed)
+	seed, _ := testutil.NewUser(t)
+	return seed
 }
 
 // Credentials are written for their owner only, never over a file unless

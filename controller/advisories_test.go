@@ -31,9 +31,7 @@ func stateIs(jobID string, st protocol.JobState) func(Event) bool {
 // a MaxDeliver of 2 so that the test crashes the agent only twice.
 func (a *fakeAgent) jobConsumer(t *testing.T) jetstream.Consumer {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	cons, err := a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+	cons, err := a.js.CreateOrUpdateConsumer(waitCtx(t), protocol.StreamJobs, jetstream.ConsumerConfig{
 		Durable: protocol.JobConsumerName(a.id), FilterSubject: protocol.JobSubject(a.id),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1, MaxDeliver: 2,
 	})

@@ -6,12 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil/browsertest"
 )
 
 // forgeryPage is a page of another origin that tries to submit a sweep to
@@ -57,16 +58,11 @@ func browserPath(t *testing.T) string {
 	if os.Getenv("VLMFLEET_NO_BROWSER") != "" {
 		t.Skip("VLMFLEET_NO_BROWSER is set")
 	}
-	if p := os.Getenv("VLMFLEET_CHROMIUM"); p != "" {
-		return p
+	p, err := browsertest.Path()
+	if err != nil {
+		t.Fatalf("%v; set VLMFLEET_NO_BROWSER to skip", err)
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no chromium on PATH (scripts/test installs Debian's chromium; set VLMFLEET_NO_BROWSER to skip)")
-	return ""
+	return p
 }
 
 // A page served from another loopback origin cannot submit a sweep: real
@@ -86,16 +82,7 @@ func TestBrowserOnAnotherOriginCannotSubmitASweep(t *testing.T) {
 	}))
 	t.Cleanup(evil.Close)
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(cancelBrowser)
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	t.Cleanup(cancel)
-
+	ctx := browsertest.Open(t, path, 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(evil.URL)); err != nil {
 		t.Fatalf("open the page: %v", err)
 	}

@@ -10,24 +10,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 const waitLimit = 10 * time.Second
+
+// waitCtx is a context that ends after waitLimit, or with the test.
+func waitCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 func startController(t *testing.T, dir string) *Controller {
 	t.Helper()
 	return startControllerWith(t, Options{DataDir: dir})
 }
 
+// startControllerWith starts a controller with opt, its NATS server on a
+// loopback port and its HTTP API on one too unless opt.HTTPAddr is set,
+// and closes it when the test ends.
 func startControllerWith(t *testing.T, opt Options) *Controller {
 	t.Helper()
-	opt.NATSListen, opt.HTTPAddr = "127.0.0.1:-1", "127.0.0.1:0"
+	opt.NATSListen = "127.0.0.1:-1"
+	if opt.HTTPAddr == "" {
+		opt.HTTPAddr = "127.0.0.1:0"
+	}
 	opt.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	c, err := New(opt)
 	if err != nil {
@@ -46,6 +61,14 @@ func startControllerWith(t *testing.T, opt Options) *Controller {
 	})
 	apiTokens.Store(strings.TrimPrefix(c.HTTPURL(), "http://"), c.APIToken())
 	return c
+}
+
+// startExternalNATS starts a NATS server with JetStream, for a controller
+// to use as an external server, that admits the nkey users given, or
+// anyone when none is.
+func startExternalNATS(t *testing.T, users ...*server.NkeyUser) *server.Server {
+	t.Helper()
+	return natstest.Start(t, &server.Options{JetStream: true, StoreDir: t.TempDir(), Nkeys: users})
 }
 
 // apiTokens maps the host:port of each test's controller to its API token,
@@ -144,9 +167,7 @@ func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
 // agentAuth enrols agent id and returns the options that connect as it.
 func agentAuth(t *testing.T, c *Controller, id string) []nats.Option {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	seed, err := c.EnrolAgent(ctx, id)
+	seed, err := c.EnrolAgent(waitCtx(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +194,7 @@ func announced(t *testing.T, c *Controller, id string, deployments ...string) (*
 // submit submits the sweep, failing the test when it is refused.
 func submit(t *testing.T, c *Controller, s protocol.Sweep) protocol.Sweep {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	s, err := c.SubmitSweep(ctx, s)
+	s, err := c.SubmitSweep(waitCtx(t), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,9 +214,7 @@ func (a *fakeAgent) publish(t *testing.T, kind string, v any, msgID string) {
 	if msgID != "" {
 		opts = append(opts, jetstream.WithMsgID(msgID))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if _, err := a.js.Publish(ctx, protocol.AgentSubject(a.id, kind), data, opts...); err != nil {
+	if _, err := a.js.Publish(waitCtx(t), protocol.AgentSubject(a.id, kind), data, opts...); err != nil {
 		t.Fatalf("publish %s: %v", kind, err)
 	}
 }
@@ -278,10 +295,7 @@ func postJSON(t *testing.T, url, body string) (int, string) {
 // request sends body (none when empty) and returns the status and what came back.
 func request(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := testutil.NewRequest(t, method, url, body)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

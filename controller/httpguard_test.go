@@ -11,23 +11,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
 // send sends one request with the headers given ("Host" sets the Host
 // header) and returns the status, the body and the response's headers.
 func send(t *testing.T, method, url, body string, hdr map[string]string) (int, string, http.Header) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := testutil.NewRequest(t, method, url, body)
 	for k, v := range hdr {
 		if k == "Host" {
 			req.Host = v
@@ -223,18 +217,7 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 // reads then need the token unless public.
 func startOffLoopback(t *testing.T, public bool) *Controller {
 	t.Helper()
-	c, err := New(Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "0.0.0.0:0", PublicRead: public, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		_ = c.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return startControllerWith(t, Options{DataDir: t.TempDir(), HTTPAddr: "0.0.0.0:0", PublicRead: public})
 }
 
 // Off loopback, reads need the token (header, or the cookie GET /login

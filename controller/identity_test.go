@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -27,9 +25,8 @@ func TestDefaultNATSRequiresCredentials(t *testing.T) {
 		t.Fatalf("connecting without credentials: %v, want an authorization violation", err)
 	}
 	// Signing in with a key the controller never issued is refused too.
-	kp, _ := nkeys.CreateUser()
-	seed, _ := kp.Seed()
-	if _, err := nats.Connect(c.NATSURL(), testutil.NkeySeed(t, string(seed))); !errors.Is(err, nats.ErrAuthorization) {
+	seed, _ := testutil.NewUser(t)
+	if _, err := nats.Connect(c.NATSURL(), testutil.NkeySeed(t, seed)); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("connecting with an unknown key: %v, want an authorization violation", err)
 	}
 	fi, err := os.Stat(c.NATSSeedFile())
@@ -143,8 +140,7 @@ func TestIdentitiesSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
+	ctx := waitCtx(t)
 	if err := c1.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -218,21 +214,10 @@ func TestInsecureNATS(t *testing.T) {
 // On an external server the controller signs in with the nkey seed it is
 // given, and leaves agent credentials to the server's operator (409).
 func TestExternalNATSWithCredentials(t *testing.T) {
-	kp, _ := nkeys.CreateUser()
-	seed, _ := kp.Seed()
-	pub, _ := kp.PublicKey()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
-		NoSigs: true, Nkeys: []*server.NkeyUser{{Nkey: pub}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() }) // after the controller closes
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
+	seed, pub := testutil.NewUser(t)
+	ns := startExternalNATS(t, &server.NkeyUser{Nkey: pub})
 	file := filepath.Join(t.TempDir(), "controller.nk")
-	if err := os.WriteFile(file, append(seed, '\n'), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(seed+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), NATSURL: ns.ClientURL(), NATSCredentials: file})
@@ -255,7 +240,5 @@ func TestExternalNATSWithCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	testutil.WantError(t, c2.Start(ctx), "--nats-credentials")
+	testutil.WantError(t, c2.Start(waitCtx(t)), "--nats-credentials")
 }

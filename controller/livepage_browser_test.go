@@ -1,31 +1,25 @@
 package controller
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil/browsertest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
+// chromium is chromium's path; the test is skipped without one.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("VLMFLEET_CHROMIUM"); p != "" {
-		return p
+	p, err := browsertest.Path()
+	if err != nil {
+		t.Skip(err)
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no chromium on PATH (scripts/test installs Debian's chromium)")
-	return ""
+	return p
 }
 
 // TestLivePageInBrowser loads /live in headless chromium and checks that it
@@ -62,16 +56,7 @@ func TestLivePageInBrowser(t *testing.T) {
 // that poll for a JavaScript condition and read an element's text.
 func openLive(t *testing.T, path, baseURL string) (poll func(js string), text func(sel string) string) {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	t.Cleanup(cancelBrowser)
-	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
-	t.Cleanup(cancel)
-
+	ctx := browsertest.Open(t, path, 60*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(baseURL+"/live")); err != nil {
 		t.Fatalf("open /live: %v", err)
 	}

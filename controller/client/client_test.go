@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -39,21 +40,28 @@ func TestBaseURL(t *testing.T) {
 		{"http://lab:9000/?x=1", "", "", "--controller"},
 	} {
 		got, err := BaseURL(c.flag, env(c.env))
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("BaseURL(%q, env %q): %q, %v; want an error with %q", c.flag, c.env, got, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("BaseURL(%q, env %q) = %q, %v; want %q", c.flag, c.env, got, err, c.want)
-		}
+		checkResult(t, fmt.Sprintf("BaseURL(%q, env %q)", c.flag, c.env), got, err, c.want, c.err)
 	}
 	if got, err := BaseURL("", nil); err != nil || got != DefaultURL {
 		t.Errorf("no getenv: %q, %v", got, err)
 	}
 	if _, err := New("localhost:8080", WithSource("--api")); err == nil || !strings.HasPrefix(err.Error(), `--api "localhost:8080"`) {
 		t.Errorf("New with a source: %v", err)
+	}
+}
+
+// checkResult fails the test unless call gave an error with wantErr, or,
+// when wantErr is "", want and no error.
+func checkResult(t *testing.T, call, got string, err error, want, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%s = %q, %v; want an error with %q", call, got, err, wantErr)
+		}
+		return
+	}
+	if err != nil || got != want {
+		t.Errorf("%s = %q, %v; want %q", call, got, err, want)
 	}
 }
 

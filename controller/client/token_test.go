@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -37,15 +38,7 @@ func TestToken(t *testing.T) {
 		{write("empty", "\n"), nil, "", "want the API token alone on one line"},
 	} {
 		got, err := Token(c.flag, env(c.env))
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("Token(%q, %v) = %q, %v; want an error with %q", c.flag, c.env, got, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("Token(%q, %v) = %q, %v; want %q", c.flag, c.env, got, err, c.want)
-		}
+		checkResult(t, fmt.Sprintf("Token(%q, %v)", c.flag, c.env), got, err, c.want, c.err)
 	}
 
 	// Nothing given: the default data dir's token file, if there is one.

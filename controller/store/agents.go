@@ -78,15 +78,9 @@ func (s *Store) Agent(id string) (Agent, error) {
 
 // Agents lists every agent by id.
 func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
-	var out []Agent
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return forEachJSON(ctx, tx.Bucket(bucketAgents), func(_ string, a *Agent) error {
-			out = append(out, *a)
-			return nil
-		})
-	})
+	out, err := getAll[Agent](ctx, s, bucketAgents, "agents", nil)
 	if err != nil {
-		return nil, fmt.Errorf("store: agents: %w", err)
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Hello.AgentID < out[j].Hello.AgentID })
 	return out, nil

@@ -70,15 +70,5 @@ func (s *Store) Identity(id string) (Identity, error) {
 
 // Identities lists every agent identity, revoked ones included, by agent id.
 func (s *Store) Identities(ctx context.Context) ([]Identity, error) {
-	var out []Identity
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return forEachJSON(ctx, tx.Bucket(bucketIdentities), func(_ string, i *Identity) error {
-			out = append(out, *i)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: identities: %w", err)
-	}
-	return out, nil
+	return getAll[Identity](ctx, s, bucketIdentities, "identities", nil)
 }

@@ -85,15 +85,9 @@ func (s *Store) Sweep(id string) (protocol.Sweep, error) {
 
 // Sweeps lists every sweep, oldest first.
 func (s *Store) Sweeps(ctx context.Context) ([]protocol.Sweep, error) {
-	var out []protocol.Sweep
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return forEachJSON(ctx, tx.Bucket(bucketSweeps), func(_ string, sw *protocol.Sweep) error {
-			out = append(out, *sw)
-			return nil
-		})
-	})
+	out, err := getAll[protocol.Sweep](ctx, s, bucketSweeps, "sweeps", nil)
 	if err != nil {
-		return nil, fmt.Errorf("store: sweeps: %w", err)
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
@@ -117,22 +111,18 @@ func (s *Store) Job(id string) (JobRecord, error) {
 
 // Jobs lists the jobs matching q, oldest first.
 func (s *Store) Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error) {
-	var out []JobRecord
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return forEachJSON(ctx, tx.Bucket(bucketJobs), func(_ string, j *JobRecord) error {
-			switch {
-			case q.SweepID != "" && j.Job.SweepID != q.SweepID,
-				q.AgentID != "" && j.Job.AgentID != q.AgentID,
-				q.State != "" && j.State != q.State,
-				q.Active && j.State.Terminal():
-				return nil
-			}
-			out = append(out, *j)
-			return nil
-		})
+	out, err := getAll(ctx, s, bucketJobs, "jobs", func(j *JobRecord) bool {
+		switch {
+		case q.SweepID != "" && j.Job.SweepID != q.SweepID,
+			q.AgentID != "" && j.Job.AgentID != q.AgentID,
+			q.State != "" && j.State != q.State,
+			q.Active && j.State.Terminal():
+			return false
+		}
+		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: jobs: %w", err)
+		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Job.CreatedAt.Equal(out[j].Job.CreatedAt) {

@@ -206,6 +206,25 @@ func getOne[T any](s *Store, bucket []byte, what, id string) (T, error) {
 	return v, nil
 }
 
+// getAll reads, in one read transaction, every record of bucket that keep
+// accepts (every record when keep is nil), in key order; errors name what
+// the records are.
+func getAll[T any](ctx context.Context, s *Store, bucket []byte, what string, keep func(*T) bool) ([]T, error) {
+	var out []T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucket), func(_ string, v *T) error {
+			if keep == nil || keep(v) {
+				out = append(out, *v)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return out, nil
+}
+
 // forEachJSON decodes every value of b into a fresh T and calls fn. The
 // context is checked between records so a long listing can be abandoned.
 func forEachJSON[T any](ctx context.Context, b *bolt.Bucket, fn func(key string, v *T) error) error {

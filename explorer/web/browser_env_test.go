@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/vlmfleet/vlmfleet/explorer/web"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/browsertest"
 )
 
 // browserEnv is the one headless chromium the browser tests share; each test
@@ -27,24 +27,12 @@ type browserEnv struct {
 
 var shared browserEnv
 
-func chromiumPath() (string, error) {
-	if p := os.Getenv("VLMFLEET_CHROMIUM"); p != "" {
-		return p, nil
-	}
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no chromium on PATH (scripts/test installs Debian's chromium)")
-}
-
 func TestMain(m *testing.M) {
 	os.Exit(runWithBrowser(m))
 }
 
 func runWithBrowser(m *testing.M) int {
-	path, err := chromiumPath()
+	path, err := browsertest.Path()
 	if err != nil {
 		shared.missing = err.Error()
 		return m.Run()
@@ -55,24 +43,14 @@ func runWithBrowser(m *testing.M) int {
 		return m.Run()
 	}
 	defer os.RemoveAll(dir)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
+	bctx, closeBrowser := browsertest.Start(path, dir,
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(dir),
 		chromedp.WindowSize(1366, 900),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	defer cancelBrowser()
+	defer closeBrowser()
 	// The first run starts the browser and binds it to bctx: a timeout on
 	// this context would close the browser when it ends.
 	if err := chromedp.Do(bctx); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -293,21 +294,12 @@ func startPermissionedNATS(t *testing.T, agents ...string) (url func(user string
 			Subscribe: &server.SubjectPermission{Allow: sub},
 		}})
 	}
-	ns, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: server.RANDOM_PORT,
+	ns := natstest.Start(t, &server.Options{
 		JetStream: true, StoreDir: t.TempDir(),
 		MaxPayload: protocol.MaxMessageBytes,
 		Users:      users,
-		NoSigs:     true, NoLog: true,
+		NoLog:      true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
-	}
 	addr := ns.Addr().String()
 	return func(user string) string { return "nats://" + user + ":pw@" + addr }
 }
@@ -423,19 +415,10 @@ func TestExampleNATSConfig(t *testing.T) {
 		t.Fatalf("%s: want a controller user and at least one agent user, have %d users", path, len(opts.Users))
 	}
 
-	opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
 	opts.HTTPPort = 0
 	opts.StoreDir = t.TempDir()
-	opts.NoSigs, opts.NoLog = true, true
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	ns.Start()
-	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatalf("%s: server did not start", path)
-	}
+	opts.NoLog = true
+	ns := natstest.Start(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	connect := func(user string) jetstream.JetStream {

@@ -31,9 +31,9 @@ func Returned(t testing.TB, done <-chan error, what string) {
 	}
 }
 
-// Status sends method to url, with body unless it is "", and returns the
-// response's status code; the response body is closed unread.
-func Status(t testing.TB, method, url, body string) int {
+// NewRequest is a request of method to url, with body unless it is "";
+// an error fails the test.
+func NewRequest(t testing.TB, method, url, body string) *http.Request {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -43,7 +43,14 @@ func Status(t testing.TB, method, url, body string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// Status sends method to url, with body unless it is "", and returns the
+// response's status code; the response body is closed unread.
+func Status(t testing.TB, method, url, body string) int {
+	t.Helper()
+	res, err := http.DefaultClient.Do(NewRequest(t, method, url, body))
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -97,6 +104,24 @@ func ConnectJS(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetst
 		t.Fatal(err)
 	}
 	return nc, js
+}
+
+// NewUser creates an nkey user and returns its seed and public key; an
+// error fails the test.
+func NewUser(t testing.TB) (seed, pub string) {
+	t.Helper()
+	kp, err := nkeys.CreateUser()
+	var s []byte
+	if err == nil {
+		s, err = kp.Seed()
+	}
+	if err == nil {
+		pub, err = kp.PublicKey()
+	}
+	if err != nil {
+		t.Fatalf("create an nkey user: %v", err)
+	}
+	return string(s), pub
 }
 
 // NkeySeed is the option that signs a connection in with the nkey seed.
