@@ -163,23 +163,17 @@ func (w Workload) Plan() []PlannedCombo {
 }
 
 // MaxImages is the largest number of images any request of the workload carries.
-func (w Workload) MaxImages() int {
-	m := 1
-	for _, n := range w.ImagesPerRequest {
-		if n > m {
-			m = n
-		}
-	}
-	return m
-}
+func (w Workload) MaxImages() int { return maxOrOne(w.ImagesPerRequest) }
 
 // MaxCameras is the highest camera level of the workload.
-func (w Workload) MaxCameras() int {
+func (w Workload) MaxCameras() int { return maxOrOne(w.Cameras) }
+
+// maxOrOne is the largest of ns, and at least 1: a workload always has one
+// camera sending one image.
+func maxOrOne(ns []int) int {
 	m := 1
-	for _, c := range w.Cameras {
-		if c > m {
-			m = c
-		}
+	for _, n := range ns {
+		m = max(m, n)
 	}
 	return m
 }

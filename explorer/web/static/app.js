@@ -154,31 +154,23 @@ function createExplorer(ds) {
   }
   const itemById = new Map(items.map((it) => [it.row.id, it]));
 
+  // segmented fills the button group id with one button per value; a
+  // click on one that is not disabled hands its value to pick and redraws.
+  function segmented(id, values, pick) {
+    const box = $(id);
+    for (const v of values) box.append(el('button', { type: 'button', class: 'seg', 'data-value': String(v), 'aria-pressed': 'false', text: String(v) }));
+    box.addEventListener('click', (e) => {
+      const b = e.target.closest('button');
+      if (!b || b.disabled) return;
+      pick(b.dataset.value);
+      render();
+    });
+  }
+
   function buildSelectors() {
-    const sizeBox = $('size-buttons');
-    for (const s of sizes) sizeBox.append(el('button', { type: 'button', class: 'seg', 'data-value': s, 'aria-pressed': 'false', text: s }));
-    sizeBox.addEventListener('click', (e) => {
-      const b = e.target.closest('button');
-      if (!b || b.disabled) return;
-      st.size = b.dataset.value;
-      render();
-    });
-    const camBox = $('camera-buttons');
-    for (const c of cameraCounts) camBox.append(el('button', { type: 'button', class: 'seg', 'data-value': String(c), 'aria-pressed': 'false', text: String(c) }));
-    camBox.addEventListener('click', (e) => {
-      const b = e.target.closest('button');
-      if (!b || b.disabled) return;
-      st.cameras = Number(b.dataset.value);
-      render();
-    });
-    const imgBox = $('image-buttons');
-    for (const n of IMAGE_COUNTS) imgBox.append(el('button', { type: 'button', class: 'seg', 'data-value': String(n), 'aria-pressed': 'false', text: String(n) }));
-    imgBox.addEventListener('click', (e) => {
-      const b = e.target.closest('button');
-      if (!b || b.disabled) return;
-      st.images = Number(b.dataset.value);
-      render();
-    });
+    segmented('size-buttons', sizes, (v) => { st.size = v; });
+    segmented('camera-buttons', cameraCounts, (v) => { st.cameras = Number(v); });
+    segmented('image-buttons', IMAGE_COUNTS, (v) => { st.images = Number(v); });
 
     const num = $('target-number');
     const range = $('target-range');
