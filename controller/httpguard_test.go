@@ -220,10 +220,11 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 }
 
 // startOffLoopback starts a controller listening on every address, whose
-// reads then need the token unless public.
+// reads then need the token unless public; in clear (TLS off), since
+// these tests are about the guard (tls_test.go tests TLS).
 func startOffLoopback(t *testing.T, public bool) *Controller {
 	t.Helper()
-	c, err := New(Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "0.0.0.0:0", PublicRead: public, Log: zerolog.Nop()})
+	c, err := New(Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "0.0.0.0:0", TLS: TLSOff, PublicRead: public, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
