@@ -196,7 +196,7 @@ func (c *Controller) Job(ctx context.Context, id string) (JobView, error) {
 }
 
 // NATSURL is the URL agents connect to: tls://host:port when the
-// embedded server has TLS.
+// embedded server has TLS; 127.0.0.1 for a listener on every address.
 func (c *Controller) NATSURL() string { return c.natsURL }
 
 // HTTPURL is the base URL of the API and pages: https://... under TLS.

@@ -75,7 +75,7 @@ func (c *Controller) startNATS(ctx context.Context) error {
 		}
 		// The in-process connection needs no TLS: the server lets it
 		// choose, and it chooses by the URL's scheme.
-		url = ns.ClientURL()
+		url = connectableURL(ns.ClientURL())
 		connURL = strings.Replace(url, "tls://", "nats://", 1)
 		connOpts = append(connOpts, nats.InProcessServer(ns))
 		if c.ctlKey != nil {

@@ -165,6 +165,21 @@ func certName(n string) bool {
 	})
 }
 
+// connectableURL turns the embedded server's URL for a listener on every
+// address (0.0.0.0:4222) into one that a client on this host can connect
+// to and whose host the certificate names (127.0.0.1:4222).
+func connectableURL(u string) string {
+	scheme, hostPort, ok := strings.Cut(u, "://")
+	host, port, err := net.SplitHostPort(hostPort)
+	if !ok || err != nil {
+		return u
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return scheme + "://" + net.JoinHostPort("127.0.0.1", port)
+	}
+	return u
+}
+
 // logTLS says at start which listeners have TLS and how agents and the
 // CLI trust them.
 func (c *Controller) logTLS() {
