@@ -19,6 +19,10 @@ const (
 	EnvCAPin  = "VLMFLEET_CA_PIN"
 )
 
+// HTTPSHint ends the message of the answer to a plain HTTP request that a
+// controller serving TLS gives.
+const HTTPSHint = "the controller serves https: use https:// in --controller or $" + EnvURL + ", and trust its CA with $" + EnvCAFile + " or $" + EnvCAPin
+
 // WithTLS makes https connections with cfg.
 func WithTLS(cfg *tls.Config) Option { return func(c *Client) { c.tlsConfig = cfg } }
 
