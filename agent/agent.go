@@ -51,6 +51,8 @@ type Agent struct {
 	js jetstream.JetStream
 	// auth signs the connection in with the agent's credentials (nil: none).
 	auth nats.Option
+	// tls makes the connection TLS with the CA the agent trusts (nil: none given).
+	tls nats.Option
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
@@ -96,8 +98,13 @@ func New(cfg Config, opt Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)
 	}
+	tlsOpt, err := cfg.natsTLS()
+	if err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
 	return &Agent{
 		auth:   auth,
+		tls:    tlsOpt,
 		cfg:    cfg,
 		opt:    opt,
 		log:    opt.Log.With().Str("agent", cfg.ID).Logger(),
@@ -129,7 +136,9 @@ func (a *Agent) Deployments() []protocol.Deployment {
 
 // Run connects to NATS and serves jobs until ctx ends. It returns a
 // *RefusedError when the server refuses the agent's credentials (or wants
-// some and the agent has none), at the start or later (revoked).
+// some and the agent has none), at the start or later (revoked), and an
+// *UntrustedError when the agent does not trust the server's TLS
+// certificate.
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt = time.Now()
 	if a.cfg.Simulate != "" {
@@ -173,8 +182,10 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 			}
 		}),
 	}
-	if a.auth != nil {
-		opts = append(opts, a.auth)
+	for _, o := range []nats.Option{a.auth, a.tls} {
+		if o != nil {
+			opts = append(opts, o)
+		}
 	}
 	var nc *nats.Conn
 	err := backoff.Default.Retry(ctx, func(attempt int) error {
@@ -183,6 +194,9 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 		if authError(err) {
 			return backoff.Permanent(refused(err))
 		}
+		if untrusted(err) {
+			return backoff.Permanent(&UntrustedError{AgentID: a.cfg.ID, URL: a.cfg.NATSURL, CAFile: a.cfg.NATSCA, Pin: a.cfg.NATSCAPin, Err: err})
+		}
 		if err != nil && (attempt == 1 || attempt%10 == 0) {
 			a.log.Warn().Err(err).Str("url", protocol.RedactURL(a.cfg.NATSURL)).Int("attempt", attempt).
 				Msg("NATS not reachable (is the controller up?); retrying")
@@ -190,8 +204,12 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 		return err
 	})
 	var re *RefusedError
+	var ue *UntrustedError
 	if errors.As(err, &re) {
 		return nil, re
+	}
+	if errors.As(err, &ue) {
+		return nil, ue
 	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", protocol.RedactURL(a.cfg.NATSURL), err)

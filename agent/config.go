@@ -32,6 +32,15 @@ type Config struct {
 	// NATSSeed is the agent's nkey seed itself, for agents started in the
 	// controller's process (the demo); never from YAML.
 	NATSSeed string `yaml:"-"`
+	// NATSCA is a file with the CA certificate the NATS server's TLS
+	// certificate must be signed by: a copy of the controller's
+	// <data-dir>/tls/ca.pem, or the operator's CA. NATSCAPin instead
+	// trusts the CA whose fingerprint it is ("sha256:<hex>", as the
+	// controller logs it), as the server presents it. Either makes the
+	// connection TLS; with neither, a server that asks for TLS must
+	// have a certificate the system trusts.
+	NATSCA    string `yaml:"nats_ca"`
+	NATSCAPin string `yaml:"nats_ca_pin"`
 	// ModelRoots confine every model file an engine may load.
 	ModelRoots []string `yaml:"model_roots"`
 	// ImageRoots are directories a workload's image_set may name (own camera snapshots).

@@ -6,11 +6,13 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +59,14 @@ type Options struct {
 	APITokenFile string
 	PublicRead   bool
 	HTTPHosts    []string
+	// TLS is TLSAuto (the default: TLS on listeners off loopback), TLSOn
+	// or TLSOff, for the embedded NATS server and HTTP alike. Their
+	// certificate is TLSCertFile with its key TLSKeyFile (PEM) when set,
+	// else one the controller's own CA in <DataDir>/tls signs
+	// (docs/security.md#tls).
+	TLS         string
+	TLSCertFile string
+	TLSKeyFile  string
 	// Explorer makes the handler mounted at "/" (and /api/explorer/) from
 	// the stored runs' summaries (every figure, no per-request records);
 	// nil serves a small page linking /live and /api/runs.
@@ -94,6 +104,7 @@ type Controller struct {
 	httpSrv *http.Server
 	httpURL string
 	sec     *httpSecurity
+	tls     *tlsState
 
 	events *fanout
 	live   *liveState
@@ -120,7 +131,13 @@ func New(opt Options) (*Controller, error) {
 	if opt.HTTPAddr == "" {
 		opt.HTTPAddr = "127.0.0.1:8080"
 	}
+	if opt.TLS == "" {
+		opt.TLS = TLSAuto
+	}
 	if err := checkNATSOptions(opt); err != nil {
+		return nil, err
+	}
+	if err := checkTLSOptions(opt); err != nil {
 		return nil, err
 	}
 	if opt.HeartbeatTimeout <= 0 {
@@ -132,6 +149,10 @@ func New(opt Options) (*Controller, error) {
 	}
 	log := opt.Log.With().Str("component", "controller").Logger()
 	sec, err := newHTTPSecurity(opt, log)
+	var tlsSt *tlsState
+	if err == nil {
+		tlsSt, err = setupTLS(opt, log)
+	}
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -141,6 +162,7 @@ func New(opt Options) (*Controller, error) {
 		log:         log,
 		store:       st,
 		sec:         sec,
+		tls:         tlsSt,
 		events:      newFanout(),
 		live:        newLiveState(),
 		publishKick: make(chan struct{}, 1),
@@ -173,10 +195,11 @@ func (c *Controller) Job(ctx context.Context, id string) (JobView, error) {
 	return jobView(j, agentsByID(agents)), nil
 }
 
-// NATSURL is the URL agents connect to.
+// NATSURL is the URL agents connect to: tls://host:port when the
+// embedded server has TLS; 127.0.0.1 for a listener on every address.
 func (c *Controller) NATSURL() string { return c.natsURL }
 
-// HTTPURL is the base URL of the API and pages.
+// HTTPURL is the base URL of the API and pages: https://... under TLS.
 func (c *Controller) HTTPURL() string { return c.httpURL }
 
 // Start brings up NATS, the streams, ingestion, live subscriptions, job
@@ -221,6 +244,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.log.Warn().Str("nats", c.natsURL).Msg("INSECURE: the embedded NATS server accepts any client without credentials; " +
 			"anyone who reaches it can forge, steal or delete jobs and results (--insecure)")
 	}
+	c.logTLS()
 	c.log.Info().Str("nats", c.natsURL).Str("nats_auth", c.NATSAuth()).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
 	return nil
 }
@@ -232,11 +256,16 @@ func (c *Controller) startHTTP() error {
 	}
 	c.httpURL = "http://" + displayAddr(ln.Addr().(*net.TCPAddr))
 	c.sec.listening(ln.Addr())
+	if c.tls.http {
+		c.httpURL = "https://" + strings.TrimPrefix(c.httpURL, "http://")
+		ln = tls.NewListener(ln, c.tls.httpConfig)
+	}
 	c.httpSrv = &http.Server{
 		Handler:           c.sec.guard(c.routes()),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: /api/events streams for as long as the client stays.
 		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    c.httpErrorLog(),
 	}
 	c.bg.Add(1)
 	go func() {

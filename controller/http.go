@@ -128,6 +128,7 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 		"nats":           nats,
 		"nats_url":       c.natsURL,
 		"nats_auth":      c.NATSAuth(),
+		"tls":            c.tlsHealth(),
 		"version":        c.opt.Version,
 		"events_dropped": c.events.dropped.Load(),
 		"time":           time.Now().UTC(),

@@ -214,10 +214,11 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 }
 
 // startOffLoopback starts a controller listening on every address, whose
-// reads then need the token unless public.
+// reads then need the token unless public; in clear (TLS off), since
+// these tests are about the guard (tls_test.go tests TLS).
 func startOffLoopback(t *testing.T, public bool) *Controller {
 	t.Helper()
-	return startControllerWith(t, Options{DataDir: t.TempDir(), HTTPAddr: "0.0.0.0:0", PublicRead: public})
+	return startControllerWith(t, Options{DataDir: t.TempDir(), HTTPAddr: "0.0.0.0:0", TLS: TLSOff, PublicRead: public})
 }
 
 // Off loopback, reads need the token (header, or the cookie GET /login

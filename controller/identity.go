@@ -61,6 +61,9 @@ type AgentCredentials struct {
 	// NATSURL is the controller's NATS address as the controller sees it;
 	// an agent on another host uses the controller's host name instead.
 	NATSURL string `json:"nats_url"`
+	// CAFingerprint is the pin of the CA behind the NATS server's TLS
+	// certificate (the agent's --nats-ca-pin); empty without TLS.
+	CAFingerprint string `json:"ca_fingerprint,omitempty"`
 }
 
 // AgentRevocation is the answer to revoking an agent's credentials.
@@ -151,7 +154,11 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (AgentCredential
 		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
 	}
 	ev.Msg("agent enrolled")
-	return AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}, nil
+	creds := AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
+	if c.tls.nats {
+		creds.CAFingerprint = c.tls.fingerprint
+	}
+	return creds, nil
 }
 
 // RevokeAgent removes agent id's NATS user from the running server and

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -65,13 +66,17 @@ func EventsStreamConfig() jetstream.StreamConfig {
 // the external one, and opens the controller's connection.
 func (c *Controller) startNATS(ctx context.Context) error {
 	url := c.opt.NATSURL
+	connURL := url
 	var connOpts []nats.Option
 	if url == "" {
 		ns, err := c.embedNATS(ctx)
 		if err != nil {
 			return err
 		}
-		url = ns.ClientURL()
+		// The in-process connection needs no TLS: the server lets it
+		// choose, and it chooses by the URL's scheme.
+		url = connectableURL(ns.ClientURL())
+		connURL = strings.Replace(url, "tls://", "nats://", 1)
 		connOpts = append(connOpts, nats.InProcessServer(ns))
 		if c.ctlKey != nil {
 			pub, err := c.ctlKey.PublicKey()
@@ -110,7 +115,7 @@ func (c *Controller) startNATS(ctx context.Context) error {
 			ev.Msg("nats error")
 		}),
 	)
-	nc, err := nats.Connect(url, connOpts...)
+	nc, err := nats.Connect(connURL, connOpts...)
 	if err != nil {
 		return fmt.Errorf("controller: connect to nats %s: %w", protocol.RedactURL(url), err)
 	}
@@ -207,6 +212,9 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 		NoSigs:     true,
 		// Results carry per-request records; allow what the protocol allows.
 		MaxPayload: protocol.MaxMessageBytes,
+	}
+	if c.tls.nats {
+		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, c.tls.natsConfig, 5
 	}
 	if c.ctlKey != nil {
 		users, err := c.nkeyUsers(ctx)

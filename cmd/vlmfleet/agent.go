@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -13,6 +14,8 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	configPath := fs.String("config", "", "agent configuration file (YAML): id, model_roots, deployments, telemetry")
 	natsURL := fs.String("nats-url", "", "NATS URL of the controller, e.g. nats://controller:4222 (overrides the config)")
 	natsCreds := fs.String("nats-credentials", "", "file with the agent's NATS credentials from `vlmfleet agent-creds create ID` (overrides the config)")
+	natsCA := fs.String("nats-ca", "", "`FILE` with the CA the controller's TLS certificate is signed by: a copy of its <data-dir>/tls/ca.pem (overrides the config)")
+	natsPin := fs.String("nats-ca-pin", "", "trust the controller's CA by its fingerprint, sha256:... as the controller logs it (overrides the config)")
 	id := fs.String("id", "", "agent id (default: from the config, else the hostname)")
 	simulate := fs.String("simulate", "", `simulate a device and its engines, e.g. "Jetson AGX Orin" (results are labelled simulated)`)
 	simModels := fs.String("sim-models", "", "with --simulate: comma-separated model names to offer (default: every calibrated profile)")
@@ -61,6 +64,7 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	if *natsCreds != "" {
 		cfg.NATSCredentials = *natsCreds
 	}
+	cfg.NATSCA, cfg.NATSCAPin = cmp.Or(*natsCA, cfg.NATSCA), cmp.Or(*natsPin, cfg.NATSCAPin)
 	if *id != "" {
 		cfg.ID = *id
 	}

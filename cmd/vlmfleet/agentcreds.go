@@ -63,7 +63,8 @@ func agentCredsCreate(ctx context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintf(c.stdout, "wrote agent %s's NATS credentials to %s (keep it private; it is shown nowhere else)\n"+
 		"start the agent with (on another host: copy the file there, use the controller's address):\n"+
-		"  vlmfleet agent --id %s --nats-url %s --nats-credentials %s --config agent.yaml\n", id, *out, id, creds.NATSURL, *out)
+		"  vlmfleet agent --id %s --nats-url %s --nats-credentials %s%s --config agent.yaml\n", id, *out, id, creds.NATSURL, *out,
+		map[bool]string{true: " --nats-ca-pin " + creds.CAFingerprint}[creds.CAFingerprint != ""])
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -32,6 +33,9 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	natsCreds := fs.String("nats-credentials", "", "with --nats-url: the controller's credentials there (an nkey seed or a .creds file)")
 	insecure := fs.Bool("insecure", false, "run the embedded NATS server without authentication: anyone who reaches it can forge or delete results (loopback only)")
 	insecurePublic := fs.Bool("insecure-public", false, "allow --insecure on an address other hosts can reach")
+	tlsMode := fs.String("tls", controller.TLSAuto, "TLS for NATS and HTTP: auto (on each listener off loopback), on or off; without --tls-cert, a CA of the controller's own in <data-dir>/tls")
+	tlsCert := fs.String("tls-cert", "", "the listeners' TLS certificate `FILE` (PEM, the chain after it), instead of the controller's own CA")
+	tlsKey := fs.String("tls-key", "", "the key `FILE` of --tls-cert (PEM)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -40,7 +44,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	}
 	ctl, err := controller.New(controller.Options{
 		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
-		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic,
+		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic, TLS: *tlsMode, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})
 	if err != nil {
@@ -53,7 +57,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
 		Str("api", ctl.HTTPURL()+"/api/").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
 		Str("nats_auth", ctl.NATSAuth()).Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " +
-		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == controller.NATSAuthNkeys])
+		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == controller.NATSAuthNkeys] +
+		map[bool]string{true: " --nats-ca-pin " + ctl.TLSFingerprint()}[strings.HasPrefix(ctl.NATSURL(), "tls://")])
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")
 	return ctl.Close()

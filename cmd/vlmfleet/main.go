@@ -148,7 +148,8 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 // newClient is the client of the controller that --controller (flagValue)
 // names, else $VLMFLEET_CONTROLLER, else the default address, with the API
 // token of --token-file (tokenFile), else $VLMFLEET_TOKEN, else
-// $VLMFLEET_TOKEN_FILE, else ./vlmfleet-data/api-token if there is one.
+// $VLMFLEET_TOKEN_FILE, else ./vlmfleet-data/api-token if there is one,
+// trusting the CA of $VLMFLEET_CA_FILE or $VLMFLEET_CA_PIN under https.
 func newClient(c *cli, flagValue, tokenFile string) (*client.Client, error) {
 	base, err := client.BaseURL(flagValue, c.getenv)
 	if err != nil {
@@ -158,7 +159,7 @@ func newClient(c *cli, flagValue, tokenFile string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(base, client.WithToken(token))
+	return client.New(base, client.WithToken(token), client.TLSFromEnv(c.getenv))
 }
 
 // tokenFileFlag adds --token-file.

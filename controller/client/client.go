@@ -7,6 +7,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,6 +73,10 @@ type Client struct {
 	source    string
 	maxImport int
 	token     string
+	// tlsConfig, or caFile and caPin, are how https connections trust
+	// the controller (WithTLS, WithCA).
+	tlsConfig     *tls.Config
+	caFile, caPin string
 }
 
 // Option configures a Client.
@@ -100,6 +105,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c.base = base
+	if err := c.setupTLS(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -129,7 +137,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, untrustedHint(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
@@ -175,13 +183,14 @@ func decodeAnswer(method, path string, data []byte, out any) error {
 
 // Health is the answer of GET /api/health.
 type Health struct {
-	Status        string    `json:"status"` // ok, or degraded when NATS is disconnected
-	NATS          string    `json:"nats"`
-	NATSURL       string    `json:"nats_url"`
-	NATSAuth      string    `json:"nats_auth"` // nkeys, off (--insecure) or external
-	Version       string    `json:"version"`
-	EventsDropped uint64    `json:"events_dropped"`
-	Time          time.Time `json:"time"`
+	Status        string               `json:"status"` // ok, or degraded when NATS is disconnected
+	NATS          string               `json:"nats"`
+	NATSURL       string               `json:"nats_url"`
+	NATSAuth      string               `json:"nats_auth"` // nkeys, off (--insecure) or external
+	TLS           controller.TLSHealth `json:"tls"`
+	Version       string               `json:"version"`
+	EventsDropped uint64               `json:"events_dropped"`
+	Time          time.Time            `json:"time"`
 }
 
 // Health asks whether the controller is up. A degraded controller (503:

@@ -33,6 +33,9 @@ func (e *APIError) Error() string {
 	if e.Status == http.StatusUnauthorized {
 		s += " (" + TokenHint + ")"
 	}
+	if e.Status == http.StatusBadRequest && strings.Contains(e.Message, "HTTP request to an HTTPS server") {
+		s += " (" + HTTPSHint + ")"
+	}
 	return s
 }
 

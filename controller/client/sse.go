@@ -68,7 +68,7 @@ func (c *Client) Events(ctx context.Context, kinds ...string) (*EventStream, err
 	// place, so the answer arriving means no event is missed from here on.
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("events: %w", err)
+		return nil, fmt.Errorf("events: %w", untrustedHint(err))
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

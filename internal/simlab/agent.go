@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +24,8 @@ type Device struct {
 	// times are scaled back and the results labelled simulated.
 	Speedup float64
 	// NATSURL is the agent's own NATS URL (an account of its own on an
-	// external server); empty uses the controller's.
+	// external server); empty uses the controller's, pinning its CA when
+	// its NATS has TLS.
 	NATSURL string
 	// NATSSeed is the agent's nkey seed. Empty, with NATSURL empty too,
 	// AddAgent enrols the agent with the controller (when the controller
@@ -51,9 +53,12 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
 	}
-	url, seed := d.NATSURL, d.NATSSeed
+	url, seed, pin := d.NATSURL, d.NATSSeed, ""
 	if url == "" {
 		url = l.ctrl.NATSURL()
+		if strings.HasPrefix(url, "tls://") {
+			pin = l.ctrl.TLSFingerprint() // as an operator copies it from the controller's log
+		}
 		if seed == "" && l.ctrl.NATSAuth() == controller.NATSAuthNkeys {
 			if seed, err = l.ctrl.EnrolAgent(ctx, d.ID); err != nil {
 				return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
@@ -61,7 +66,7 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 		}
 	}
 	a, err := agent.New(agent.Config{
-		ID: d.ID, NATSURL: url, NATSSeed: seed, Deployments: deps,
+		ID: d.ID, NATSURL: url, NATSSeed: seed, NATSCAPin: pin, Deployments: deps,
 		Simulate: d.Device, SimSpeedup: d.Speedup, LogDir: l.opt.DataDir,
 	}, agent.Options{
 		Log: l.opt.Log, Version: l.opt.Version, Getenv: l.opt.Getenv,

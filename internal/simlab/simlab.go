@@ -38,7 +38,11 @@ type Options struct {
 	// NATSURL is an external NATS server for the controller; empty embeds
 	// one on a free loopback port.
 	NATSURL string
-	Log     zerolog.Logger
+	// TLS is the controller's Options.TLS: its listeners are on loopback,
+	// so the default (auto) is plain and controller.TLSOn turns TLS on,
+	// which the agents then pin.
+	TLS string
+	Log zerolog.Logger
 	// Version is what the controller and the agents report.
 	Version string
 	// Getenv is the agents' environment (default os.Getenv).
@@ -78,6 +82,7 @@ func Start(ctx context.Context, opt Options) (*Lab, error) {
 		NATSURL:    opt.NATSURL,
 		NATSListen: "127.0.0.1:-1",
 		HTTPAddr:   opt.HTTPAddr,
+		TLS:        opt.TLS,
 		Log:        log,
 		Version:    opt.Version,
 		Explorer:   func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) },

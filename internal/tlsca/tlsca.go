@@ -41,6 +41,11 @@ const (
 	serverLifetime = 2 * 365 * 24 * time.Hour
 )
 
+// ErrUntrusted matches (errors.Is) the error of a handshake with a server
+// whose certificate the pinned CA did not sign, or does not name the
+// server; an unpinned configuration fails with crypto/tls's own errors.
+var ErrUntrusted = errors.New("tls: the server's certificate is not trusted")
+
 // Authority is a controller's CA and the server certificate it signed.
 type Authority struct {
 	dir    string
@@ -140,7 +145,7 @@ func verifyPinned(cs tls.ConnectionState, pin, serverName string) error {
 	}
 	i := slices.IndexFunc(cs.PeerCertificates, func(c *x509.Certificate) bool { return Fingerprint(c.Raw) == pin })
 	if i < 0 {
-		return fmt.Errorf("tls: the server's certificate is not signed by the pinned CA %s", pin)
+		return fmt.Errorf("%w: it is not signed by the pinned CA %s", ErrUntrusted, pin)
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(cs.PeerCertificates[i])
@@ -150,7 +155,7 @@ func verifyPinned(cs tls.ConnectionState, pin, serverName string) error {
 	}
 	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, DNSName: name})
 	if err != nil {
-		return fmt.Errorf("tls: %w", err)
+		return fmt.Errorf("%w: %w", ErrUntrusted, err)
 	}
 	return nil
 }

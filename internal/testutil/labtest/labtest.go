@@ -7,6 +7,7 @@ package labtest
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -63,6 +65,13 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 		}
 		agentAuth = []nats.Option{testutil.NkeySeed(t, seed), nats.CustomInboxPrefix(protocol.AgentInboxPrefix(Agent))}
 		adminAuth = []nats.Option{testutil.NkeyFile(t, ctl.NATSSeedFile())}
+	}
+	if strings.HasPrefix(ctl.NATSURL(), "tls://") { // opt.TLS on: pin the controller's CA
+		cfg, err := tlsca.ClientConfig("", ctl.TLSFingerprint(), "127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		agentAuth, adminAuth = append(agentAuth, nats.Secure(cfg)), append(adminAuth, nats.Secure(cfg))
 	}
 	nc, js := testutil.ConnectJS(t, ctl.NATSURL(), agentAuth...)
 	_, adminJS := testutil.ConnectJS(t, ctl.NATSURL(), adminAuth...)
