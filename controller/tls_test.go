@@ -27,19 +27,8 @@ import (
 // closes it when the test ends, or at once with close.
 func startTLS(t *testing.T, dir string, opt Options) (c *Controller, close func()) {
 	t.Helper()
-	opt.DataDir, opt.NATSListen, opt.HTTPAddr = dir, "127.0.0.1:-1", "127.0.0.1:0"
-	opt.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	c, err := New(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		_ = c.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	opt.DataDir = dir
+	c = startControllerWith(t, opt)
 	return c, func() {
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
