@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -46,7 +47,7 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
 	sw := submit(t, c, protocol.Sweep{Agents: []string{"off"}, Workload: testWorkload()})
 	job := sw.Jobs[0]
-	run := testRun("run-"+job, "off")
+	run := testRun(store.RunIDFor(job, 1), "off")
 	run.JobID, run.SweepID = job, sw.ID
 	a.state(t, job, protocol.JobRunning, 1, true)
 	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "off", Run: run, Combination: testCombo("480p", 1)}, "")

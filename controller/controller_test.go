@@ -50,17 +50,21 @@ func TestAgentRunAndRedeliveryThroughAPI(t *testing.T) {
 		t.Fatalf("agents: %+v", agents)
 	}
 
-	run := testRun("run-1", "orin-1")
+	// A lab run is the run of an attempt of the agent's job.
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"orin-1"}, Workload: testWorkload()})
+	a.state(t, sw.Jobs[0], protocol.JobAccepted, 1, true)
+	run := testRun(store.RunIDFor(sw.Jobs[0], 1), "orin-1")
+	run.JobID, run.SweepID = sw.Jobs[0], sw.ID
 	first := protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: run, Combination: testCombo("480p", 1)}
 	// The same message twice without a message id: the stream stores both,
 	// so the controller receives a true redelivery.
 	a.publish(t, protocol.KindResult, first, "")
 	a.publish(t, protocol.KindResult, first, "")
-	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: run, Combination: testCombo("720p", 2)}, protocol.ResultMsgID("run-1", "720p-1img-2cam"))
+	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: run, Combination: testCombo("720p", 2)}, protocol.ResultMsgID(run.ID, "720p-1img-2cam"))
 	final := run
 	final.Status = protocol.RunCompleted
 	final.FinishedAt = time.Now().UTC()
-	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: final, Final: true, Expected: 2}, protocol.ResultMsgID("run-1", "final"))
+	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: final, Final: true, Expected: 2}, protocol.ResultMsgID(run.ID, "final"))
 	ev.waitFor(t, 4, kindIs(EventResult))
 
 	var runs []protocol.Run
@@ -71,19 +75,19 @@ func TestAgentRunAndRedeliveryThroughAPI(t *testing.T) {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
 	r := runs[0]
-	if r.ID != "run-1" || !r.Simulated || r.Status != protocol.RunCompleted || r.Source != protocol.SourceLab || len(r.Combinations) != 2 {
+	if r.ID != run.ID || !r.Simulated || r.Status != protocol.RunCompleted || r.Source != protocol.SourceLab || len(r.Combinations) != 2 {
 		t.Fatalf("run: id %s simulated %v status %s source %s combos %d", r.ID, r.Simulated, r.Status, r.Source, len(r.Combinations))
 	}
 	if r.Combinations[0].Size != "480p" || r.Combinations[0].Completed != 2 || r.Combinations[0].Requests != nil {
 		t.Errorf("list combination: %+v", r.Combinations[0])
 	}
 	var full protocol.Run
-	getJSON(t, c.HTTPURL()+"/api/runs/run-1", &full)
+	getJSON(t, c.HTTPURL()+"/api/runs/"+run.ID, &full)
 	if len(full.Combinations) != 2 || len(full.Combinations[0].Requests) != 2 {
 		t.Errorf("full run: %d combos, %d records in the first", len(full.Combinations), len(full.Combinations[0].Requests))
 	}
 	var slim protocol.Run
-	getJSON(t, c.HTTPURL()+"/api/runs/run-1?requests=0", &slim)
+	getJSON(t, c.HTTPURL()+"/api/runs/"+run.ID+"?requests=0", &slim)
 	if len(slim.Combinations) != 2 || slim.Combinations[0].Requests != nil {
 		t.Errorf("?requests=0 still carries records")
 	}
@@ -157,8 +161,8 @@ func TestLateStateAfterCompletedIsIgnored(t *testing.T) {
 
 	var jv JobView
 	getJSON(t, c.HTTPURL()+"/api/jobs/"+job, &jv)
-	if jv.State != protocol.JobCompleted || jv.RunID != "run-"+job {
-		t.Errorf("job state %s run %s, want completed run-%s", jv.State, jv.RunID, job)
+	if jv.State != protocol.JobCompleted || jv.RunID != store.RunIDFor(job, 1) {
+		t.Errorf("job state %s run %s, want completed %s", jv.State, jv.RunID, store.RunIDFor(job, 1))
 	}
 	if len(jv.History) != 4 {
 		t.Errorf("history %+v, want 4 entries", jv.History)

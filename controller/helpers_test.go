@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -235,7 +236,7 @@ func (a *fakeAgent) hello(t *testing.T, deployments ...string) protocol.AgentHel
 
 func (a *fakeAgent) state(t *testing.T, jobID string, st protocol.JobState, attempt int, msgID bool) {
 	t.Helper()
-	ch := protocol.JobStateChange{Schema: 1, JobID: jobID, AgentID: a.id, State: st, Time: time.Now().UTC(), Attempt: attempt, RunID: "run-" + jobID}
+	ch := protocol.JobStateChange{Schema: 1, JobID: jobID, AgentID: a.id, State: st, Time: time.Now().UTC(), Attempt: attempt, RunID: store.RunIDFor(jobID, attempt)}
 	id := ""
 	if msgID {
 		id = protocol.StateMsgID(jobID, st, attempt)

@@ -177,6 +177,18 @@ func decodeEvent[T any](data []byte, subjAgent string, decode func([]byte) (*T, 
 
 // ingest decodes one durable agent event and stores it. A message that can
 // never be stored comes back as a *store.RejectError.
+//
+// States and results are stored only for what the controller made: a state
+// for a job the store holds and the sender runs, a result for a run of an
+// attempt that job has reported (store.ApplyJobState, store.ApplyResult).
+// Refusing the rest loses no real message: the scheduler stores a job
+// before it publishes it, and an agent's messages for the job follow, in
+// publish order on the one events stream this consumer reads in order
+// (an attempt's accepted state before its results). What is refused so
+// comes from elsewhere (a database replaced or restored from an older
+// copy, another controller on the same streams) or from a redelivery that
+// overtook a state the store failed to take; it is recorded under
+// /api/rejected with its message, for an operator.
 func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) error {
 	subjAgent, kind, err := parseAgentSubject(subject)
 	if err != nil {

@@ -47,7 +47,7 @@ func TestOlderHelloDoesNotReplaceNewer(t *testing.T) {
 func TestLateProgressKeepsFinalHeader(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	running := testRun("r1", "a1")
+	running := labRun(t, s, "j1", "a1")
 	failed := running
 	failed.Status, failed.Error = protocol.RunFailed, "engine exited"
 	failed.Engine.LogTail = "CUDA out of memory"
@@ -62,7 +62,7 @@ func TestLateProgressKeepsFinalHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := s.RunSummary(ctx, "r1")
+	r, err := s.RunSummary(ctx, running.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSummariesCarryFiguresNotRequests(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	gpu := 87.5
-	older, newer := testRun("r-old", "a1"), testRun("r-new", "a1")
+	older, newer := labRun(t, s, "j-old", "a1"), labRun(t, s, "j-new", "a1")
 	newer.CreatedAt = older.CreatedAt.Add(time.Minute)
 	c := combo("480p", 1)
 	c.Telemetry = &protocol.TelemetrySummary{Samples: 4, Source: "tegrastats", GPUUtilMean: &gpu}
@@ -94,8 +94,8 @@ func TestSummariesCarryFiguresNotRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 2 || runs[0].ID != "r-old" || runs[1].ID != "r-new" {
-		t.Fatalf("runs %+v, want r-old then r-new", runs)
+	if len(runs) != 2 || runs[0].ID != older.ID || runs[1].ID != newer.ID {
+		t.Fatalf("runs %+v, want %s then %s", runs, older.ID, newer.ID)
 	}
 	got := runs[0].Combinations
 	if len(got) != 1 || got[0].Completed != 8 || got[0].TTFT.Mean != 1.3 || got[0].Telemetry == nil || *got[0].Telemetry.GPUUtilMean != gpu {
@@ -211,7 +211,7 @@ func BenchmarkRejectFullBucket(b *testing.B) {
 
 func TestFirstFinalDecidesHowARunEnded(t *testing.T) {
 	s := openTest(t)
-	completed := testRun("r2", "a1")
+	completed := labRun(t, s, "j2", "a1")
 	completed.Status = protocol.RunCompleted
 	closedLater := completed
 	closedLater.Status, closedLater.Error = protocol.RunFailed, "the agent stopped during this attempt"
@@ -223,7 +223,7 @@ func TestFirstFinalDecidesHowARunEnded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := s.RunSummary(context.Background(), "r2")
+	r, err := s.RunSummary(context.Background(), completed.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +241,7 @@ func TestFailedJobClosesItsRunningRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := testRun("j1-a2", "a1")
+	run.JobID = "j1"
 	if _, _, err := s.ApplyJobState(protocol.JobStateChange{Schema: 1, JobID: "j1", RunID: run.ID, AgentID: "a1", State: protocol.JobRunning, Attempt: 2}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

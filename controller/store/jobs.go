@@ -211,8 +211,11 @@ func stateRank(s protocol.JobState) int {
 // order): a late redelivery of an earlier state is kept in the history but
 // never moves a job back, in particular never out of a terminal state,
 // while a higher attempt (the job redelivered to a restarted agent) may.
-// It reports whether the current state changed. A report by an agent other
-// than the job's is refused with a RejectError.
+// It reports whether the current state changed. A report is refused with
+// a RejectError when it is about a job this store does not hold (see
+// applyJobState: a job is stored before it is published, so no real report
+// comes first), by an agent other than the job's, or names a run other than
+// the attempt's (RunIDFor).
 func (s *Store) ApplyJobState(ch protocol.JobStateChange, received time.Time) (JobRecord, bool, error) {
 	return s.applyJobState(ch, received, false)
 }
@@ -277,20 +280,27 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 		if !ok && verdict {
 			return ErrNotFound
 		}
+		if !ok {
+			// Not made up: a job exists here before it is published (the
+			// scheduler stores it first and publishes from that record), and
+			// an agent reports only on jobs it was sent, so a report can
+			// never precede its job. One about a job this store does not
+			// hold comes from a controller whose database was replaced or
+			// restored from an older copy, another controller on the same
+			// streams, or a confused agent: refused and recorded, for an
+			// operator to see, rather than a job with no workload.
+			return Rejectf("unknown job %s: agent %s reports it %s, but this controller never made it", ch.JobID, ch.AgentID, ch.State)
+		}
 		if verdict && rec.State.Terminal() {
 			return nil
 		}
-		if !ok {
-			// A job this controller did not create (its database was
-			// replaced, or another controller published it): keep what the
-			// agent reports so the work is not lost from view.
-			rec = JobRecord{
-				Job:   protocol.Job{Schema: protocol.SchemaVersion, ID: ch.JobID, SweepID: ch.SweepID, AgentID: ch.AgentID, CreatedAt: ch.Time},
-				State: protocol.JobQueued, Published: true,
-			}
-		}
 		if rec.Job.AgentID != ch.AgentID {
 			return Rejectf("job %s belongs to agent %s, not %s", ch.JobID, rec.Job.AgentID, ch.AgentID)
+		}
+		if want := RunIDFor(ch.JobID, ch.Attempt); !verdict && ch.RunID != "" && ch.RunID != want {
+			// The job's run id is what a cancel or failure of the job
+			// closes (closeRun): it must be this job's run.
+			return Rejectf("job %s attempt %d names run %s; its run is %s", ch.JobID, ch.Attempt, ch.RunID, want)
 		}
 		seen := false
 		for _, h := range rec.History {
@@ -347,4 +357,15 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 		return JobRecord{}, false, fmt.Errorf("store: job %s state %s: %w", ch.JobID, ch.State, err)
 	}
 	return rec, changed, nil
+}
+
+// lastAttempt is the highest attempt the job has reached: reported by its
+// agent (every report is in the history, even one that did not move the
+// job) or set by the controller's own verdict.
+func (j *JobRecord) lastAttempt() int {
+	n := j.Attempt
+	for _, h := range j.History {
+		n = max(n, h.Attempt)
+	}
+	return n
 }

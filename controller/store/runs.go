@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -38,7 +40,10 @@ type RunQuery struct {
 // message that arrives after it (a redelivered "running" after the final
 // "failed") adds its combination but leaves the header as the final message
 // wrote it. A message about a run that belongs to another agent
-// or was imported is refused with a RejectError.
+// or was imported is refused with a RejectError, and so is one about a run
+// that is not a reported attempt of a job of the sending agent (see
+// checkLabRun): nothing is made up for it. Imports (ImportRuns) do not come
+// this way and name no job.
 func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error {
 	if err := protocol.ValidateID("run id", m.Run.ID); err != nil {
 		return &RejectError{Reason: "result message: " + err.Error()}
@@ -54,6 +59,9 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 	// Everything that arrives over the lab's NATS was measured by the lab.
 	run.Source = protocol.SourceLab
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := checkLabRun(tx, run); err != nil {
+			return err
+		}
 		rb := tx.Bucket(bucketRuns)
 		var rec runRecord
 		exists, err := getJSON(rb, run.ID, &rec)
@@ -271,4 +279,64 @@ func closeRun(tx *bolt.Tx, runID, status, reason string, at time.Time) error {
 	rec.Final = true
 	rec.UpdatedAt = at
 	return putJSON(rb, runID, &rec)
+}
+
+// RunIDFor is the id of the run of a job's attempt, as agents name it
+// (agent/job.go): <job>-a<attempt>.
+func RunIDFor(jobID string, attempt int) string {
+	return fmt.Sprintf("%s-a%d", jobID, attempt)
+}
+
+// checkLabRun refuses, with a RejectError, a lab run that is not the run of
+// an attempt its job has reported: a lab run names its job, which this
+// store holds and which belongs to the run's agent (the sender, checked by
+// ApplyResult), and its id is RunIDFor(job, attempt) for an attempt up to
+// the job's last.
+//
+// No real result is refused so: the job is stored before it is published,
+// and an agent publishes an attempt's accepted state before any result of
+// it (a late final of an earlier attempt, closing a run the agent lost,
+// follows too), on the one events stream the controller consumes in order.
+// Only a redelivery can reorder them: a state message the store failed to
+// take (a transient error, retried with a delay) may be overtaken by the
+// attempt's first results, which are then refused and recorded. That needs
+// a store failing for one write and not the next; the refusal keeps the
+// message under /api/rejected, where an operator sees it.
+func checkLabRun(tx *bolt.Tx, run protocol.Run) error {
+	if run.JobID == "" {
+		return Rejectf("run %s names no job: a lab run is the run of a job this controller made", run.ID)
+	}
+	var job JobRecord
+	ok, err := getJSON(tx.Bucket(bucketJobs), run.JobID, &job)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Rejectf("run %s: unknown job %s: this controller never made it", run.ID, run.JobID)
+	}
+	if job.Job.AgentID != run.AgentID {
+		return Rejectf("run %s: job %s belongs to agent %s, not %s", run.ID, run.JobID, job.Job.AgentID, run.AgentID)
+	}
+	attempt, ok := runAttempt(run.ID, run.JobID)
+	if !ok {
+		return Rejectf("run id %s is not the run of an attempt of job %s (%s-a<attempt>)", run.ID, run.JobID, run.JobID)
+	}
+	if last := job.lastAttempt(); attempt > last {
+		return Rejectf("run %s: job %s has not reported attempt %d (its last is %d)", run.ID, run.JobID, attempt, last)
+	}
+	return nil
+}
+
+// runAttempt is the attempt whose run id (RunIDFor) is runID, and whether
+// runID is one of jobID's.
+func runAttempt(runID, jobID string) (int, bool) {
+	rest, ok := strings.CutPrefix(runID, jobID+"-a")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 || RunIDFor(jobID, n) != runID {
+		return 0, false
+	}
+	return n, true
 }

@@ -49,7 +49,7 @@ func combo(size string, cams int) *protocol.Combination {
 func TestApplyResultIdempotentAndPlanOrder(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
-	run := testRun("r1", "a1")
+	run := labRun(t, s, "j1", "a1")
 	msgs := []protocol.ResultMessage{
 		{Schema: 1, AgentID: "a1", Run: run, Combination: combo("720p", 1)},
 		{Schema: 1, AgentID: "a1", Run: run, Combination: combo("480p", 2)},
@@ -70,7 +70,7 @@ func TestApplyResultIdempotentAndPlanOrder(t *testing.T) {
 	if err := s.ApplyResult(msgs[2], time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Run(ctx, "r1")
+	got, err := s.Run(ctx, run.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestApplyResultIdempotentAndPlanOrder(t *testing.T) {
 
 func TestApplyResultRejectsOtherAgentsRun(t *testing.T) {
 	s := openTest(t)
-	run := testRun("r1", "a1")
+	run := labRun(t, s, "j1", "a1")
 	if err := s.ApplyResult(protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: combo("480p", 1)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -181,11 +181,12 @@ func TestImportIsAtomic(t *testing.T) {
 		t.Errorf("source %q origin %q combos %d", got.Source, got.Origin, len(got.Combinations))
 	}
 	// A lab run's id is refused.
-	if err := s.ApplyResult(protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: testRun("lab1", "a1"), Combination: combo("480p", 1)}, time.Now()); err != nil {
+	labHeader := labRun(t, s, "lab", "a1")
+	if err := s.ApplyResult(protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: labHeader, Combination: combo("480p", 1)}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	lab := good
-	lab.ID = "lab1"
+	lab.ID = labHeader.ID
 	if _, err := s.ImportRuns([]ImportEntry{{Origin: "c.json", Run: lab}}); err == nil || !strings.Contains(err.Error(), "already exists here as a lab run") {
 		t.Errorf("got %v, want a refusal of the lab run id", err)
 	}
