@@ -393,6 +393,9 @@ func TestHeartbeatsDriveOnlineState(t *testing.T) {
 	// A heartbeat whose body names another agent is ignored.
 	forged, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: "a2", Time: time.Now(), State: protocol.AgentIdle})
 	_ = a.nc.Publish(protocol.AgentSubject("a1", protocol.KindHeartbeat), forged)
+	// So is one whose state is not an agent state.
+	odd, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: "a1", Time: time.Now(), State: "on fire", Seq: 2})
+	_ = a.nc.Publish(protocol.AgentSubject("a1", protocol.KindHeartbeat), odd)
 	_ = a.nc.Flush()
 	ev.waitFor(t, 1, kindIs(EventHeartbeat))
 	var agents []AgentView
@@ -410,7 +413,7 @@ func TestHeartbeatsDriveOnlineState(t *testing.T) {
 		t.Errorf("agent still online after the timeout")
 	}
 	if n := len(ev.waitFor(t, 0, kindIs(EventHeartbeat))); n != 1 {
-		t.Errorf("%d heartbeat events, want 1 (the forged one is dropped)", n)
+		t.Errorf("%d heartbeat events, want 1 (the forged and the odd one are dropped)", n)
 	}
 }
 

@@ -206,6 +206,10 @@ func decodeLive[T any](subject string, data []byte, v *T, head func(*T) (agentID
 	if id != subjAgent {
 		return fmt.Errorf("subject names agent %q but the message says %q", subjAgent, id)
 	}
+	// A kind protocol validates (a heartbeat: its state) is checked too.
+	if v, ok := any(v).(interface{ Validate() error }); ok {
+		return v.Validate()
+	}
 	return nil
 }
 

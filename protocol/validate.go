@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 )
 
@@ -101,9 +100,12 @@ func (s *JobStateChange) validate() error {
 	switch s.State {
 	case JobAccepted, JobStarting, JobRunning, JobCompleted, JobFailed, JobCancelled, JobRejected:
 	default:
-		return fmt.Errorf("state %q is not one an agent reports", s.State)
+		return fmt.Errorf("state %.40q is not one an agent reports", s.State)
 	}
-	return nil
+	if err := checkLen("sweep_id", s.SweepID, MaxNameLen); err != nil {
+		return err
+	}
+	return checkLen("error", s.Error, MaxTextLen)
 }
 
 // DecodeResultMessage reads and validates a result message.
@@ -155,9 +157,25 @@ func (h *AgentHello) validate() error {
 	if err := ValidateAgentID(h.AgentID); err != nil {
 		return err
 	}
+	if err := checkNames(MaxNameLen, "hostname", h.Hostname, "version", h.Version); err != nil {
+		return err
+	}
+	if err := h.Device.validate("device."); err != nil {
+		return err
+	}
+	if len(h.Deployments) > MaxListLen {
+		return fmt.Errorf("deployments: %d, at most %d", len(h.Deployments), MaxListLen)
+	}
 	for i, d := range h.Deployments {
 		if d.ID == "" {
 			return fmt.Errorf("deployments[%d].id is empty", i)
+		}
+		p := fmt.Sprintf("deployments[%d].", i)
+		if err := checkNames(MaxNameLen, p+"id", d.ID, p+"engine", d.Engine, p+"model", d.Model, p+"quantization", d.Quantization); err != nil {
+			return err
+		}
+		if err := checkFigure(p+"params_b", d.ParamsB); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -174,6 +192,9 @@ func (j *Job) Validate() error {
 	if j.Deployment == "" {
 		return fmt.Errorf("deployment is empty")
 	}
+	if err := checkNames(MaxNameLen, "deployment", j.Deployment, "sweep_id", j.SweepID); err != nil {
+		return err
+	}
 	return j.Workload.Validate()
 }
 
@@ -187,9 +208,18 @@ func (r *Run) validateHeader() error {
 	switch r.Status {
 	case RunRunning, RunCompleted, RunFailed, RunCancelled:
 	default:
-		return fmt.Errorf("status %q: want running, completed, failed or cancelled", r.Status)
+		return fmt.Errorf("status %.40q: want running, completed, failed or cancelled", r.Status)
 	}
-	return nil
+	if err := r.validateStrings(); err != nil {
+		return err
+	}
+	if err := checkFigure("config.params_b", r.Config.ParamsB); err != nil {
+		return err
+	}
+	if err := checkFigure("sim_speedup", r.SimSpeedup); err != nil {
+		return err
+	}
+	return r.validateTimes()
 }
 
 // Validate checks a whole result document.
@@ -225,15 +255,8 @@ func (c *Combination) Validate() error {
 	if c.Cameras < 1 || c.Cameras > MaxCameraLevel {
 		return fmt.Errorf("%s: cameras %d, want 1..%d", c.ComboKey, c.Cameras, MaxCameraLevel)
 	}
-	if c.Completed < 0 || c.Failed < 0 {
-		return fmt.Errorf("%s: negative request count", c.ComboKey)
-	}
-	for name, s := range map[string]Stats{"ttft": c.TTFT, "tps": c.TPS, "e2e": c.E2E, "itl": c.ITL} {
-		for _, v := range []float64{s.Mean, s.P50, s.P90, s.P99, s.Min, s.Max} {
-			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return fmt.Errorf("%s: %s has a value that is negative or not a number", c.ComboKey, name)
-			}
-		}
+	if err := c.validateFigures(); err != nil {
+		return fmt.Errorf("%s: %w", c.ComboKey, err)
 	}
 	return nil
 }

@@ -98,8 +98,19 @@ func FuzzDecodeMessages(f *testing.F) {
 	f.Add(j)
 	s, _ := json.Marshal(JobStateChange{Schema: 1, JobID: "j", AgentID: "a", State: JobRunning})
 	f.Add(s)
+	h, _ := json.Marshal(Heartbeat{Schema: 1, AgentID: "a", State: AgentBusy, JobID: "j"})
+	f.Add(h)
+	rm := ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: recordedRun()}
+	rm.Combination, rm.Run.Combinations = &rm.Run.Combinations[0], nil
+	data, _ = json.Marshal(rm)
+	f.Add(data)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		_, _ = DecodeResultMessage(data)
+		if m, err := DecodeResultMessage(data); err == nil && m.Combination != nil && m.Combination.Validate() != nil {
+			t.Fatalf("decoded a combination that does not validate")
+		}
+		if h, err := DecodeHeartbeat(data); err == nil && h.Validate() != nil {
+			t.Fatalf("decoded a heartbeat that does not validate")
+		}
 		_, _ = DecodeJob(data)
 		_, _ = DecodeJobStateChange(data)
 		_, _ = DecodeAgentHello(data)

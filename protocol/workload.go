@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -241,8 +242,14 @@ func (w Workload) Validate() error {
 	if w.WarmupRequests < 0 || w.WarmupRequests > 100 {
 		return fmt.Errorf("workload.warmup_requests: %d, want 0..100", w.WarmupRequests)
 	}
-	if w.RequestTimeoutSec < 0 {
-		return fmt.Errorf("workload.request_timeout_sec: %g, want 0 (no bound) or more", w.RequestTimeoutSec)
+	if t := w.RequestTimeoutSec; math.IsNaN(t) || t < 0 || t > MaxRequestTimeoutSec {
+		return fmt.Errorf("workload.request_timeout_sec: %g, want 0 (no bound) up to %d (24 h)", t, MaxRequestTimeoutSec)
+	}
+	if err := checkLen("workload.prompt", w.Prompt, MaxTextLen); err != nil {
+		return err
+	}
+	if err := checkLen("workload.image_set", w.ImageSet, MaxLineLen); err != nil {
+		return err
 	}
 	return nil
 }

@@ -156,6 +156,7 @@ func TestImportIsAtomic(t *testing.T) {
 	good.Source = protocol.SourceBench
 	good.Status = protocol.RunCompleted
 	good.Combinations = []protocol.Combination{*combo("720p", 1)}
+	good.Combinations[0].Completed, good.Combinations[0].TTFT.N = 1, 1 // as many as its one request record
 	bad := testRun("imp2", "")
 	bad.Workload.Cameras = []int{0}
 	_, err := s.ImportRuns([]ImportEntry{{Origin: "a.json", Run: good}, {Origin: "b.json", Run: bad}})
