@@ -97,9 +97,11 @@ type Controller struct {
 	natsHost string
 	natsPort int
 
-	// consumers are the durable consumers (events, advisories), drained on Close.
-	consumers []jetstream.ConsumeContext
-	subs      []*nats.Subscription
+	// consumers are the durable consumers (events, advisories), drained on
+	// Close; testHookRebind, when set, runs as one starts being recreated.
+	consumers      []*binding
+	testHookRebind testHook
+	subs           []*nats.Subscription
 
 	httpSrv *http.Server
 	httpURL string
@@ -229,6 +231,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer"); err != nil {
 		return err
 	}
+	c.watchConsumers(bgCtx)
 	if err := c.startLive(); err != nil {
 		return err
 	}
@@ -300,10 +303,14 @@ func (c *Controller) Close() error {
 			}
 			cancel()
 		}
-		for _, cc := range c.consumers {
-			cc.Drain()
+		var ccs []jetstream.ConsumeContext
+		for _, b := range c.consumers {
+			if cc := b.stop(); cc != nil {
+				cc.Drain()
+				ccs = append(ccs, cc)
+			}
 		}
-		for _, cc := range c.consumers {
+		for _, cc := range ccs {
 			select {
 			case <-cc.Closed():
 			case <-time.After(5 * time.Second):

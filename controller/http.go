@@ -123,7 +123,11 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if c.nc == nil || !c.nc.IsConnected() {
 		nats, status = "disconnected", http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, map[string]any{
+	ingest, ingestErr := c.ingestHealth()
+	if ingest != "ok" {
+		status = http.StatusServiceUnavailable
+	}
+	body := map[string]any{
 		"status":         map[bool]string{true: "ok", false: "degraded"}[status == http.StatusOK],
 		"nats":           nats,
 		"nats_url":       c.natsURL,
@@ -132,7 +136,12 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 		"version":        c.opt.Version,
 		"events_dropped": c.events.dropped.Load(),
 		"time":           time.Now().UTC(),
-	})
+		"ingest":         ingest,
+	}
+	if ingestErr != "" {
+		body["ingest_error"] = ingestErr
+	}
+	writeJSON(w, status, body)
 }
 
 func (c *Controller) handleAgents(r *http.Request) ([]AgentView, error) {

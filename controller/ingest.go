@@ -45,23 +45,24 @@ func durableConsumer(description string, maxAckPending int) jetstream.ConsumerCo
 }
 
 // consume binds the controller's durable consumer cfg on stream and hands
-// its messages to handle; what names the consumer in the log.
+// its messages to handle; what names the consumer in the log and in
+// /api/health. Should the consumer disappear later, its binding recreates
+// it (see binding; watchConsumers runs the watchers).
 func (c *Controller) consume(ctx context.Context, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, what string) error {
-	cons, err := c.js.CreateOrUpdateConsumer(ctx, stream, cfg)
-	if err != nil {
-		return fmt.Errorf("controller: consumer %s on %s: %w", cfg.Durable, stream, err)
+	b := &binding{c: c, stream: stream, cfg: cfg, handle: handle, what: what, kick: make(chan struct{}, 1)}
+	if err := b.bind(ctx); err != nil {
+		return err
 	}
-	log := c.log
-	cc, err := cons.Consume(handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrConsumerDeleted) {
-			log.Debug().Err(err).Msg(what)
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("controller: consume %s: %w", stream, err)
-	}
-	c.consumers = append(c.consumers, cc)
+	c.consumers = append(c.consumers, b)
 	return nil
+}
+
+// watchConsumers watches the durable consumers until ctx ends.
+func (c *Controller) watchConsumers(ctx context.Context) {
+	for _, b := range c.consumers {
+		c.bg.Add(1)
+		go func() { defer c.bg.Done(); b.watch(ctx) }()
+	}
 }
 
 // parseAgentSubject splits vlmfleet.agent.<id>.<kind>.
