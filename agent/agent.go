@@ -31,13 +31,20 @@ type Options struct {
 	// Getenv reads the environment (PATH for the engine and telemetry tools).
 	Getenv func(string) string
 	// JobAckWait is how long JetStream waits for a sign of life before it
-	// redelivers a job; the agent reports progress well within it.
+	// redelivers a job (default DefaultJobAckWait); the agent reports
+	// progress well within it.
 	JobAckWait time.Duration
 	// Images is the built-in picture set to use; nil loads it on the first
 	// job. Agents in one process (the demo) share one set, so the pictures
 	// are drawn and encoded once.
 	Images *imageset.Set
 }
+
+// DefaultJobAckWait is Options.JobAckWait's default. A running job is kept
+// alive by an InProgress every third of it, so it bounds only how long a job
+// whose agent died (or restarted without handing it back) waits for its
+// redelivery, not how long a job may run.
+const DefaultJobAckWait = 30 * time.Second
 
 // Agent is one running agent.
 type Agent struct {
@@ -79,7 +86,7 @@ func New(cfg Config, opt Options) (*Agent, error) {
 		opt.Version = "dev"
 	}
 	if opt.JobAckWait == 0 {
-		opt.JobAckWait = 2 * time.Minute
+		opt.JobAckWait = DefaultJobAckWait
 	}
 	env := engine.Env{
 		ModelRoots: cfg.ModelRoots,

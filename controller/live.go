@@ -24,11 +24,13 @@ const (
 
 // liveAgent is what heartbeats tell about an agent.
 type liveAgent struct {
-	lastSeen  time.Time
-	state     string
-	jobID     string
-	persisted time.Time
-	online    bool
+	lastSeen time.Time
+	state    string
+	jobID    string
+	// stateSince is when the heartbeats' state or job id last changed.
+	stateSince time.Time
+	persisted  time.Time
+	online     bool
 }
 
 // liveState is the in-memory view fed by core NATS: lost on restart, and
@@ -62,8 +64,8 @@ func (l *liveState) seen(id string, t time.Time, state, jobID string) (persist b
 	if t.After(a.lastSeen) {
 		a.lastSeen = t
 	}
-	if state != "" {
-		a.state, a.jobID = state, jobID
+	if state != "" && (state != a.state || jobID != a.jobID || a.stateSince.IsZero()) {
+		a.state, a.jobID, a.stateSince = state, jobID, t
 	}
 	if t.Sub(a.persisted) >= persistSeenEvery {
 		a.persisted = t

@@ -27,6 +27,9 @@ type AgentView struct {
 	JobID     string    `json:"job_id,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	FirstSeen time.Time `json:"first_seen"`
+	// stateSince is when the heartbeats last changed State or JobID
+	// (controller time; zero without heartbeats), for stalledSince.
+	stateSince time.Time
 }
 
 func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
@@ -43,7 +46,7 @@ func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
 		if l.lastSeen.After(v.LastSeen) {
 			v.LastSeen = l.lastSeen
 		}
-		v.State, v.JobID = l.state, l.jobID
+		v.State, v.JobID, v.stateSince = l.state, l.jobID, l.stateSince
 	}
 	v.Online = !v.LastSeen.IsZero() && now.Sub(v.LastSeen) < c.opt.HeartbeatTimeout
 	if !v.Online {
@@ -96,12 +99,28 @@ type JobView struct {
 	Workload        protocol.Workload       `json:"workload"`
 	History         []store.JobHistoryEntry `json:"history"`
 	// Stalled is true while the job is accepted, starting or running and its
-	// agent is offline. The job is not failed for it: JetStream delivers it
-	// again when the agent returns.
+	// agent is offline, or online without it (restarted since the job's
+	// last state, or saying it is idle or busy with another job). The job
+	// is not failed for it: JetStream delivers it again when the agent
+	// returns, or within the ack wait to an agent that lost it.
 	Stalled bool `json:"stalled"`
 	// StalledSince is the last sign of life of the job or its agent.
 	StalledSince time.Time `json:"stalled_since,omitzero"`
+	// StallReason says why the job is stalled.
+	StallReason string `json:"stall_reason,omitempty"`
 }
+
+// Why a job is stalled (JobView.StallReason).
+const (
+	stallAgentOffline   = "its agent is offline; JetStream delivers it again when the agent returns"
+	stallAgentRestarted = "its agent restarted without it; JetStream delivers it again within the ack wait"
+	stallAgentLostIt    = "its agent reports it is not running it; JetStream delivers it again within the ack wait"
+)
+
+// lostJobGrace is how long an online agent's heartbeats must have said
+// something other than busy with a job before the job counts as lost: a
+// heartbeat (core NATS) may overtake the job's final state (JetStream).
+const lostJobGrace = 10 * time.Second
 
 // needsAgent reports whether a job in state s is in its agent's hands; a
 // queued job waits for an offline agent by design.
@@ -119,20 +138,44 @@ func agentsByID(agents []AgentView) map[string]AgentView {
 	return m
 }
 
-// stalledSince says whether the job is stalled, and since when.
-func stalledSince(r store.JobRecord, agents map[string]AgentView) (bool, time.Time) {
+// stalledSince says whether the job is stalled, since when, and why: a job
+// in its agent's hands (needsAgent) whose agent is offline, or online but
+// without it. The agent is without it when its latest announcement is from
+// a start after the job's last state (both agent clock), or when its
+// heartbeats have said, since after the job's last update and for
+// lostJobGrace (both controller clock), that it is idle or busy with
+// another job. The job's next state (its redelivery's accepted) ends it.
+func stalledSince(r store.JobRecord, agents map[string]AgentView, now time.Time) (bool, time.Time, string) {
 	if !needsAgent(r.State) {
-		return false, time.Time{}
+		return false, time.Time{}, ""
 	}
 	a, known := agents[r.Job.AgentID]
-	if known && a.Online {
-		return false, time.Time{}
+	if !known || !a.Online {
+		since := r.UpdatedAt
+		if a.LastSeen.After(since) {
+			since = a.LastSeen
+		}
+		return true, since, stallAgentOffline
 	}
-	since := r.UpdatedAt
-	if a.LastSeen.After(since) {
-		since = a.LastSeen
+	if last, ok := lastStateTime(r); ok && a.StartedAt.After(last) {
+		return true, r.UpdatedAt, stallAgentRestarted
 	}
-	return true, since
+	if !a.stateSince.IsZero() && (a.State != protocol.AgentBusy || a.JobID != r.Job.ID) &&
+		a.stateSince.After(r.UpdatedAt) && now.Sub(a.stateSince) >= lostJobGrace {
+		return true, r.UpdatedAt, stallAgentLostIt
+	}
+	return false, time.Time{}, ""
+}
+
+// lastStateTime is when the agent reported the job's current state and
+// attempt, by its own clock.
+func lastStateTime(r store.JobRecord) (time.Time, bool) {
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if e := r.History[i]; e.State == r.State && e.Attempt == r.Attempt {
+			return e.Time, !e.Time.IsZero()
+		}
+	}
+	return time.Time{}, false
 }
 
 // jobViews shows jobs as the API does.
@@ -155,7 +198,7 @@ func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
 		StreamSeq: r.StreamSeq, CancelRequested: r.CancelRequested,
 		CreatedAt: r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,
 	}
-	v.Stalled, v.StalledSince = stalledSince(r, agents)
+	v.Stalled, v.StalledSince, v.StallReason = stalledSince(r, agents, time.Now())
 	return v
 }
 
@@ -168,16 +211,17 @@ type SweepStatus struct {
 	Failed int `json:"failed"`
 	// Done is true when every job is in a terminal state.
 	Done bool `json:"done"`
-	// Stalled counts jobs whose agent went offline while it had them
-	// (see JobView.Stalled).
+	// Stalled counts jobs whose agent went offline, or came back without
+	// them, while it had them (see JobView.Stalled).
 	Stalled int `json:"stalled"`
 }
 
 func sweepStatus(id string, jobs []store.JobRecord, agents map[string]AgentView) SweepStatus {
 	st := SweepStatus{ID: id, Jobs: len(jobs), States: map[protocol.JobState]int{}, Done: true}
+	now := time.Now()
 	for _, j := range jobs {
 		st.States[j.State]++
-		if stalled, _ := stalledSince(j, agents); stalled {
+		if stalled, _, _ := stalledSince(j, agents, now); stalled {
 			st.Stalled++
 		}
 		if !j.State.Terminal() {

@@ -84,3 +84,54 @@ func TestRevokedAgentStops(t *testing.T) {
 	_, err = l.AddAgent(l.ctx, d)
 	testutil.WantError(t, err, "the controller requires credentials: create them with `vlmfleet agent-creds create nocreds`")
 }
+
+// An agent that dies mid-job without handing it back (here its connection
+// is cut by revoking its credentials, so no nak reaches the server) and
+// starts again has not got the job until JetStream delivers it again. Until
+// then the job is shown stalled, not plainly running; then it completes as
+// attempt 2.
+func TestAgentRestartedWithoutItsJobShowsItStalled(t *testing.T) {
+	l := newLab(t, testContext(t, 90*time.Second), simlab.Options{JobAckWait: 8 * time.Second})
+	a := l.startAgent(agx("killed"))
+	job := l.submit("killed", tinyWorkload(60))
+	l.waitState(job, protocol.JobRunning, 1)
+
+	if err := l.Controller().RevokeAgent(l.ctx, "killed"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+	case <-l.ctx.Done():
+		t.Fatal("the revoked agent still runs")
+	}
+	_ = a.Stop() // it ended refused, as expected
+
+	l.startAgent(agx("killed")) // enrolled again; announced as a new start
+	for {
+		v, err := l.Controller().Job(l.ctx, job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Stalled {
+			if v.State != protocol.JobRunning || v.Attempt != 1 || !strings.Contains(v.StallReason, "restarted without it") {
+				t.Fatalf("stalled job: state %s attempt %d reason %q", v.State, v.Attempt, v.StallReason)
+			}
+			break
+		}
+		select {
+		case s := <-l.state:
+			if s.JobID == job && s.Attempt > 1 {
+				t.Fatalf("job delivered again (%s, attempt %d) before it was ever shown stalled", s.State, s.Attempt)
+			}
+		case <-time.After(50 * time.Millisecond):
+		case <-l.ctx.Done():
+			t.Fatal("the job was never shown stalled")
+		}
+	}
+
+	l.waitState(job, protocol.JobAccepted, 2)
+	if v, err := l.Controller().Job(l.ctx, job); err != nil || v.Stalled {
+		t.Fatalf("after the redelivery: stalled %v (%q), err %v", v.Stalled, v.StallReason, err)
+	}
+	l.waitState(job, protocol.JobCompleted, 2)
+}
