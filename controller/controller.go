@@ -74,6 +74,10 @@ type Options struct {
 	Log      zerolog.Logger
 	// HeartbeatTimeout is how long an agent stays online without a heartbeat (default 15 s).
 	HeartbeatTimeout time.Duration
+	// OrphanCheckInterval is how often queued jobs are checked for a message
+	// gone from the jobs stream (deleted, purged, expired), to end them as
+	// failed (default 30 s).
+	OrphanCheckInterval time.Duration
 	// Version is reported by /api/health.
 	Version string
 }
@@ -144,6 +148,9 @@ func New(opt Options) (*Controller, error) {
 	}
 	if opt.HeartbeatTimeout <= 0 {
 		opt.HeartbeatTimeout = 15 * time.Second
+	}
+	if opt.OrphanCheckInterval <= 0 {
+		opt.OrphanCheckInterval = defaultOrphanCheck
 	}
 	st, err := store.Open(filepath.Join(opt.DataDir, "vlmfleet.db"), store.Options{})
 	if err != nil {
@@ -235,9 +242,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startLive(); err != nil {
 		return err
 	}
-	c.bg.Add(2)
+	c.bg.Add(3)
 	go func() { defer c.bg.Done(); c.publishLoop(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchAgents(bgCtx) }()
+	go func() { defer c.bg.Done(); c.watchOrphans(bgCtx) }()
 	c.kickPublisher() // jobs stored but not acknowledged before a restart
 
 	if err := c.startHTTP(); err != nil {

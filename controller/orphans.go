@@ -1,0 +1,163 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/internal/tick"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// orphanReason is the error of a job whose message left the jobs stream
+// before its agent took it.
+const orphanReason = "the job left the jobs stream without reaching its agent (deleted, purged or expired); submit it again"
+
+// defaultOrphanCheck is how often the controller looks for queued jobs whose
+// message is no longer in the jobs stream.
+const defaultOrphanCheck = 30 * time.Second
+
+// orphanWatch remembers the jobs found missing from the jobs stream at the
+// last check: a job is ended only when it is missing at two checks in a
+// row, so that the report of an agent that took and finished it just then
+// (an agent acknowledges a job, which removes it, after reporting on it)
+// is ingested first, and a cancel that removed it has marked it cancelled.
+type orphanWatch struct {
+	missing map[string]uint64 // job id → the stream sequence found empty
+}
+
+// watchOrphans runs checkOrphans every OrphanCheckInterval until ctx ends.
+func (c *Controller) watchOrphans(ctx context.Context) {
+	w := &orphanWatch{missing: map[string]uint64{}}
+	tick.Every(ctx, c.opt.OrphanCheckInterval, func() {
+		if err := c.checkOrphans(ctx, w); err != nil && ctx.Err() == nil {
+			c.log.Warn().Err(err).Msg("looking for queued jobs gone from the jobs stream failed; trying again at the next check")
+		}
+	})
+}
+
+// orphanCandidate is a job the rule may apply to: queued, published, and
+// with no state from its agent (or from the controller) yet.
+func orphanCandidate(j store.JobRecord) bool {
+	return j.State == protocol.JobQueued && j.Published && j.StreamSeq > 0 && len(j.History) == 0
+}
+
+// checkOrphans ends, as failed, each queued job whose message has left the
+// jobs stream without its agent having reported on it: nothing will ever
+// deliver it now. A job whose message is still there, or whose agent sent
+// any state, is never touched; a job missing only since the last check is
+// remembered and ended at the next one if it is still missing and queued.
+func (c *Controller) checkOrphans(ctx context.Context, w *orphanWatch) error {
+	jobs, err := c.store.Jobs(ctx, store.JobQuery{State: protocol.JobQueued})
+	if err != nil {
+		return err
+	}
+	var candidates []store.JobRecord
+	for _, j := range jobs {
+		if orphanCandidate(j) {
+			candidates = append(candidates, j)
+		}
+	}
+	if len(candidates) == 0 {
+		clear(w.missing)
+		return nil
+	}
+	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+	if err != nil {
+		return fmt.Errorf("jobs stream: %w", err)
+	}
+	missing := map[string]uint64{}
+	var errs []error
+	for _, j := range candidates {
+		gone, err := jobMsgGone(ctx, stream, j)
+		if err != nil {
+			errs = append(errs, err)
+			if seq, ok := w.missing[j.Job.ID]; ok {
+				missing[j.Job.ID] = seq // undecided: keep what the last check saw
+			}
+			continue
+		}
+		if !gone {
+			continue
+		}
+		if seq, ok := w.missing[j.Job.ID]; !ok || seq != j.StreamSeq {
+			missing[j.Job.ID] = j.StreamSeq
+			continue
+		}
+		if err := c.failOrphan(j); err != nil {
+			errs = append(errs, err)
+			missing[j.Job.ID] = j.StreamSeq
+		}
+	}
+	w.missing = missing
+	return errors.Join(errs...)
+}
+
+// jobMsgGone reports whether the jobs stream no longer holds the job's
+// message at its recorded sequence. A different message there (a stream
+// recreated since numbers its messages afresh) means the job's is gone too.
+func jobMsgGone(ctx context.Context, stream jetstream.Stream, j store.JobRecord) (bool, error) {
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	raw, err := stream.GetMsg(gctx, j.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("job %s: jobs stream message %d: %w", j.Job.ID, j.StreamSeq, err)
+	}
+	if raw.Subject != protocol.JobSubject(j.Job.AgentID) {
+		return true, nil
+	}
+	job, err := protocol.DecodeJob(raw.Data)
+	return err != nil || job.ID != j.Job.ID, nil
+}
+
+// failOrphan ends the job as failed through the store's failure path, as a
+// failure of attempt 0: the store leaves a job that ended meanwhile (a
+// cancel) as it is, and a report of the agent's, were it to have the job
+// after all, is of attempt 1 or more and moves the job on again.
+func (c *Controller) failOrphan(j store.JobRecord) error {
+	now := time.Now().UTC()
+	// Read again: the agent may have reported since the list was made.
+	cur, err := c.store.Job(j.Job.ID)
+	if err != nil {
+		return err
+	}
+	if !orphanCandidate(cur) || cur.StreamSeq != j.StreamSeq {
+		return nil
+	}
+	ch := protocol.JobStateChange{
+		Schema: protocol.SchemaVersion, JobID: j.Job.ID, SweepID: j.Job.SweepID, AgentID: j.Job.AgentID,
+		State: protocol.JobFailed, Time: now, Attempt: 0, Error: orphanReason,
+	}
+	if cur.CancelRequested {
+		// A user asked to cancel it: what they asked for is what happened.
+		ch.State, ch.Error = protocol.JobCancelled, cancelReason
+	}
+	var rec store.JobRecord
+	var changed bool
+	if ch.State == protocol.JobCancelled {
+		rec, changed, err = c.store.CancelJob(ch, now)
+	} else {
+		rec, changed, err = c.store.FailJob(ch, now)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if changed {
+		ch.RunID = rec.RunID
+		c.live.jobEnded(j.Job.ID)
+		c.emit(EventState, j.Job.AgentID, ch)
+		c.log.Warn().Str("job", j.Job.ID).Str("agent", j.Job.AgentID).Uint64("stream_seq", j.StreamSeq).
+			Str("state", string(ch.State)).Msg("queued job left the jobs stream before its agent took it; ended")
+	}
+	return nil
+}

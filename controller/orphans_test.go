@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// A queued job whose message an operator deletes from the jobs stream
+// before its agent took it ends failed; one still in the stream, and one
+// its agent reported on, are left as they are.
+func TestQueuedJobGoneFromTheStreamFails(t *testing.T) {
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), OrphanCheckInterval: 50 * time.Millisecond})
+	ev, a := announced(t, c, "idle", "d1", "d2", "d3") // announced, never consuming
+	jobs := submitJobs(t, c, "idle")
+	if len(jobs) != 3 {
+		t.Fatalf("%d jobs, want 3", len(jobs))
+	}
+	gone, kept, reported := jobs[0], jobs[1], jobs[2]
+	// The agent reported on one job (it took it): never touched, even gone.
+	a.state(t, reported, protocol.JobAccepted, 1, true)
+	ev.waitFor(t, 1, stateIs(reported, protocol.JobAccepted))
+
+	_, js := adminConn(t, c)
+	stream, err := js.Stream(waitCtx(t), protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{gone, reported} {
+		rec, err := c.store.Job(id)
+		if err != nil || rec.StreamSeq == 0 {
+			t.Fatalf("job %s: %+v %v", id, rec, err)
+		}
+		if err := stream.DeleteMsg(waitCtx(t), rec.StreamSeq); err != nil {
+			t.Fatalf("operator deleting job %s: %v", id, err)
+		}
+	}
+
+	e := ev.waitFor(t, 1, stateIs(gone, protocol.JobFailed))[0]
+	if ch := e.Data.(protocol.JobStateChange); ch.Error != orphanReason || ch.AgentID != "idle" {
+		t.Errorf("failed event %+v, want agent idle and error %q", ch, orphanReason)
+	}
+	var jv JobView
+	if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+gone, &jv); code != 200 {
+		t.Fatalf("GET job: %d", code)
+	}
+	if jv.State != protocol.JobFailed || jv.Error != orphanReason {
+		t.Errorf("job gone from the stream: state %s error %q, want failed, %q", jv.State, jv.Error, orphanReason)
+	}
+	// Ending it took two checks, each of which saw the other jobs too.
+	for id, want := range map[string]protocol.JobState{kept: protocol.JobQueued, reported: protocol.JobAccepted} {
+		rec, err := c.store.Job(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.State != want || rec.Error != "" {
+			t.Errorf("job %s: state %s error %q, want %s", id, rec.State, rec.Error, want)
+		}
+	}
+	if n := streamMsgs(t, c, protocol.StreamJobs); n != 1 {
+		t.Errorf("jobs stream holds %d messages, want the kept job's 1", n)
+	}
+}
