@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 )
 
 // TokenFileName is the API token's file in the data directory, unless
@@ -99,30 +101,14 @@ func createTokenFile(file string) (string, error) {
 		return "", err
 	}
 	token := hex.EncodeToString(b)
-	dir := filepath.Dir(file)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp") // mode 0600
-	if err != nil {
+	if _, err := atomicfile.Write(file, 0o600, func(w io.Writer) error {
+		_, err := io.WriteString(w, token+"\n")
+		return err
+	}); err != nil {
 		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.WriteString(token + "\n")
-	if err == nil {
-		err = tmp.Chmod(0o600)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), file)
-	}
-	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", file, err)
 	}
 	return token, nil
 }

@@ -25,5 +25,5 @@ func Export(w io.Writer, ds Dataset) error {
 // ExportFile writes the page to path, whole or not at all, and returns
 // its size.
 func ExportFile(path string, ds Dataset) (int64, error) {
-	return atomicfile.Write(path, func(w io.Writer) error { return Export(w, ds) })
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return Export(w, ds) })
 }

@@ -160,12 +160,12 @@ func benchSpec(ctx context.Context, c *cli, o *benchOptions) (measure.Spec, erro
 // writeBenchFiles writes --json and --csv, each whole or not at all.
 func writeBenchFiles(o *benchOptions, run *protocol.Run) error {
 	if o.jsonOut != "" {
-		if _, err := atomicfile.Write(o.jsonOut, func(w io.Writer) error { return protocol.EncodeRun(w, run) }); err != nil {
+		if _, err := atomicfile.Write(o.jsonOut, 0o644, func(w io.Writer) error { return protocol.EncodeRun(w, run) }); err != nil {
 			return fmt.Errorf("--json: %w", err)
 		}
 	}
 	if o.csvOut != "" {
-		if _, err := atomicfile.Write(o.csvOut, func(w io.Writer) error { return explorer.WriteRunCSV(w, run) }); err != nil {
+		if _, err := atomicfile.Write(o.csvOut, 0o644, func(w io.Writer) error { return explorer.WriteRunCSV(w, run) }); err != nil {
 			return fmt.Errorf("--csv: %w", err)
 		}
 	}

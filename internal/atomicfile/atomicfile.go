@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 )
 
-// Write writes path with write and returns the bytes written.
-func Write(path string, write func(io.Writer) error) (int64, error) {
+// Write writes path with write, with permissions perm, and returns the
+// bytes written. The content is synced before the rename, so a crash leaves
+// the old file or the new one, never an empty one.
+func Write(path string, perm os.FileMode, write func(io.Writer) error) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return 0, fmt.Errorf("writing %s: %w", path, err)
@@ -20,7 +22,10 @@ func Write(path string, write func(io.Writer) error) (int64, error) {
 	cw := &countingWriter{w: tmp}
 	err = write(cw)
 	if err == nil {
-		err = tmp.Chmod(0o644)
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr

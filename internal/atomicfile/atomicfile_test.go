@@ -11,12 +11,12 @@ import (
 func TestWriteIsWholeOrNothing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "out.txt")
-	n, err := Write(path, func(w io.Writer) error { _, err := io.WriteString(w, "first"); return err })
+	n, err := Write(path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "first"); return err })
 	if err != nil || n != 5 {
 		t.Fatalf("write: %d, %v", n, err)
 	}
 	boom := errors.New("boom")
-	if _, err := Write(path, func(w io.Writer) error { _, _ = io.WriteString(w, "half"); return boom }); !errors.Is(err, boom) {
+	if _, err := Write(path, 0o644, func(w io.Writer) error { _, _ = io.WriteString(w, "half"); return boom }); !errors.Is(err, boom) {
 		t.Fatalf("failed write returned %v, want boom", err)
 	}
 	got, err := os.ReadFile(path)
