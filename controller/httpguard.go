@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/internal/loopback"
 )
 
 // tokenCookie carries the API token for a browser that opened /login; it
@@ -161,16 +162,12 @@ func (s *httpSecurity) hostAllowed(r *http.Request) bool {
 	if name == "" {
 		return false
 	}
-	if name == "localhost" {
+	if loopback.Host(name) {
 		return true
 	}
 	if ip, err := netip.ParseAddr(name); err == nil {
-		ip = ip.Unmap()
-		if ip.IsLoopback() {
-			return true
-		}
 		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
-			if local, ok := netip.AddrFromSlice(la.IP); ok && local.Unmap() == ip {
+			if local, ok := netip.AddrFromSlice(la.IP); ok && local.Unmap() == ip.Unmap() {
 				return true
 			}
 		}

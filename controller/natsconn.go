@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -139,24 +140,11 @@ func checkNATSOptions(opt Options) error {
 		return errors.New("controller: --insecure is for the embedded NATS server; an external server's authentication is its own")
 	case opt.InsecurePublic && !opt.Insecure:
 		return errors.New("controller: --insecure-public goes with --insecure")
-	case opt.Insecure && !opt.InsecurePublic && !loopback(opt.NATSListen):
+	case opt.Insecure && !opt.InsecurePublic && !loopback.Addr(opt.NATSListen):
 		return fmt.Errorf("controller: --insecure on %s would let anyone who reaches it forge, take or delete jobs and results; "+
 			"listen on 127.0.0.1, enrol agents instead (vlmfleet agent-creds create ID), or add --insecure-public if this network is yours alone", opt.NATSListen)
 	}
 	return nil
-}
-
-// loopback says whether the listen address addr accepts only this host.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // embedNATS starts the embedded server with the users the store holds

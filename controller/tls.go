@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 )
 
@@ -77,7 +78,7 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 		case TLSOn:
 			return true
 		case TLSAuto:
-			return opt.TLSCertFile != "" || !loopback(addr)
+			return opt.TLSCertFile != "" || !loopback.Addr(addr)
 		}
 		return false
 	}
@@ -87,10 +88,10 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 			log.Warn().Str("listen", addr).Msgf("INSECURE: TLS is off (--tls off) and %s accepts other hosts: "+
 				"whoever can watch the network reads the API token, agent traffic and results in clear", what)
 		}
-		if opt.NATSURL == "" && !loopback(opt.NATSListen) {
+		if opt.NATSURL == "" && !loopback.Addr(opt.NATSListen) {
 			warn("NATS (--nats-listen)", opt.NATSListen)
 		}
-		if !loopback(opt.HTTPAddr) {
+		if !loopback.Addr(opt.HTTPAddr) {
 			warn("HTTP (--http)", opt.HTTPAddr)
 		}
 	}

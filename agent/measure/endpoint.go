@@ -5,9 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
-	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
+	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -36,16 +35,7 @@ type Endpoint struct {
 // Loopback reports whether the endpoint runs on this machine.
 func (e Endpoint) Loopback() bool {
 	u, err := url.Parse(e.URL)
-	return err == nil && IsLoopbackHost(u.Hostname())
-}
-
-// IsLoopbackHost reports whether host names this machine.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && loopback.Host(u.Hostname())
 }
 
 // EndpointSpec is the measurement of e as a lab job would make it: the
