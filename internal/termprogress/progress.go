@@ -46,7 +46,7 @@ func (b *Bars) Progress(id, who string, p protocol.Progress) {
 func progressSuffix(p protocol.Progress) string {
 	s := "TTFT -"
 	if p.MeanTTFT > 0 {
-		s = "TTFT " + FormatSeconds(p.MeanTTFT)
+		s = "TTFT " + formatSeconds(p.MeanTTFT)
 	}
 	if p.Failed > 0 {
 		s += fmt.Sprintf(", %d failed", p.Failed)
@@ -57,5 +57,5 @@ func progressSuffix(p protocol.Progress) string {
 	return s
 }
 
-// FormatSeconds prints a duration in seconds with two decimals and its unit.
-func FormatSeconds(s float64) string { return fmt.Sprintf("%.2f s", s) }
+// formatSeconds prints a duration in seconds with two decimals and its unit.
+func formatSeconds(s float64) string { return fmt.Sprintf("%.2f s", s) }
