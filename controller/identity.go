@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -257,7 +259,12 @@ func (c *Controller) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 		}
 		seed, err := kp.Seed()
 		if err == nil {
-			err = writeSeed(path, seed)
+			// Whole or not at all: a half-written key would lock the
+			// controller out of its own server at the next start.
+			_, err = atomicfile.Write(path, 0o600, func(w io.Writer) error {
+				_, err := w.Write(append(seed, '\n'))
+				return err
+			})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("controller: create the controller's NATS key: %w", err)
@@ -281,22 +288,6 @@ func (c *Controller) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 		return nil, fmt.Errorf("controller: %s: %w (remove it and restart to create a new one)", path, err)
 	}
 	return kp, nil
-}
-
-// writeSeed creates path, readable by its owner only, with seed on one line.
-func writeSeed(path string, seed []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(seed, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-	}
-	return err
 }
 
 // externalCredentials is the option that signs the controller in to an
