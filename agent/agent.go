@@ -82,7 +82,6 @@ type Agent struct {
 func New(cfg Config, opt Options) (*Agent, error) {
 	host, _ := os.Hostname()
 	cfg = cfg.withDefaults(host)
-	var broken []protocol.BrokenDeployment
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv
 	}
@@ -106,6 +105,7 @@ func New(cfg Config, opt Options) (*Agent, error) {
 	// others and announces the broken ones with the reason, so that one
 	// typo does not take a device out of the lab unseen.
 	log := opt.Log.With().Str("agent", cfg.ID).Logger()
+	var broken []protocol.BrokenDeployment
 	cfg.Deployments, broken = cfg.CheckDeployments(env)
 	for _, b := range broken {
 		log.Error().Str("deployment", b.ID).Str("reason", b.Reason).Msg("deployment not offered: its configuration is wrong")
