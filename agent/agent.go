@@ -63,6 +63,9 @@ type Agent struct {
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
+	// broken are the configured deployments the agent cannot serve, with
+	// the reason; cfg.Deployments holds only those it offers.
+	broken []protocol.BrokenDeployment
 
 	imagesMu sync.Mutex
 	images   *imageset.Set
@@ -95,8 +98,21 @@ func New(cfg Config, opt Options) (*Agent, error) {
 		Log:        opt.Log,
 		Getenv:     opt.Getenv,
 	}
-	if err := cfg.Validate(env); err != nil {
+	if err := cfg.validateAgent(); err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)
+	}
+	// A wrong deployment is reported, not fatal: the agent offers the
+	// others and announces the broken ones with the reason, so that one
+	// typo does not take a device out of the lab unseen.
+	log := opt.Log.With().Str("agent", cfg.ID).Logger()
+	var broken []protocol.BrokenDeployment
+	cfg.Deployments, broken = cfg.CheckDeployments(env)
+	for _, b := range broken {
+		log.Error().Str("deployment", b.ID).Str("reason", b.Reason).Msg("deployment not offered: its configuration is wrong")
+	}
+	if len(cfg.Deployments) == 0 {
+		log.Error().Int("broken", len(broken)).
+			Msg("the agent offers no deployment; it announces itself anyway, so that the controller shows why")
 	}
 	if cfg.NATSURL == "" {
 		return nil, fmt.Errorf("agent config: nats_url is empty; pass --nats-url nats://controller:4222")
@@ -114,7 +130,8 @@ func New(cfg Config, opt Options) (*Agent, error) {
 		tls:    tlsOpt,
 		cfg:    cfg,
 		opt:    opt,
-		log:    opt.Log.With().Str("agent", cfg.ID).Logger(),
+		log:    log,
+		broken: broken,
 		env:    env,
 		host:   host,
 		state:  protocol.AgentIdle,
@@ -124,6 +141,12 @@ func New(cfg Config, opt Options) (*Agent, error) {
 
 // ID is the agent's id.
 func (a *Agent) ID() string { return a.cfg.ID }
+
+// BrokenDeployments lists the configured deployments the agent does not
+// offer, each with the reason, as announced.
+func (a *Agent) BrokenDeployments() []protocol.BrokenDeployment {
+	return append([]protocol.BrokenDeployment(nil), a.broken...)
+}
 
 // Deployments lists what the agent offers, as announced.
 func (a *Agent) Deployments() []protocol.Deployment {
@@ -271,7 +294,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 		return err
 	}
 	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
-		Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
+		Int("broken_deployments", len(a.broken)).Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -297,6 +320,9 @@ func (a *Agent) announce(ctx context.Context) error {
 		Simulated:   a.cfg.Simulate != "",
 		Device:      a.device,
 		Deployments: a.Deployments(),
+		// Broken deployments (issue 9): what the configuration names but
+		// the agent cannot serve, and why.
+		BrokenDeployments: a.BrokenDeployments(),
 	}
 	return a.publishDurable(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
 		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
@@ -128,38 +129,93 @@ func (c Config) withDefaults(hostname string) Config {
 	return c
 }
 
-// Validate reports the first wrong field and what is allowed.
+// Validate reports the first wrong field and what is allowed, in the
+// agent-wide settings and in every deployment: the whole configuration is
+// right only when it returns nil. An agent starts with less (New): see
+// CheckDeployments.
 func (c Config) Validate(env engine.Env) error {
-	if err := protocol.ValidateAgentID(c.ID); err != nil {
-		return fmt.Errorf("id: %w", err)
+	if err := c.validateAgent(); err != nil {
+		return err
 	}
 	if len(c.Deployments) == 0 {
 		return fmt.Errorf("deployments: none configured; an agent needs at least one model to serve")
 	}
+	if _, broken := c.CheckDeployments(env); len(broken) > 0 {
+		return errors.New(broken[0].Reason)
+	}
+	return nil
+}
+
+// validateAgent checks the settings without which the agent cannot run at
+// all: its id (its subjects and consumer) and its telemetry source.
+func (c Config) validateAgent() error {
+	if err := protocol.ValidateAgentID(c.ID); err != nil {
+		return fmt.Errorf("id: %w", err)
+	}
 	if !slices.Contains(telemetry.Sources(), c.Telemetry.Source) {
 		return fmt.Errorf("telemetry.source: %q, want one of %s", c.Telemetry.Source, strings.Join(telemetry.Sources(), ", "))
 	}
-	seen := map[string]bool{}
+	return nil
+}
+
+// CheckDeployments splits the configured deployments into those the agent
+// can serve and those it cannot, each of these with the reason (the entry,
+// the field and what is allowed), bounded as a hello carries it. Two
+// entries with one id are both refused: which of them a job naming the id
+// meant cannot be known, and measuring the other would file its results
+// under the wrong engine or model.
+func (c Config) CheckDeployments(env engine.Env) (ok []DeploymentConfig, broken []protocol.BrokenDeployment) {
+	uses := map[string][]string{}
 	for i, d := range c.Deployments {
-		where := fmt.Sprintf("deployments[%d]", i)
-		if d.ID == "" {
-			return fmt.Errorf("%s.id: empty; give each deployment a short unique id", where)
+		uses[d.ID] = append(uses[d.ID], fmt.Sprintf("deployments[%d]", i))
+	}
+	for i, d := range c.Deployments {
+		if err := checkDeployment(d, uses[d.ID], env); err != nil {
+			broken = append(broken, protocol.BrokenDeployment{
+				ID:     clip(d.ID, protocol.MaxNameLen),
+				Engine: clip(d.Engine.Kind, protocol.MaxNameLen),
+				Model:  clip(d.Model, protocol.MaxNameLen),
+				Reason: clip(fmt.Sprintf("deployments[%d].%v", i, err), protocol.MaxLineLen),
+			})
+			continue
 		}
-		if err := protocol.ValidateAgentID(d.ID); err != nil {
-			return fmt.Errorf("%s.id: %w", where, err)
-		}
-		if seen[d.ID] {
-			return fmt.Errorf("%s.id: %q is used twice", where, d.ID)
-		}
-		seen[d.ID] = true
-		if strings.TrimSpace(d.Model) == "" {
-			return fmt.Errorf("%s.model: empty; name the model as people know it (e.g. Qwen3-VL-4B-Instruct)", where)
-		}
-		if err := d.Engine.Validate(env); err != nil {
-			return fmt.Errorf("%s.engine: %w", where, err)
-		}
+		ok = append(ok, d)
+	}
+	return ok, broken
+}
+
+// checkDeployment checks one entry; its error names the field below the
+// entry ("engine: model: ..."). uses are the entries that carry its id.
+func checkDeployment(d DeploymentConfig, uses []string, env engine.Env) error {
+	if d.ID == "" {
+		return fmt.Errorf("id: empty; give each deployment a short unique id")
+	}
+	if err := protocol.ValidateAgentID(d.ID); err != nil {
+		return fmt.Errorf("id: %w", err)
+	}
+	if len(uses) > 1 {
+		return fmt.Errorf("id: %q is used by %s; ids must be unique", d.ID, strings.Join(uses, " and "))
+	}
+	if strings.TrimSpace(d.Model) == "" {
+		return fmt.Errorf("model: empty; name the model as people know it (e.g. Qwen3-VL-4B-Instruct)")
+	}
+	if err := d.Engine.Validate(env); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
+}
+
+// clip cuts s to at most n bytes on a character boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "..."
+	cut := n - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // sanitizeID turns a hostname into a valid agent id.

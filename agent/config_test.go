@@ -2,11 +2,13 @@ package agent
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 func TestExampleConfigParses(t *testing.T) {
@@ -52,7 +54,7 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		"id":        {func(c *Config) { c.ID = "a.b" }, "id:"},
 		"none":      {func(c *Config) { c.Deployments = nil }, "deployments: none"},
-		"dup":       {func(c *Config) { c.Deployments = append(c.Deployments, c.Deployments[0]) }, "used twice"},
+		"dup":       {func(c *Config) { c.Deployments = append(c.Deployments, c.Deployments[0]) }, "ids must be unique"},
 		"model":     {func(c *Config) { c.Deployments[0].Model = "" }, "deployments[0].model"},
 		"telemetry": {func(c *Config) { c.Telemetry.Source = "gpu" }, "telemetry.source"},
 	}
@@ -66,6 +68,66 @@ func TestConfigValidation(t *testing.T) {
 	if err := base().Validate(engine.Env{}); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
+}
+
+// One wrong deployment is reported with its reason and the others are
+// offered; the agent-wide fields still stop the agent (issue 9).
+func TestCheckDeployments(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"tiny.gguf", "mmproj-tiny.gguf"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := engine.Env{ModelRoots: []string{root}}
+	llama := func(id, model string) DeploymentConfig {
+		return DeploymentConfig{ID: id, Model: "Tiny", Engine: engine.Config{Kind: engine.KindLlamaCpp, Model: model, MMProj: "mmproj-tiny.gguf"}}
+	}
+	ext := DeploymentConfig{ID: "remote", Model: "Remote", Engine: engine.Config{Kind: engine.KindExternal, URL: "http://127.0.0.1:1/v1"}}
+	twice := DeploymentConfig{ID: "twice", Model: "M", Engine: ext.Engine}
+	cfg := Config{ID: "a1", Telemetry: TelemetryConfig{Source: "auto"}, Deployments: []DeploymentConfig{
+		llama("good", "tiny.gguf"),
+		llama("missing", "gone.gguf"),
+		ext,
+		{ID: "nomodel", Engine: ext.Engine},
+		{ID: "bad id", Model: "M", Engine: ext.Engine},
+		{ID: "nokind", Model: "M", Engine: engine.Config{Model: "x"}},
+		twice, twice,
+		{ID: strings.Repeat("x", 300), Model: "M", Engine: ext.Engine},
+	}}
+	ok, broken := cfg.CheckDeployments(env)
+	var ids []string
+	for _, d := range ok {
+		ids = append(ids, d.ID)
+	}
+	if strings.Join(ids, ",") != "good,remote" {
+		t.Errorf("offered %v, want good and remote", ids)
+	}
+	want := map[string]string{
+		"missing": `deployments[1].engine: model: "gone.gguf"`,
+		"nomodel": "deployments[3].model: empty",
+		"bad id":  `deployments[4].id: agent id "bad id"`,
+		"nokind":  "deployments[5].engine: kind: missing; want one of",
+		"twice":   "is used by deployments[6] and deployments[7]; ids must be unique",
+	}
+	seen := map[string]int{}
+	for _, b := range broken {
+		seen[b.ID]++
+		if w, ok := want[b.ID]; ok && !strings.Contains(b.Reason, w) {
+			t.Errorf("%s: reason %q lacks %q", b.ID, b.Reason, w)
+		}
+		if len(b.ID) > protocol.MaxNameLen || len(b.Reason) > protocol.MaxLineLen || b.Reason == "" {
+			t.Errorf("%.40s: id of %d bytes, reason %q: beyond the hello's limits", b.ID, len(b.ID), b.Reason)
+		}
+	}
+	if seen["twice"] != 2 || seen["missing"] != 1 || seen["nomodel"] != 1 || seen["bad id"] != 1 || seen["nokind"] != 1 || len(broken) != 7 {
+		t.Errorf("broken %+v", broken)
+	}
+	if b := broken[0]; b.Engine != engine.KindLlamaCpp || b.Model != "Tiny" {
+		t.Errorf("broken entry %+v: want its engine kind and model", b)
+	}
+	// The whole configuration is still checked strictly by Validate.
+	testutil.WantError(t, cfg.Validate(env), `deployments[1].engine: model: "gone.gguf"`)
 }
 
 func TestSanitizeID(t *testing.T) {

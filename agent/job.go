@@ -66,7 +66,10 @@ func (j *jobRun) measure(ctx context.Context) error {
 	dep, ok := a.deployment(job.Deployment)
 	if !ok {
 		msg := fmt.Sprintf("deployment %q is not configured on agent %s; it offers %s",
-			job.Deployment, a.cfg.ID, strings.Join(a.deploymentIDs(), ", "))
+			job.Deployment, a.cfg.ID, offered(a.deploymentIDs()))
+		if b, isBroken := a.brokenDeployment(job.Deployment); isBroken {
+			msg = fmt.Sprintf("deployment %q on agent %s cannot run, its configuration is wrong: %s", job.Deployment, a.cfg.ID, b.Reason)
+		}
 		log.Error().Msg(msg)
 		return j.state(ctx, protocol.JobRejected, msg)
 	}
@@ -272,6 +275,24 @@ func (a *Agent) deployment(id string) (DeploymentConfig, bool) {
 		}
 	}
 	return DeploymentConfig{}, false
+}
+
+// brokenDeployment finds a configured deployment the agent does not offer.
+func (a *Agent) brokenDeployment(id string) (protocol.BrokenDeployment, bool) {
+	for _, b := range a.broken {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return protocol.BrokenDeployment{}, false
+}
+
+// offered lists deployment ids for a message, saying so when there are none.
+func offered(ids []string) string {
+	if len(ids) == 0 {
+		return "no deployment"
+	}
+	return strings.Join(ids, ", ")
 }
 
 func (a *Agent) deploymentIDs() []string {

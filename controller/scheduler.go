@@ -125,10 +125,16 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	}
 	for i, d := range s.Deployments {
 		if !offered[d] {
+			if why := brokenReasons(chosen, d); why != "" {
+				return protocol.Sweep{}, badSweep("deployments[%d]: %q cannot run: %s", i, d, why)
+			}
 			return protocol.Sweep{}, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s)", i, d, agentIDs(chosen))
 		}
 	}
 	if len(jobs) == 0 {
+		if why := brokenReasons(chosen, ""); why != "" {
+			return protocol.Sweep{}, badSweep("the selected agents (%s) offer no deployment: %s", agentIDs(chosen), why)
+		}
 		return protocol.Sweep{}, badSweep("the selected agents (%s) offer no deployment", agentIDs(chosen))
 	}
 	if err := c.store.CreateSweep(s, jobs); err != nil {
@@ -143,6 +149,21 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 		}
 	}
 	return s, nil
+}
+
+// brokenReasons says why the agents cannot run deployment id (every broken
+// deployment when id is empty), from their announcements: "agent a1: its
+// configuration is wrong: deployments[1].engine: ...".
+func brokenReasons(as []AgentView, id string) string {
+	var why []string
+	for _, a := range as {
+		for _, b := range a.BrokenDeployments {
+			if id == "" || b.ID == id {
+				why = append(why, fmt.Sprintf("on agent %s its configuration is wrong: %s", a.ID, b.Reason))
+			}
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 func agentIDs(as []AgentView) string {

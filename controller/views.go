@@ -20,8 +20,11 @@ type AgentView struct {
 	Simulated   bool                  `json:"simulated"`
 	Device      protocol.DeviceFacts  `json:"device"`
 	Deployments []protocol.Deployment `json:"deployments"`
-	Online      bool                  `json:"online"`
-	LastSeen    time.Time             `json:"last_seen"`
+	// BrokenDeployments are the deployments the agent's configuration
+	// names but the agent cannot serve, with the reason (its hello's).
+	BrokenDeployments []protocol.BrokenDeployment `json:"broken_deployments"`
+	Online            bool                        `json:"online"`
+	LastSeen          time.Time                   `json:"last_seen"`
 	// State is the last heartbeat's idle or busy, or offline.
 	State     string    `json:"state"`
 	JobID     string    `json:"job_id,omitempty"`
@@ -41,6 +44,10 @@ func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
 	}
 	if v.Deployments == nil {
 		v.Deployments = []protocol.Deployment{}
+	}
+	v.BrokenDeployments = h.BrokenDeployments
+	if v.BrokenDeployments == nil {
+		v.BrokenDeployments = []protocol.BrokenDeployment{}
 	}
 	if l, ok := c.live.agent(h.AgentID); ok {
 		if l.lastSeen.After(v.LastSeen) {

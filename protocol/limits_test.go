@@ -190,3 +190,28 @@ func TestHelloAndStateLimits(t *testing.T) {
 	_, err = DecodeJobStateChange(data)
 	testutil.WantError(t, err, "error: 40960 bytes, at most 32768")
 }
+
+// A hello's broken deployments are bounded and each says why.
+func TestHelloBrokenDeploymentLimits(t *testing.T) {
+	h := AgentHello{Schema: SchemaVersion, AgentID: "a1",
+		BrokenDeployments: []BrokenDeployment{{ID: "", Engine: EngineLlamaCpp, Reason: "deployments[0].id: empty"}}}
+	data, _ := json.Marshal(h)
+	if _, err := DecodeAgentHello(data); err != nil {
+		t.Fatalf("a hello with no valid deployment and one broken one (without an id) refused: %v", err)
+	}
+	for _, tc := range []struct {
+		mutate func(*BrokenDeployment)
+		want   string
+	}{
+		{func(d *BrokenDeployment) { d.Reason = " " }, "broken_deployments[0].reason is empty"},
+		{func(d *BrokenDeployment) { d.Reason = strings.Repeat("r", 5<<10) }, "broken_deployments[0].reason: 5120 bytes, at most 4096"},
+		{func(d *BrokenDeployment) { d.ID = strings.Repeat("i", 300) }, "broken_deployments[0].id: 300 bytes, at most 256"},
+	} {
+		b := h
+		b.BrokenDeployments = []BrokenDeployment{h.BrokenDeployments[0]}
+		tc.mutate(&b.BrokenDeployments[0])
+		data, _ := json.Marshal(b)
+		_, err := DecodeAgentHello(data)
+		testutil.WantError(t, err, tc.want)
+	}
+}

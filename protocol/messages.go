@@ -25,6 +25,27 @@ type AgentHello struct {
 	Simulated   bool         `json:"simulated"`
 	Device      DeviceFacts  `json:"device"`
 	Deployments []Deployment `json:"deployments"`
+
+	// ---- Broken deployments (issue 9, item 5) ----
+	// BrokenDeployments are the deployments of the agent's configuration
+	// that it cannot serve, each with the reason. The agent offers only
+	// Deployments; one wrong entry no longer stops the whole agent, and an
+	// agent whose every entry is wrong still announces itself, so that the
+	// operator sees why on the controller rather than nothing at all.
+	BrokenDeployments []BrokenDeployment `json:"broken_deployments,omitempty"`
+}
+
+// BrokenDeployment is a deployment an agent's configuration names but the
+// agent cannot serve (part of the broken-deployments block above).
+type BrokenDeployment struct {
+	// ID is the deployment's id as configured; it may be empty or invalid
+	// (that can be the reason), so it is a name, not a key.
+	ID     string `json:"id"`
+	Engine string `json:"engine,omitempty"`
+	Model  string `json:"model,omitempty"`
+	// Reason names the configuration entry and field and what is allowed:
+	// "deployments[1].engine: model: ... not found under the model roots".
+	Reason string `json:"reason"`
 }
 
 // Agent states carried by heartbeats.

@@ -178,6 +178,26 @@ func (h *AgentHello) validate() error {
 			return err
 		}
 	}
+	return h.validateBroken()
+}
+
+// validateBroken checks the broken-deployments block of a hello.
+func (h *AgentHello) validateBroken() error {
+	if len(h.BrokenDeployments) > MaxListLen {
+		return fmt.Errorf("broken_deployments: %d, at most %d", len(h.BrokenDeployments), MaxListLen)
+	}
+	for i, d := range h.BrokenDeployments {
+		p := fmt.Sprintf("broken_deployments[%d].", i)
+		if strings.TrimSpace(d.Reason) == "" {
+			return fmt.Errorf("%sreason is empty; a broken deployment says why", p)
+		}
+		if err := checkNames(MaxNameLen, p+"id", d.ID, p+"engine", d.Engine, p+"model", d.Model); err != nil {
+			return err
+		}
+		if err := checkNames(MaxLineLen, p+"reason", d.Reason); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

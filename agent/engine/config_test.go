@@ -105,11 +105,47 @@ func TestSlotTokens(t *testing.T) {
 		t.Errorf("slotTokens = %d for %d", got, want)
 	}
 	def := NeedsOf(protocol.DefaultWorkload())
-	if def != (Needs{MaxCameras: 16, MaxImages: 5, MaxTokens: 128, MaxWidth: 2560, MaxHeight: 1440}) {
+	if def.MaxCameras != 16 || def.MaxImages != 5 || def.MaxTokens != 128 || def.MaxWidth != 2560 || def.MaxHeight != 1440 {
 		t.Errorf("NeedsOf(default workload) = %+v", def)
+	}
+	// The default plan's largest request is its own: five 2K images.
+	if got := requestTokens(def.normalized()); got != want {
+		t.Errorf("requestTokens(default workload) = %d, want %d", got, want)
 	}
 	if z := (Needs{}).normalized(); z.MaxCameras != 1 || z.MaxImages != 1 || z.MaxTokens != 128 || z.MaxWidth != 2560 {
 		t.Errorf("zero needs normalized = %+v", z)
+	}
+}
+
+// The largest request is the largest of each family of the plan: five
+// images come only at the multi-image sizes, and the camera levels send
+// one image each. Five 2K images are in neither family here (issue 9).
+func TestContextEstimatePerFamily(t *testing.T) {
+	w := protocol.DefaultWorkload()
+	w.Sizes, w.Cameras = []string{"2K"}, []int{1, 4}
+	w.MultiImageSizes, w.ImagesPerRequest = []string{"480p"}, []int{1, 3, 5}
+	needs := NeedsOf(w).normalized()
+	oneLarge := imageTokens(2560, 1440)
+	fiveSmall := 5 * imageTokens(854, 480)
+	want := max(oneLarge, fiveSmall) + promptTokens + w.MaxTokens + contextMargin
+	if got := requestTokens(needs); got != want {
+		t.Errorf("requestTokens = %d, want %d (one 2K image; five 480p images are %d tokens); five 2K images would be %d",
+			got, want, fiveSmall, 5*oneLarge+promptTokens+w.MaxTokens+contextMargin)
+	}
+	r, err := Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf"}.resolve(newTestEnv(t).Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, props := llamaAdapter{}.args(r, 8123, needs, zerolog.Nop())
+	if per := ceilDiv(want, 256) * 256; props["slot_tokens_est"] != itoa(per) || props["ctx_size"] != itoa(4*per) {
+		t.Errorf("slot %s ctx %s, want %d and 4 slots × %d", props["slot_tokens_est"], props["ctx_size"], per, per)
+	}
+	// The other way round: the single-image levels at 2K and five images
+	// at 1080p; the five 1080p images are the largest.
+	w.MultiImageSizes = []string{"1080p"}
+	want = max(oneLarge, 5*imageTokens(1920, 1080)) + promptTokens + w.MaxTokens + contextMargin
+	if got := requestTokens(NeedsOf(w).normalized()); got != want {
+		t.Errorf("requestTokens = %d, want %d", got, want)
 	}
 }
 

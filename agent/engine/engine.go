@@ -9,6 +9,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,7 +22,17 @@ import (
 // MaxWidth×MaxHeight pixels and MaxTokens of answer.
 type Needs struct {
 	MaxCameras, MaxImages, MaxTokens, MaxWidth, MaxHeight int
+	// Shapes are the requests the plan sends: each combination's images
+	// at its size. The most images and the largest size may come from
+	// different families of the plan (the camera levels send one image,
+	// the multi-image requests several at their own sizes), so the
+	// largest request is the largest of these, not MaxImages images of
+	// MaxWidth×MaxHeight. Empty: that one is assumed.
+	Shapes []Shape
 }
+
+// Shape is one kind of request: Images images of Width×Height pixels.
+type Shape struct{ Images, Width, Height int }
 
 // NeedsOf derives the needs of a workload.
 func NeedsOf(w protocol.Workload) Needs {
@@ -32,6 +43,16 @@ func NeedsOf(w protocol.Workload) Needs {
 				n.MaxWidth = max(n.MaxWidth, s.Width)
 				n.MaxHeight = max(n.MaxHeight, s.Height)
 			}
+		}
+	}
+	for _, pc := range w.Plan() {
+		s, err := protocol.LookupImageSize(pc.Size)
+		if err != nil {
+			continue
+		}
+		sh := Shape{Images: pc.Images, Width: s.Width, Height: s.Height}
+		if !slices.Contains(n.Shapes, sh) {
+			n.Shapes = append(n.Shapes, sh)
 		}
 	}
 	return n
@@ -53,6 +74,14 @@ func (n Needs) normalized() Needs {
 	}
 	n.MaxWidth = min(n.MaxWidth, 16384)
 	n.MaxHeight = min(n.MaxHeight, 16384)
+	var shapes []Shape
+	for _, s := range n.Shapes {
+		// Within the maxima, as the maxima are normalized.
+		s.Images = min(max(s.Images, 1), n.MaxImages)
+		s.Width, s.Height = min(max(s.Width, 1), n.MaxWidth), min(max(s.Height, 1), n.MaxHeight)
+		shapes = append(shapes, s)
+	}
+	n.Shapes = shapes
 	return n
 }
 

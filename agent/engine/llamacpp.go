@@ -37,7 +37,7 @@ func (llamaAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger)
 		"parallel":          strconv.Itoa(parallel),
 		"n_gpu_layers":      strconv.Itoa(ngl),
 		"ctx_needed":        strconv.Itoa(needed),
-		"image_tokens_est":  strconv.Itoa(imageTokens(needs.MaxWidth, needs.MaxHeight)),
+		"image_tokens_est":  strconv.Itoa(largestImageTokens(needs)),
 		"slot_tokens_est":   strconv.Itoa(perSlot),
 		"ctx_size_from_cfg": strconv.FormatBool(r.CtxSize > 0),
 	}
@@ -91,9 +91,23 @@ func imageTokens(w, h int) int {
 	return min(t, maxImageTokens)
 }
 
+// largestImageTokens is the image tokens of the largest request of the
+// plan: the largest of its shapes, or with none known, MaxImages images
+// of MaxWidth×MaxHeight.
+func largestImageTokens(n Needs) int {
+	if len(n.Shapes) == 0 {
+		return n.MaxImages * imageTokens(n.MaxWidth, n.MaxHeight)
+	}
+	most := 0
+	for _, s := range n.Shapes {
+		most = max(most, s.Images*imageTokens(s.Width, s.Height))
+	}
+	return most
+}
+
 // requestTokens estimates the largest request with its answer.
 func requestTokens(n Needs) int {
-	return n.MaxImages*imageTokens(n.MaxWidth, n.MaxHeight) + promptTokens + n.MaxTokens + contextMargin
+	return largestImageTokens(n) + promptTokens + n.MaxTokens + contextMargin
 }
 
 // slotTokens is requestTokens rounded up to a multiple of 256.

@@ -116,6 +116,10 @@ func Header(spec Spec, now time.Time) protocol.Run {
 func Run(ctx context.Context, spec Spec, h Hooks) (protocol.Run, error) {
 	m := &measurement{spec: spec, hooks: h, run: Header(spec, time.Now().UTC())}
 	err := m.measure(ctx)
+	// measure has stopped the engine: the end of its log is how the run
+	// ended (the requests it served, a crash, its shutdown), never only
+	// its start-up, whether the run completed or failed.
+	m.run.Engine.LogTail = spec.Engine.LogTail(40)
 	m.run.FinishedAt = time.Now().UTC()
 	switch {
 	case err == nil:
@@ -192,14 +196,12 @@ func (m *measurement) measure(ctx context.Context) error {
 		err = cause
 	}
 	if err != nil {
-		m.run.Engine.LogTail = eng.LogTail(40)
 		if ctx.Err() != nil {
 			return fmt.Errorf("measuring: %w", ctx.Err())
 		}
 		return err
 	}
 	m.run.Engine = eng.Info()
-	m.run.Engine.LogTail = ""
 	return nil
 }
 

@@ -112,6 +112,54 @@ func TestParseTegrastatsJetPack5Fragment(t *testing.T) {
 	}
 }
 
+// JetPack 7 prints every temperature with two values; until issue 9 the
+// whole reading was dropped, so a Thor reported no temperature.
+func TestParseTegrastatsJetPack7(t *testing.T) {
+	s, err := ParseTegrastats(fakehw.AGXThorLine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(s.TempC, 48.031) {
+		t.Errorf("temp %s, want tj 48.031 (hotter than gpu 47.625)", show(s.TempC))
+	}
+	for k, v := range map[string]float64{"temp_gpu_c": 47.625, "temp_tj_c": 48.031, "temp_soc012_c": 45.5, "temp_cpu_c": 46.218,
+		"gr3d_gpc2_mhz": 1575, "vin_avg_w": 37.48} {
+		if got, ok := s.Extra[k]; !ok || got != v {
+			t.Errorf("Extra[%s] = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if s.GPUUtil != nil {
+		t.Errorf("GPU load %s: JetPack 7's GR3D_FREQ carries clocks only", show(s.GPUUtil))
+	}
+	// VIN is the module's input, as VDD_IN is on an Orin NX.
+	if !near(s.PowerW, 38.022) {
+		t.Errorf("power %s, want VIN 38.022", show(s.PowerW))
+	}
+	if !near(s.MemUsedMB, 21877) || s.Extra["cpu_online"] != 14 {
+		t.Errorf("RAM %s, %v cores", show(s.MemUsedMB), s.Extra["cpu_online"])
+	}
+	// The first value is the reading: a hot first value throttles whatever
+	// the second says, and a sensor that is off is off.
+	for _, tc := range []struct {
+		line string
+		want float64
+		hot  bool
+	}{
+		{"RAM 1/2MB gpu@96.5C/90C tj@95.25C/95.25C", 96.5, true},
+		{"RAM 1/2MB gpu@-256C/-256C tj@51C/51C", 51, false},
+		{"RAM 1/2MB gpu@50C/ tj@49C", 49, false}, // a broken pair is skipped, the other sensors kept
+	} {
+		s, err := ParseTegrastats(tc.line)
+		if err != nil {
+			t.Errorf("%q: %v", tc.line, err)
+			continue
+		}
+		if !near(s.TempC, tc.want) || (len(s.Throttle) > 0) != tc.hot {
+			t.Errorf("%q: temp %s throttle %v, want %v hot %v", tc.line, show(s.TempC), s.Throttle, tc.want, tc.hot)
+		}
+	}
+}
+
 func TestParseTegrastatsVariants(t *testing.T) {
 	for _, tc := range []struct {
 		name, line     string
@@ -156,8 +204,8 @@ func TestParseTegrastatsVariants(t *testing.T) {
 }
 
 func FuzzParseTegrastats(f *testing.F) {
-	for _, s := range []string{fakehw.OrinNXLine, fakehw.AGXOrinLine, fakehw.JetPack5Fragment,
-		"RAM 1/2MB (lfb 1x4MB", "CPU [", "GR3D_FREQ 1%@[", "VDD_IN -1/-2/-3", "(", "x@C", "IRAM 0/252kB(lfb 252kB)"} {
+	for _, s := range []string{fakehw.OrinNXLine, fakehw.AGXOrinLine, fakehw.JetPack5Fragment, fakehw.AGXThorLine,
+		"gpu@47.625C/47.625C", "tj@1C/", "x@1C/2C/3C", "RAM 1/2MB (lfb 1x4MB", "CPU [", "GR3D_FREQ 1%@[", "VDD_IN -1/-2/-3", "(", "x@C", "IRAM 0/252kB(lfb 252kB)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {

@@ -131,6 +131,21 @@ func TestRunTegrastats(t *testing.T) {
 	}
 }
 
+// A Thor's tegrastats (JetPack 7), run as a program, gives samples with
+// a temperature and a power.
+func TestRunTegrastatsJetPack7(t *testing.T) {
+	root, path := scenario(t, "", fakehw.AGXThor())
+	s, err := New(Options{Source: SourceTegrastats, Interval: 20 * time.Millisecond, SysRoot: root, Path: path, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, smp := range collect(t, s, 2, nil) {
+		if !near(smp.TempC, 48.031) || !near(smp.PowerW, 38.022) {
+			t.Errorf("temp %s power %s, want 48.031 C and 38.022 W", show(smp.TempC), show(smp.PowerW))
+		}
+	}
+}
+
 func TestRunTegrastatsRestartsAfterCrash(t *testing.T) {
 	cfg := fakehw.AGXOrin()
 	cfg.Tegrastats.ExitAfter = 2

@@ -92,9 +92,8 @@ func (p *tegrastatsParser) parse(line string) (protocol.TelemetrySample, error) 
 			i++
 			parseCPUs(next, &s)
 		case strings.Contains(t, "@") && strings.HasSuffix(t, "C") && !strings.HasPrefix(t, "@"):
-			name, v, _ := strings.Cut(strings.TrimSuffix(t, "C"), "@")
-			c, ok := number(v)
-			if !ok || name == "" {
+			name, c, ok := temperature(t)
+			if !ok {
 				continue
 			}
 			known++
@@ -159,6 +158,28 @@ func (p *tegrastatsParser) parse(line string) (protocol.TelemetrySample, error) 
 		s.Extra = nil
 	}
 	return s, nil
+}
+
+// temperature reads "gpu@47.625C" and JetPack 7's "gpu@47.625C/47.625C".
+// Of JetPack 7's two values the first is taken: it sits where every
+// older release prints the sensor's reading, and the power rails put the
+// current reading first too. What the second means is not documented (in
+// public captures it equals the first); were it a trip limit or a peak,
+// the larger of the two would report a temperature the device is not at
+// and mark cool samples as thermally throttled.
+func temperature(t string) (name string, c float64, ok bool) {
+	name, v, _ := strings.Cut(strings.TrimSuffix(t, "C"), "@")
+	first, second, two := strings.Cut(v, "C/")
+	if name == "" {
+		return "", 0, false
+	}
+	if two {
+		if _, ok := number(second); !ok {
+			return "", 0, false
+		}
+	}
+	c, ok = number(first)
+	return name, c, ok
 }
 
 // Jetson throttle reasons.
@@ -267,9 +288,11 @@ func freqs(v, key string, extra map[string]float64) {
 
 // jetsonPower is the module total: VDD_IN on an Orin NX/Nano (with
 // VDD_CPU_GPU_CV and VDD_SOC inside it), POM_5V_IN on JetPack 4 modules,
-// and the sum of the top-level rails on an AGX Orin.
+// VIN on an AGX Thor (JetPack 7; above the sum of VDD_GPU, VDD_CPU_SOC_MSS
+// and VIN_SYS_5V0 in every capture, as an input is), and the sum of the
+// top-level rails on an AGX Orin.
 func jetsonPower(rails map[string]float64) *float64 {
-	for _, total := range []string{"VDD_IN", "POM_5V_IN"} {
+	for _, total := range []string{"VDD_IN", "POM_5V_IN", "VIN"} {
 		if w, ok := rails[total]; ok {
 			return &w
 		}

@@ -1,6 +1,7 @@
 package fakehw
 
-// The tegrastats lines below are verbatim from public sources (issue 4).
+// The tegrastats lines below are verbatim from public sources (issue 4),
+// except AGXThorLine, written in the format public JetPack 7 captures show.
 
 // OrinNXLine is tegrastats on an Orin NX 16GB, JetPack 6.
 const OrinNXLine = "07-16-2026 13:03:45 RAM 1224/15656MB (lfb 8x4MB) SWAP 0/7828MB (cached 0MB) CPU [1%@729,0%@729,0%@729,0%@729,0%@729,0%@729,0%@729,0%@729] GR3D_FREQ 0% cv0@41.156C cpu@45.843C soc2@39.593C soc0@42.562C cv1@42.156C gpu@43.406C tj@45.843C soc1@40.25C cv2@38.593C VDD_IN 4304mW/4304mW VDD_CPU_GPU_CV 573mW/573mW VDD_SOC 1218mW/1218mW"
@@ -10,6 +11,13 @@ const AGXOrinLine = "03-17-2024 18:54:10 RAM 10239/62841MB (lfb 442x4MB) SWAP 1/
 
 // JetPack5Fragment is part of a JetPack 5 AGX Orin line.
 const JetPack5Fragment = "EMC_FREQ 0%@2133 GR3D_FREQ 0%@[0,0] CV0@-256C CPU@44.562C GPU@-256C tj@44.343C VDD_GPU_SOC 2340mW/2340mW VDD_CPU_CV 390mW/390mW VIN_SYS_5V0 4025mW/4025mW NC 0mW/0mW VDDQ_VDD2_1V8AO 301mW/301mW NC 0mW/0mW"
+
+// AGXThorLine is tegrastats on a Jetson AGX Thor, JetPack 7 (L4T r38),
+// in the shape public captures show: every temperature carries two
+// values ("gpu@47.625C/47.625C"), GR3D_FREQ gives the three GPC clocks
+// without a load, and the rails are VDD_GPU, VDD_CPU_SOC_MSS, VIN_SYS_5V0
+// and the module input VIN.
+const AGXThorLine = "11-29-2026 09:12:07 RAM 21877/125772MB (lfb 61x4MB) SWAP 0/4096MB (cached 0MB) CPU [3%@972,1%@972,0%@972,0%@972,2%@1566,0%@1566,0%@972,0%@972,0%@972,0%@972,1%@972,0%@972,0%@972,0%@972] EMC_FREQ 4%@2750 GR3D_FREQ @[1575,1575,1575] NVENC0_FREQ @314 NVDEC0_FREQ @314 VIC off PVA0_FREQ off APE 300 cpu@46.218C/46.218C tj@48.031C/48.031C soc012@45.5C/45.5C gpu@47.625C/47.625C soc345@46.843C/46.843C VDD_GPU 18210mW/17950mW/18210mW VDD_CPU_SOC_MSS 7122mW/7010mW/7122mW VIN_SYS_5V0 6890mW/6841mW/6890mW VIN 38022mW/37480mW/38022mW"
 
 // OrinNX is a Jetson Orin NX with tegrastats and nvpmodel.
 func OrinNX() Config {
@@ -24,6 +32,14 @@ func AGXOrin() Config {
 	return Config{
 		Tegrastats: &Tegrastats{Lines: []string{AGXOrinLine}},
 		NVPModel:   &NVPModel{Mode: "MODE_30W", ID: 2},
+	}
+}
+
+// AGXThor is a Jetson AGX Thor on JetPack 7 with tegrastats and nvpmodel.
+func AGXThor() Config {
+	return Config{
+		Tegrastats: &Tegrastats{Lines: []string{AGXThorLine}},
+		NVPModel:   &NVPModel{Mode: "MAXN", ID: 0},
 	}
 }
 
