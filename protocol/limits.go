@@ -162,6 +162,14 @@ func (r *Run) validateStrings() error {
 	if err := checkStringMap("engine.props", r.Engine.Props); err != nil {
 		return err
 	}
+	if len(r.Warnings) > MaxListLen {
+		return fmt.Errorf("warnings: %d, at most %d", len(r.Warnings), MaxListLen)
+	}
+	for i, w := range r.Warnings {
+		if err := checkLen(fmt.Sprintf("warnings[%d]", i), w, MaxLineLen); err != nil {
+			return err
+		}
+	}
 	return r.Device.validate("device.")
 }
 
@@ -271,6 +279,7 @@ func (c *Combination) validateFigures() error {
 	}{
 		{"ttft", &c.TTFT}, {"tps", &c.TPS}, {"e2e", &c.E2E}, {"itl", &c.ITL}, {"ttfb", &c.TTFB},
 		{"role_chunk", &c.RoleChunk}, {"prompt_tokens", &c.PromptTokens}, {"completion_tokens", &c.CompletionTokens},
+		{"cached_tokens", &c.CachedTokens},
 	} {
 		if err := s.st.validate(s.name, c.Completed); err != nil {
 			return err
@@ -331,6 +340,7 @@ func (q *RequestRecord) validate(p string) error {
 		{"camera", q.Camera, MaxCameraLevel}, {"seq", q.Seq, MaxRequestsInCombination},
 		{"completion_tokens", q.CompletionTokens, math.MaxInt32}, {"prompt_tokens", q.PromptTokens, math.MaxInt32},
 		{"images", q.Images, MaxImagesInRequest},
+		{"decode_tokens", q.DecodeTokens, math.MaxInt32}, {"cached_tokens", q.CachedTokens, math.MaxInt32},
 	} {
 		if err := checkCount(p+n.name, n.v, n.hi); err != nil {
 			return err
