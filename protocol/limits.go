@@ -242,6 +242,12 @@ func (c *Combination) validateFigures() error {
 	if err := checkCount("warmup", c.Warmup, most); err != nil {
 		return err
 	}
+	if err := checkCount("cached_prompt_tokens", c.CachedPromptTokens, math.MaxInt32); err != nil {
+		return err
+	}
+	if err := checkCount("cached_requests", c.CachedRequests, c.Completed); err != nil {
+		return err
+	}
 	if err := checkCount("max_in_flight", c.MaxInFlight, c.Cameras); err != nil {
 		return err
 	}
@@ -279,7 +285,6 @@ func (c *Combination) validateFigures() error {
 	}{
 		{"ttft", &c.TTFT}, {"tps", &c.TPS}, {"e2e", &c.E2E}, {"itl", &c.ITL}, {"ttfb", &c.TTFB},
 		{"role_chunk", &c.RoleChunk}, {"prompt_tokens", &c.PromptTokens}, {"completion_tokens", &c.CompletionTokens},
-		{"cached_tokens", &c.CachedTokens},
 	} {
 		if err := s.st.validate(s.name, c.Completed); err != nil {
 			return err

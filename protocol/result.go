@@ -112,10 +112,12 @@ type Combination struct {
 
 	// Measurement correctness (issue 9).
 
-	// CachedTokens is the prompt tokens each completed request was served
-	// from a cache, as the server reported them (RequestRecord.CachedTokens;
-	// 0 where it reports none).
-	CachedTokens Stats `json:"cached_tokens"`
+	// CachedPromptTokens is the prompt tokens of the completed requests that
+	// the server says it served from a cache (the sum of their
+	// RequestRecord.CachedTokens), and CachedRequests how many requests had
+	// any: beside PromptTokens, how far the figures are a cache's.
+	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
+	CachedRequests     int `json:"cached_requests,omitempty"`
 }
 
 // ClientInfo says what measured.

@@ -36,8 +36,8 @@ func TestCachedPromptTokensAreRecorded(t *testing.T) {
 			if fmt.Sprint(got) != "[0 249 249]" {
 				t.Errorf("cached tokens per request %v, want [0 249 249]", got)
 			}
-			if c.CachedTokens.N != 3 || c.CachedTokens.Max != 249 || c.CachedTokens.Min != 0 {
-				t.Errorf("combination cached tokens %+v", c.CachedTokens)
+			if c.CachedPromptTokens != 2*249 || c.CachedRequests != 2 {
+				t.Errorf("combination: %d cached prompt tokens in %d requests, want 498 in 2", c.CachedPromptTokens, c.CachedRequests)
 			}
 		})
 	}

@@ -16,10 +16,11 @@ import (
 // pooled rate, every decode token over every decode time; its percentiles,
 // min and max are of the requests' own rates.
 func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
-	var ttft, tps, e2e, itl, ttfb, role, prompt, completion, cached []float64
+	var ttft, tps, e2e, itl, ttfb, role, prompt, completion []float64
 	errIndex := map[string]int{}
 	c.Errors = nil
 	c.Completed, c.Failed = 0, 0
+	c.CachedPromptTokens, c.CachedRequests = 0, 0
 	var tokens, decodeTokens, decodeSec float64
 	for _, rec := range recs {
 		if rec.Error != "" {
@@ -51,7 +52,10 @@ func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 			prompt = append(prompt, float64(rec.PromptTokens))
 		}
 		completion = append(completion, float64(rec.CompletionTokens))
-		cached = append(cached, float64(rec.CachedTokens))
+		if rec.CachedTokens > 0 {
+			c.CachedRequests++
+			c.CachedPromptTokens += rec.CachedTokens
+		}
 		tokens += float64(rec.CompletionTokens)
 	}
 	sort.Slice(c.Errors, func(i, j int) bool { return c.Errors[i].Count > c.Errors[j].Count })
@@ -62,7 +66,7 @@ func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 		c.TPS.Mean = decodeTokens / decodeSec
 	}
 	c.TTFB, c.RoleChunk = stats(ttfb), stats(role)
-	c.PromptTokens, c.CompletionTokens, c.CachedTokens = stats(prompt), stats(completion), stats(cached)
+	c.PromptTokens, c.CompletionTokens = stats(prompt), stats(completion)
 	if c.WallSec > 0 {
 		c.OutputTokensPerSec = tokens / c.WallSec
 	}
