@@ -45,7 +45,9 @@ func openAIServer(t *testing.T, get map[string]string, serves ...string) *httpte
 			_, _ = w.Write([]byte(`{"error":{"message":"The model ` + "`" + req.Model + "`" + ` does not exist.","type":"NotFoundError","code":404}}`))
 			return
 		}
-		http.Error(w, `{"detail":"Not Found"}`, http.StatusNotFound)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"detail":"Not Found"}`)) // FastAPI's, as vLLM answers
 	}))
 	t.Cleanup(srv.Close)
 	return srv
@@ -145,7 +147,7 @@ func TestCheckEndpoint(t *testing.T) {
 		want        []string
 	}{
 		{closed, "x", []string{closed + " does not answer", "connection refused"}},
-		{vllm.URL, "served", []string{"HTTP 404", "the URL should end in /v1", vllm.URL + "/v1"}},
+		{vllm.URL, "served", []string{"/chat/completions: HTTP 404 (Not Found): the URL should end in /v1", vllm.URL + "/v1"}},
 		{vllm.URL + "/v1", "wrong", []string{`model "wrong"`, "HTTP 404", "does not exist", "serves served"}},
 	}
 	for _, c := range bad {

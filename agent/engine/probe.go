@@ -252,10 +252,15 @@ func (p *prober) tryModel(ctx context.Context, base, model string) (int, string,
 }
 
 // serverMessage is an error body's message (OpenAI's {"error":{"message"}},
-// Ollama's {"error":"..."}), or the body shortened.
+// Ollama's {"error":"..."}, FastAPI's {"detail":"..."} from vLLM), or the
+// body shortened.
 func serverMessage(b []byte) string {
 	var e struct {
-		Error json.RawMessage `json:"error"`
+		Error  json.RawMessage `json:"error"`
+		Detail string          `json:"detail"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Detail != "" && len(e.Error) == 0 {
+		return e.Detail
 	}
 	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
 		var s string
