@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,8 +46,9 @@ type Server struct {
 	o     Options
 	slots chan struct{}
 
+	cache Cache
+
 	mu     sync.Mutex
-	seen   map[string]bool
 	bodies []map[string]any
 }
 
@@ -65,7 +67,7 @@ func Start(t testing.TB, o Options) *Server {
 	if o.PromptTokens <= 0 {
 		o.PromptTokens = 250
 	}
-	s := &Server{o: o, slots: make(chan struct{}, o.Slots), seen: map[string]bool{}}
+	s := &Server{o: o, slots: make(chan struct{}, o.Slots)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -104,48 +106,80 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "type": "invalid_request_error"}})
 		return
 	}
-	// The cache keeps every prompt it has seen (its messages, pictures and all).
-	key := fmt.Sprint(body["messages"])
-	cacheOn := body["cache_prompt"] != false || s.o.IgnoreCachePrompt
 	s.mu.Lock()
 	s.bodies = append(s.bodies, body)
-	hit := cacheOn && s.seen[key]
-	s.seen[key] = true
 	s.mu.Unlock()
 	n := s.o.Tokens
 	if mt, ok := body["max_tokens"].(float64); ok && int(mt) < n && mt > 0 {
 		n = int(mt)
 	}
-	cached := 0
-	if hit {
-		cached = s.o.PromptTokens - 1
+	cacheOn := body["cache_prompt"] != false || s.o.IgnoreCachePrompt
+	cached := s.cache.Cached(fmt.Sprint(body["messages"]), cacheOn, s.o.PromptTokens)
+	WriteStream(w, s.o.Model, n, s.o.PromptTokens, cached)
+}
+
+// Cache is llama-server's prompt cache as its answers show it: a prompt
+// seen before is served from the cache, all but its last token, unless the
+// request turned the cache off. The zero Cache is empty.
+type Cache struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// Cached is how many of a prompt's tokens come from the cache (cache_n);
+// key identifies the prompt (its messages, pictures and all).
+func (c *Cache) Cached(key string, on bool, prompt int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]bool{}
 	}
+	hit := on && c.seen[key]
+	c.seen[key] = true
+	if !hit || prompt < 1 {
+		return 0
+	}
+	return prompt - 1
+}
+
+// WriteStream streams an answer of n tokens as llama-server does: the role
+// chunk in the same write as the first token, one write per later token,
+// the finish chunk, then usage and timings (with cache_n) in a final chunk
+// with empty choices, and [DONE].
+func WriteStream(w http.ResponseWriter, model string, n, prompt, cached int) {
 	w.Header().Set("Content-Type", "text/event-stream")
-	fl := w.(http.Flusher)
+	fl, _ := w.(http.Flusher)
+	flush := func() {
+		if fl != nil {
+			fl.Flush()
+		}
+	}
 	chunk := func(delta string, finish string) string {
 		f := "null"
 		if finish != "" {
 			f = `"` + finish + `"`
 		}
-		return `data: {"choices":[{"finish_reason":` + f + `,"index":0,"delta":` + delta + `}],"created":1,"id":"chatcmpl-x","model":"` + s.o.Model + `","object":"chat.completion.chunk"}` + "\n\n"
+		return `data: {"choices":[{"finish_reason":` + f + `,"index":0,"delta":` + delta + `}],"created":1,"id":"chatcmpl-x","model":` +
+			strconv.Quote(model) + `,"object":"chat.completion.chunk"}` + "\n\n"
 	}
-	// The role chunk comes in the same write as the first token.
 	var b strings.Builder
 	b.WriteString(chunk(`{"role":"assistant","content":null}`, ""))
-	b.WriteString(chunk(`{"content":"word "}`, ""))
+	if n > 0 {
+		b.WriteString(chunk(`{"content":"word "}`, ""))
+	}
 	fmt.Fprint(w, b.String())
-	fl.Flush()
+	flush()
 	for i := 1; i < n; i++ {
 		fmt.Fprint(w, chunk(`{"content":"word "}`, ""))
-		fl.Flush()
+		flush()
 	}
 	fmt.Fprint(w, chunk(`{}`, "length"))
 	fmt.Fprintf(w, `data: {"choices":[],"created":1,"id":"chatcmpl-x","model":%q,"object":"chat.completion.chunk",`+
 		`"usage":{"completion_tokens":%d,"prompt_tokens":%d,"total_tokens":%d},`+
 		`"timings":{"cache_n":%d,"prompt_n":%d,"prompt_ms":12.5,"predicted_n":%d,"predicted_ms":20,"predicted_per_second":%g}}`+"\n\n",
-		s.o.Model, n, s.o.PromptTokens, n+s.o.PromptTokens, cached, s.o.PromptTokens-cached, n, float64(n)/0.020)
+		model, n, prompt, n+prompt, cached, prompt-cached, n, float64(n)/0.020)
 	fmt.Fprint(w, "data: [DONE]\n\n")
-	fl.Flush()
+	flush()
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -244,8 +244,9 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream        bool `json:"stream"`
-	MaxTokens     int  `json:"max_tokens"`
+	Stream        bool  `json:"stream"`
+	MaxTokens     int   `json:"max_tokens"`
+	CachePrompt   *bool `json:"cache_prompt"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
