@@ -310,6 +310,12 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 			t.Errorf("request %d TTFT %.3f s is not scaled back", rec.Seq, rec.TTFT)
 		}
 	}
+	// No TPS above what the simulator writes (its profile's rate for one
+	// camera) by more than 10 %: tokens that reach the client in bursts
+	// must not make a rate of their own.
+	if c.TPS.N > 0 && c.TPS.Mean > 1.1*p.TPS {
+		t.Errorf("TPS %.1f, above the simulator's %.1f tok/s", c.TPS.Mean, p.TPS)
+	}
 }
 
 // A remote endpoint without --device gets a warning that the device facts
