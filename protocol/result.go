@@ -83,7 +83,10 @@ type Combination struct {
 	Failed    int          `json:"failed"`
 	Errors    []ErrorCount `json:"errors,omitempty"`
 
-	TTFT      Stats `json:"ttft"`
+	TTFT Stats `json:"ttft"`
+	// TPS's mean is pooled (every request's DecodeTokens over every one's
+	// decode time), its percentiles, min and max the requests' own rates;
+	// N 0 means not measurable (no token came after a first token's read).
 	TPS       Stats `json:"tps"`
 	E2E       Stats `json:"e2e"`
 	ITL       Stats `json:"itl"`
