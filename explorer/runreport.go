@@ -41,12 +41,21 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
 				cb.Completed, cb.Failed, "-", "-", "-", "-")
 		} else {
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8.1f %10.1f\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, cb.TPS.Mean, cb.OutputTokensPerSec)
+			// No request had tokens after its first one's read: the decode
+			// rate is not measurable, which 0.0 would misstate.
+			tps := "n/a"
+			if cb.TPS.N > 0 {
+				tps = strconv.FormatFloat(cb.TPS.Mean, 'f', 1, 64)
+			}
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8s %10.1f\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec)
 		}
 		for _, e := range cb.Errors {
 			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
 		}
+	}
+	for _, warning := range run.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
 	fmt.Fprintf(w, "\nMax Cameras at target %g s (mean TTFT, one image per request):\n", target)
 	points := RunPoints(run)

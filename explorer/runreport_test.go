@@ -1,6 +1,7 @@
 package explorer
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -39,6 +40,26 @@ func TestMaxCameras(t *testing.T) {
 		meas := Measured(points, c.size, 1)
 		if best != c.best || plus != c.plus || meas != c.meas {
 			t.Errorf("%s at %g: got %d %v %v, want %d %v %v", c.size, c.target, best, plus, meas, c.best, c.plus, c.meas)
+		}
+	}
+}
+
+// A combination whose tokens all came in one burst has no decode rate: the
+// summary says n/a, not 0.0. The run's warnings are printed.
+func TestRunSummaryTPSNotMeasurableAndWarnings(t *testing.T) {
+	run := protocol.Run{ID: "b1", Status: protocol.RunCompleted, Config: protocol.Configuration{Model: "m"},
+		Warnings: []string{"the server has 1 slots"},
+		Combinations: []protocol.Combination{
+			{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 1}, Completed: 4, TTFT: protocol.Stats{N: 4, Mean: 0.5}},
+			{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, Completed: 4, TTFT: protocol.Stats{N: 4, Mean: 0.6},
+				TPS: protocol.Stats{N: 4, Mean: 190.04}},
+		}}
+	var b strings.Builder
+	WriteRunSummary(&b, &run, 3)
+	out := b.String()
+	for _, want := range []string{"0.500s     0.000s      n/a", "190.0", "Warning: the server has 1 slots\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
 }

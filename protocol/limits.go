@@ -162,6 +162,14 @@ func (r *Run) validateStrings() error {
 	if err := checkStringMap("engine.props", r.Engine.Props); err != nil {
 		return err
 	}
+	if len(r.Warnings) > MaxListLen {
+		return fmt.Errorf("warnings: %d, at most %d", len(r.Warnings), MaxListLen)
+	}
+	for i, w := range r.Warnings {
+		if err := checkLen(fmt.Sprintf("warnings[%d]", i), w, MaxLineLen); err != nil {
+			return err
+		}
+	}
 	return r.Device.validate("device.")
 }
 
@@ -232,6 +240,12 @@ func (c *Combination) validateFigures() error {
 		return err
 	}
 	if err := checkCount("warmup", c.Warmup, most); err != nil {
+		return err
+	}
+	if err := checkCount("cached_prompt_tokens", c.CachedPromptTokens, math.MaxInt32); err != nil {
+		return err
+	}
+	if err := checkCount("cached_requests", c.CachedRequests, c.Completed); err != nil {
 		return err
 	}
 	if err := checkCount("max_in_flight", c.MaxInFlight, c.Cameras); err != nil {
@@ -331,6 +345,7 @@ func (q *RequestRecord) validate(p string) error {
 		{"camera", q.Camera, MaxCameraLevel}, {"seq", q.Seq, MaxRequestsInCombination},
 		{"completion_tokens", q.CompletionTokens, math.MaxInt32}, {"prompt_tokens", q.PromptTokens, math.MaxInt32},
 		{"images", q.Images, MaxImagesInRequest},
+		{"decode_tokens", q.DecodeTokens, math.MaxInt32}, {"cached_tokens", q.CachedTokens, math.MaxInt32},
 	} {
 		if err := checkCount(p+n.name, n.v, n.hi); err != nil {
 			return err

@@ -40,9 +40,12 @@ type RequestRecord struct {
 	CompletionTokens int     `json:"completion_tokens"`
 	TokenSource      string  `json:"token_source,omitempty"`
 	PromptTokens     int     `json:"prompt_tokens,omitempty"`
-	// TPS is (completion tokens - 1) / (last token - first token); 0 with fewer than two tokens.
+	// TPS is DecodeTokens / (LastToken - TTFT): the tokens that arrived
+	// after the read that delivered the first one, over the time from that
+	// read to the last. 0 when nothing arrived after the first read: the
+	// rate is then not measurable (see DecodeTokens).
 	TPS float64 `json:"tps"`
-	// ITL is the mean gap between token chunks.
+	// ITL is the mean gap between the token chunks after the first read.
 	ITL float64 `json:"itl"`
 	// Images is the number of images the request carried.
 	Images int `json:"images"`
@@ -50,6 +53,18 @@ type RequestRecord struct {
 	Timings      map[string]float64 `json:"timings,omitempty"`
 	FinishReason string             `json:"finish_reason,omitempty"`
 	Error        string             `json:"error,omitempty"`
+
+	// Measurement correctness (issue 9): what a rate and a cache hit are made of.
+
+	// DecodeTokens is the completion tokens that arrived after the read that
+	// delivered the first token (with usage counts, in proportion to the
+	// token chunks). Tokens that arrive in one burst with the first have no
+	// measurable decode time, so they are not counted in TPS.
+	DecodeTokens int `json:"decode_tokens,omitempty"`
+	// CachedTokens is the prompt tokens the server says it served from a
+	// cache: llama.cpp's timings.cache_n, or OpenAI's
+	// usage.prompt_tokens_details.cached_tokens.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 }
 
 // ErrorCount is one distinct failure and how often it happened.
@@ -68,7 +83,10 @@ type Combination struct {
 	Failed    int          `json:"failed"`
 	Errors    []ErrorCount `json:"errors,omitempty"`
 
-	TTFT      Stats `json:"ttft"`
+	TTFT Stats `json:"ttft"`
+	// TPS's mean is pooled (every request's DecodeTokens over every one's
+	// decode time), its percentiles, min and max the requests' own rates;
+	// N 0 means not measurable (no token came after a first token's read).
 	TPS       Stats `json:"tps"`
 	E2E       Stats `json:"e2e"`
 	ITL       Stats `json:"itl"`
@@ -94,6 +112,15 @@ type Combination struct {
 	TelemetrySeries []TelemetrySample `json:"telemetry_series,omitempty"`
 
 	Requests []RequestRecord `json:"requests,omitempty"`
+
+	// Measurement correctness (issue 9).
+
+	// CachedPromptTokens is the prompt tokens of the completed requests that
+	// the server says it served from a cache (the sum of their
+	// RequestRecord.CachedTokens), and CachedRequests how many requests had
+	// any: beside PromptTokens, how far the figures are a cache's.
+	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
+	CachedRequests     int `json:"cached_requests,omitempty"`
 }
 
 // ClientInfo says what measured.
@@ -198,6 +225,13 @@ type Run struct {
 	Client ClientInfo  `json:"client"`
 
 	Combinations []Combination `json:"combinations"`
+
+	// Measurement correctness (issue 9).
+
+	// Warnings are what makes the run's figures doubtful although it ran:
+	// prompts served from a cache in a run meant to be cache-free, fewer
+	// server slots than cameras. Each is one line.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Combination returns the measured combination with key k.

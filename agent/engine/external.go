@@ -93,31 +93,88 @@ func (e *externalEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
 	return Endpoint{BaseURL: base, Model: e.r.served, APIKey: e.r.APIKey}, nil
 }
 
-// described records what the server says of itself: its version, and
-// whether the listed model is the simulator.
+// described records what the server says of itself: which engine it is,
+// its version and properties, and whether the listed model is the
+// simulator.
 func (e *externalEngine) described(ctx context.Context, p *prober, base string, listed modelList) {
-	version := externalVersion(ctx, p, strings.TrimSuffix(base, "/v1"))
+	id := identify(ctx, p, base, listed, e.r.model)
 	e.mu.Lock()
-	e.info.Version = version
+	e.info.Version = id.version
 	e.info.Props = listedProps(listed, e.r.model)
-	if name := listedName(listed, e.r.model); name != "" {
-		e.info.Name = name
+	for k, v := range id.props {
+		if e.info.Props == nil {
+			e.info.Props = map[string]string{}
+		}
+		e.info.Props[k] = v
+	}
+	if id.name != "" {
+		e.info.Name = id.name
 	}
 	e.mu.Unlock()
 }
 
-// externalVersion asks the places common servers tell their version:
-// vLLM and TensorRT-LLM at /version, Ollama at /api/version.
-func externalVersion(ctx context.Context, p *prober, root string) string {
-	for _, path := range []string{"/version", "/api/version"} {
-		var v struct {
-			Version string `json:"version"`
-		}
-		if err := p.getJSON(ctx, root+path, &v); err == nil && v.Version != "" {
-			return v.Version
+// serverID is what a server says it is.
+type serverID struct {
+	name, version string
+	props         map[string]string
+}
+
+// ollamaName is Ollama's display name.
+const ollamaName = "Ollama"
+
+// identify asks the places common servers say what they are, most
+// specific first: the simulator's model list, llama.cpp's /props
+// (build_info, total_slots), Ollama's /api/version, vLLM's /version; the
+// model list's owned_by ("llamacpp", "vllm") names the engine when those
+// are missing. A server that says none of it is left unnamed.
+func identify(ctx context.Context, p *prober, base string, listed modelList, model string) serverID {
+	root := strings.TrimSuffix(base, "/v1")
+	owner := ""
+	if m, ok := listed.entry(model); ok {
+		owner = strings.ToLower(m.OwnedBy)
+	}
+	if name := listedName(listed, model); name != "" {
+		return serverID{name: name, version: versionAt(ctx, p, root+"/version")}
+	}
+	if id, ok := llamaIdentity(ctx, p, root); ok {
+		return id
+	}
+	if v := versionAt(ctx, p, root+"/api/version"); v != "" {
+		return serverID{name: ollamaName, version: v}
+	}
+	v := versionAt(ctx, p, root+"/version")
+	switch owner {
+	case "llamacpp":
+		return serverID{name: protocol.EngineNameLlamaCpp, version: v}
+	case "vllm", "":
+		if v != "" || owner == "vllm" {
+			return serverID{name: protocol.EngineNameVLLM, version: v}
 		}
 	}
-	return ""
+	return serverID{version: v}
+}
+
+// llamaIdentity reads llama-server's /props: its build and slots. Only an
+// answer with build_info or total_slots is llama.cpp's.
+func llamaIdentity(ctx context.Context, p *prober, root string) (serverID, bool) {
+	// The adapter's own reading of /props, so that an attached llama-server
+	// records what a started one does.
+	build, props := llamaAdapter{}.describe(ctx, p, root, nil)
+	if props["props_error"] != "" || (build == "" && props["total_slots"] == "") {
+		return serverID{}, false
+	}
+	return serverID{name: protocol.EngineNameLlamaCpp, version: build, props: props}, true
+}
+
+// versionAt is the "version" of the JSON object at url, "" when there is none.
+func versionAt(ctx context.Context, p *prober, url string) string {
+	var v struct {
+		Version string `json:"version"`
+	}
+	if err := p.getJSON(ctx, url, &v); err != nil {
+		return ""
+	}
+	return strings.TrimSpace(v.Version)
 }
 
 func (e *externalEngine) Exited() <-chan error { return e.exited }

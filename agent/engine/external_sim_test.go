@@ -44,7 +44,8 @@ func TestExternal(t *testing.T) {
 		t.Errorf("Authorization = %q", got)
 	}
 	info := e.Info()
-	if info.Kind != "external" || info.Name != "external" || info.Version != "0.12.3" || len(info.Command) != 0 {
+	// Ollama says what it is at /api/version.
+	if info.Kind != "external" || info.Name != "Ollama" || info.Version != "0.12.3" || len(info.Command) != 0 {
 		t.Errorf("info = %+v", info)
 	}
 	if err := e.Stop(context.Background()); err != nil {

@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -153,4 +156,133 @@ func (p *prober) get200(ctx context.Context, url string) error {
 		return fmt.Errorf("GET %s: HTTP %d %s", url, code, snippet(body))
 	}
 	return nil
+}
+
+// CheckEndpoint makes sure that an endpoint someone else runs can be
+// measured before anything is: that it answers, at a URL that ends where
+// the OpenAI API begins, and that it serves the model. Without it a
+// mistyped URL or model made a whole run of failed requests that read
+// "Max Cameras 0". A model the list does not name is tried with a one-token
+// request, since servers answer to names they do not list (Ollama's
+// "name" for "name:latest", llama-server's any name).
+func CheckEndpoint(ctx context.Context, ep Endpoint) error {
+	base := strings.TrimRight(ep.BaseURL, "/")
+	p := newProber(ep.APIKey, attachProbeTimeout)
+	code, body, err := p.get(ctx, base+"/models")
+	if err != nil {
+		return fmt.Errorf("%s does not answer: %w", base, innerError(err))
+	}
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		return fmt.Errorf("%s refused the API key (HTTP %d on GET /models): set --api-key or $VLMFLEET_API_KEY", base, code)
+	}
+	var ml modelList
+	if code == http.StatusOK && json.Unmarshal(body, &ml) == nil {
+		if _, ok := ml.named(ep.Model); ok {
+			return nil
+		}
+	}
+	code, msg, err := p.tryModel(ctx, base, ep.Model)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s does not answer a chat request: %w", base, innerError(err))
+	case code == http.StatusOK:
+		return nil
+	case code == http.StatusNotFound && !strings.HasSuffix(base, "/v1"):
+		return fmt.Errorf("%s/chat/completions: HTTP 404 (%s): the URL should end in /v1, e.g. %s/v1", base, msg, base)
+	case code == http.StatusNotFound && len(ml.Data) > 0:
+		return fmt.Errorf("model %q: HTTP 404 (%s); %s serves %s", ep.Model, msg, base, strings.Join(ml.ids(), ", "))
+	case code == http.StatusNotFound:
+		return fmt.Errorf("model %q: HTTP 404 from %s/chat/completions (%s)", ep.Model, base, msg)
+	}
+	return fmt.Errorf("%s/chat/completions answered a one-token request for model %q with HTTP %d: %s", base, ep.Model, code, msg)
+}
+
+// named is the entry listed under name: its id, or Ollama's name:latest.
+func (ml modelList) named(name string) (modelEntry, bool) {
+	for _, m := range ml.Data {
+		if m.ID == name || m.ID == name+":latest" {
+			return m, true
+		}
+	}
+	return modelEntry{}, false
+}
+
+func (ml modelList) ids() []string {
+	ids := make([]string, 0, len(ml.Data))
+	for _, m := range ml.Data {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// tryModel sends the smallest chat request there is, one token of a text
+// prompt, and returns its status and, unless 200, the server's words.
+func (p *prober) tryModel(ctx context.Context, base, model string) (int, string, error) {
+	body, err := json.Marshal(map[string]any{
+		"model":      model,
+		"messages":   []any{map[string]any{"role": "user", "content": []any{map[string]string{"type": "text", "text": "Say OK."}}}},
+		"max_tokens": 1,
+		"stream":     true,
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if p.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.apiKey)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	// The answer itself does not matter, only that there is one: the body
+	// is closed unread.
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, "", nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, serverMessage(b), nil
+}
+
+// serverMessage is an error body's message (OpenAI's {"error":{"message"}},
+// Ollama's {"error":"..."}, FastAPI's {"detail":"..."} from vLLM), or the
+// body shortened.
+func serverMessage(b []byte) string {
+	var e struct {
+		Error  json.RawMessage `json:"error"`
+		Detail string          `json:"detail"`
+	}
+	if json.Unmarshal(b, &e) == nil && e.Detail != "" && len(e.Error) == 0 {
+		return e.Detail
+	}
+	if json.Unmarshal(b, &e) == nil && len(e.Error) > 0 {
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+		var o struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &o) == nil && o.Message != "" {
+			return o.Message
+		}
+	}
+	return snippet(b)
+}
+
+// innerError drops the URL that net/http wraps around a transport error:
+// the caller names the endpoint already.
+func innerError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

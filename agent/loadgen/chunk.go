@@ -19,8 +19,9 @@ type chunkInfo struct {
 	token  bool
 	finish string
 	usage  bool
-	// prompt and completion are usage's token counts.
-	prompt, completion int
+	// prompt and completion are usage's token counts; cached is its
+	// prompt_tokens_details.cached_tokens, the prompt served from a cache.
+	prompt, completion, cached int
 	// timings is llama.cpp's timings object, raw.
 	timings []byte
 	// errMsg is a mid-stream error the server reported.
@@ -49,13 +50,24 @@ func parseChunk(b []byte, ci *chunkInfo) error {
 				ci.usage = false
 				return s.skip()
 			}
-			ci.usage, ci.prompt, ci.completion = true, 0, 0
+			ci.usage, ci.prompt, ci.completion, ci.cached = true, 0, 0, 0
 			return s.object(func(k []byte) error {
 				switch {
 				case keyIs(k, "prompt_tokens"):
 					return s.count(&ci.prompt)
 				case keyIs(k, "completion_tokens"):
 					return s.count(&ci.completion)
+				case keyIs(k, "prompt_tokens_details"):
+					ci.cached = 0
+					if s.peek() != '{' {
+						return s.skip()
+					}
+					return s.object(func(dk []byte) error {
+						if keyIs(dk, "cached_tokens") {
+							return s.count(&ci.cached)
+						}
+						return s.skip()
+					})
 				}
 				return s.skip()
 			})

@@ -67,11 +67,21 @@ func refChunk(b []byte) (chunkInfo, error) {
 		var u struct {
 			Prompt     json.RawMessage `json:"prompt_tokens"`
 			Completion json.RawMessage `json:"completion_tokens"`
+			Details    json.RawMessage `json:"prompt_tokens_details"`
 		}
 		if err := json.Unmarshal(top.Usage, &u); err != nil {
 			return ci, err
 		}
 		ci.usage, ci.prompt, ci.completion = true, refCount(u.Prompt), refCount(u.Completion)
+		if bytes.HasPrefix(u.Details, []byte("{")) {
+			var d struct {
+				Cached json.RawMessage `json:"cached_tokens"`
+			}
+			if err := json.Unmarshal(u.Details, &d); err != nil {
+				return ci, err
+			}
+			ci.cached = refCount(d.Cached)
+		}
 	}
 	if bytes.HasPrefix(top.Timings, []byte("{")) {
 		ci.timings = top.Timings
@@ -120,6 +130,8 @@ var chunkSeeds = []string{
 	`{"Choices":[{"Delta":{"Content":"x"}}]}`, `{"choices":[{"delta":{"cont\u0065nt":"x"}}]}`,
 	`{"choices":[{"delta":{"content":"x"},"delta":{}}]}`,
 	`{"usage":{"completion_tokens":1e2,"prompt_tokens":-1}}`,
+	`{"choices":[],"usage":{"prompt_tokens":250,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":249}}}`,
+	`{"usage":{"prompt_tokens_details":null,"prompt_tokens":3}}`, `{"usage":{"prompt_tokens_details":{"cached_tokens":"x"}}}`,
 	`[]`, `{}`, `{"choices":`, `{"choices":[{"delta":{"content":"\x"}}]}`, `nul`, ``,
 }
 
@@ -129,7 +141,10 @@ func TestParseChunkCases(t *testing.T) {
 		choices, token, usage      bool
 		finish, errMsg             string
 		prompt, completion, timing int
+		cached                     int
 	}{
+		{in: `{"choices":[],"usage":{"prompt_tokens":250,"completion_tokens":8,"prompt_tokens_details":{"cached_tokens":249}}}`,
+			usage: true, prompt: 250, completion: 8, cached: 249},
 		{in: vllmRoleChunk, choices: true},
 		{in: llamaRoleChunk, choices: true},
 		{in: emptyDelta, choices: true},
@@ -149,7 +164,8 @@ func TestParseChunkCases(t *testing.T) {
 			continue
 		}
 		if ci.choices != c.choices || ci.token != c.token || ci.usage != c.usage || ci.finish != c.finish ||
-			ci.errMsg != c.errMsg || ci.prompt != c.prompt || ci.completion != c.completion || (ci.timings != nil) != (c.timing == 1) {
+			ci.errMsg != c.errMsg || ci.prompt != c.prompt || ci.completion != c.completion || (ci.timings != nil) != (c.timing == 1) ||
+			ci.cached != c.cached {
 			t.Errorf("%s: got %+v", c.in, ci)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -110,11 +111,15 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 	var (
 		chunks      int
 		first, last time.Duration
-		done        bool
-		finish      string
-		usage       bool
-		completion  int
-		failure     string
+		// reads counts the body's reads; firstRead is the one that
+		// delivered the first token, and later the token chunks that came
+		// in later reads: only those have a decode time of their own.
+		reads, firstRead, later int
+		done                    bool
+		finish                  string
+		usage                   bool
+		completion              int
+		failure                 string
 	)
 	handle := func(data []byte, at time.Duration) {
 		if string(data) == "[DONE]" {
@@ -133,7 +138,9 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		}
 		if ci.token {
 			if chunks == 0 {
-				first = at
+				first, firstRead = at, reads
+			} else if reads != firstRead {
+				later++
 			}
 			last = at
 			chunks++
@@ -149,6 +156,12 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		}
 		if ci.timings != nil {
 			rec.Timings = decodeTimings(ci.timings)
+			if n, ok := rec.Timings["cache_n"]; ok && n > 0 && n < 1<<31 {
+				rec.CachedTokens = int(n)
+			}
+		}
+		if ci.cached > 0 {
+			rec.CachedTokens = ci.cached
 		}
 	}
 	var readErr error
@@ -160,6 +173,7 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		}
 		n, err := body.Read(p)
 		at := time.Since(t0)
+		reads++
 		sc.wrote(n)
 		for failure == "" && !done {
 			data, ok := sc.next()
@@ -199,13 +213,14 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 	if chunks > 0 {
 		rec.TTFT = first.Seconds()
 		rec.LastToken = last.Seconds()
-		if span := (last - first).Seconds(); span > 0 {
-			if rec.CompletionTokens > 1 {
-				rec.TPS = float64(rec.CompletionTokens-1) / span
-			}
-			if chunks > 1 {
-				rec.ITL = span / float64(chunks-1)
-			}
+		rec.DecodeTokens = decodeTokens(rec.CompletionTokens, chunks, later)
+		// The rate counts only what arrived after the first token's read,
+		// over the time since that read: tokens that came in one burst with
+		// the first have no decode time, and counting them over the time of
+		// the few that followed made rates thousands of times too high.
+		if span := (last - first).Seconds(); span > 0 && later > 0 {
+			rec.TPS = float64(rec.DecodeTokens) / span
+			rec.ITL = span / float64(later)
 		}
 	}
 	switch {
@@ -222,6 +237,16 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		}
 	}
 	return drained && rec.Error == ""
+}
+
+// decodeTokens is the completion tokens that came after the first token's
+// read: the later token chunks, scaled by the tokens per chunk when the
+// server counted more tokens than it sent chunks (several tokens per chunk).
+func decodeTokens(completion, chunks, later int) int {
+	if later == 0 || chunks == 0 || completion <= chunks {
+		return later
+	}
+	return int(math.Round(float64(completion) * float64(later) / float64(chunks)))
 }
 
 // describe turns a transport error into a short text that is the same for

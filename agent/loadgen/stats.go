@@ -9,14 +9,19 @@ import (
 
 // summarize fills a combination's figures from its request records. Failed
 // requests are counted and their errors kept, but left out of every figure.
-// TPS and ITL need two token chunks, and the role chunk one that was sent,
-// so requests without them are left out of those figures only.
+// TPS and ITL need token chunks in a read after the first token's, and the
+// role chunk one that was sent, so requests without them are left out of
+// those figures only; a combination with no such request has no TPS (N 0):
+// not measurable, which is neither 0 nor infinity. TPS's mean is the
+// pooled rate, every decode token over every decode time; its percentiles,
+// min and max are of the requests' own rates.
 func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 	var ttft, tps, e2e, itl, ttfb, role, prompt, completion []float64
 	errIndex := map[string]int{}
 	c.Errors = nil
 	c.Completed, c.Failed = 0, 0
-	var tokens float64
+	c.CachedPromptTokens, c.CachedRequests = 0, 0
+	var tokens, decodeTokens, decodeSec float64
 	for _, rec := range recs {
 		if rec.Error != "" {
 			c.Failed++
@@ -34,6 +39,8 @@ func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 		ttfb = append(ttfb, rec.TTFB)
 		if rec.TPS > 0 {
 			tps = append(tps, rec.TPS)
+			decodeTokens += float64(rec.DecodeTokens)
+			decodeSec += rec.LastToken - rec.TTFT
 		}
 		if rec.ITL > 0 {
 			itl = append(itl, rec.ITL)
@@ -45,10 +52,19 @@ func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 			prompt = append(prompt, float64(rec.PromptTokens))
 		}
 		completion = append(completion, float64(rec.CompletionTokens))
+		if rec.CachedTokens > 0 {
+			c.CachedRequests++
+			c.CachedPromptTokens += rec.CachedTokens
+		}
 		tokens += float64(rec.CompletionTokens)
 	}
 	sort.Slice(c.Errors, func(i, j int) bool { return c.Errors[i].Count > c.Errors[j].Count })
 	c.TTFT, c.TPS, c.E2E, c.ITL = stats(ttft), stats(tps), stats(e2e), stats(itl)
+	if decodeSec > 0 {
+		// Tokens and times add across requests; a mean of per-request rates
+		// would let one short request's rate outweigh every long one.
+		c.TPS.Mean = decodeTokens / decodeSec
+	}
 	c.TTFB, c.RoleChunk = stats(ttfb), stats(role)
 	c.PromptTokens, c.CompletionTokens = stats(prompt), stats(completion)
 	if c.WallSec > 0 {

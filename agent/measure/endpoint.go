@@ -42,7 +42,15 @@ func (e Endpoint) Loopback() bool {
 // endpoint attached as an engine, the pictures, this machine's facts and
 // telemetry. run carries the model and the workload; a run without an id
 // gets a random one. The caller may name the device and engine after.
+//
+// It first checks that the endpoint answers and serves the model
+// (engine.CheckEndpoint), and fails with the reason if not, before the
+// pictures are prepared: a run of requests that all fail measures nothing.
 func EndpointSpec(ctx context.Context, e Endpoint, run protocol.Run, log zerolog.Logger) (Spec, error) {
+	ep := engine.Endpoint{BaseURL: e.URL, Model: e.Model, APIKey: e.APIKey}
+	if err := engine.CheckEndpoint(ctx, ep); err != nil {
+		return Spec{}, err
+	}
 	var imgs *imageset.Set
 	var err error
 	if e.ImageDir != "" {
@@ -67,7 +75,7 @@ func EndpointSpec(ctx context.Context, e Endpoint, run protocol.Run, log zerolog
 	}
 	return Spec{
 		Run:       run,
-		Engine:    engine.Attach(engine.Endpoint{BaseURL: e.URL, Model: e.Model, APIKey: e.APIKey}, engine.Env{Log: log}),
+		Engine:    engine.Attach(ep, engine.Env{Log: log}),
 		Images:    imgs,
 		Device:    devicefacts.Detect(ctx, devicefacts.Options{SysRoot: e.SysRoot, Path: e.Path}),
 		Telemetry: Telemetry{Source: source, SysRoot: e.SysRoot, Path: e.Path},

@@ -169,6 +169,9 @@ func (m *measurement) measure(ctx context.Context) error {
 	// simulator) is part of the header from here on.
 	m.run = restart(m.run, Header(m.spec, m.run.StartedAt))
 	m.clock = clock{speedup: max(m.run.SimSpeedup, 1)}
+	if msg := slotsWarning(m.run.Engine, m.run.Workload); msg != "" {
+		m.warn(msg)
+	}
 	if m.hooks.Running != nil {
 		m.hooks.Running(m.header())
 	}
@@ -270,6 +273,9 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder,
 			}
 			c.TelemetrySeries, c.Telemetry = tel.window()
 			c.ScaleTime(m.clock.speedup)
+			if msg := cacheWarning(m.run.Workload, c); msg != "" {
+				m.warn(msg)
+			}
 			if m.hooks.Combination != nil {
 				if err := m.hooks.Combination(m.header(), c); err != nil {
 					return err

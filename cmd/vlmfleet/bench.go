@@ -45,6 +45,12 @@ combination and Max Cameras per size: the highest measured number of
 cameras whose mean TTFT is at most --target seconds with no failed request
 ("+" when the highest level tested passes, 0 when none does).
 
+It first checks that the endpoint answers and serves --model, and names
+the server (llama.cpp, vLLM, Ollama, the simulator) from what it says of
+itself. A llama.cpp server gets "cache_prompt": false unless --cache-prompt
+says otherwise. Exits 1 when the check fails or when every request of a
+combination failed.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -138,7 +144,29 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 	if merr != nil {
 		return fmt.Errorf("measuring: %w", merr)
 	}
-	return nil
+	return allFailed(&run)
+}
+
+// allFailed is an error when every request of some combination failed: a
+// run that measured nothing there must not end as if it had.
+func allFailed(run *protocol.Run) error {
+	var keys []string
+	var first string
+	for _, c := range run.Combinations {
+		if c.Completed == 0 && c.Failed > 0 {
+			keys = append(keys, c.ComboKey.String())
+			if first == "" && len(c.Errors) > 0 {
+				first = c.Errors[0].Error
+			}
+		}
+	}
+	switch len(keys) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("every request of %s failed (%s)", keys[0], first)
+	}
+	return fmt.Errorf("every request of %d combinations failed (%s; first: %s)", len(keys), strings.Join(keys, ", "), first)
 }
 
 // benchSpec is the measurement of the endpoint the flags name, as a lab

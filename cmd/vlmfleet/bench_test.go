@@ -20,6 +20,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/fakellama"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -158,19 +159,67 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 }
 
-func TestBenchDeadEndpointCountsFailures(t *testing.T) {
-	addr := testutil.ClosedAddr(t)
-	jsonPath := filepath.Join(t.TempDir(), "run.json")
-	code, out, errOut := runCLI(t, "bench", "--url", "http://"+addr+"/v1", "--model", "m", "--sizes", "480p", "--multi-sizes", "480p",
-		"--cameras", "1", "--requests", "2", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+// bench checks the endpoint and the model before it measures: an
+// unreachable URL, a URL without /v1 and a model the server does not serve
+// end with one line that says so and exit 1, with nothing measured. They
+// used to exit 0 with a run of failed requests and "Max Cameras 0".
+func TestBenchChecksTheEndpointFirst(t *testing.T) {
+	p, err := simengine.Lookup("Jetson AGX Orin", "Cosmos3-Edge", "BF16", "vLLM")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(out, "connection refused") || !strings.Contains(out, "480p   0") {
+	sim := serveSim(t, p, 10)
+	closed := "http://" + testutil.ClosedAddr(t) + "/v1"
+	for _, c := range []struct {
+		url, model, want string
+	}{
+		{"http://127.0.0.1:1/v1", "x", "http://127.0.0.1:1/v1 does not answer: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{closed, "m", "connection refused"},
+		{strings.TrimSuffix(sim, "/v1"), p.Model, "the URL should end in /v1"},
+		{sim, "no-such-model", `model "no-such-model": HTTP 404 (The model ` + "`no-such-model`" + ` does not exist.)`},
+	} {
+		jsonPath := filepath.Join(t.TempDir(), "run.json")
+		code, out, errOut := runCLIEnv(t, map[string]string{"VLMFLEET_LOG_LEVEL": "info"}, "bench", "--url", c.url, "--model", c.model, "--json", jsonPath)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "vlmfleet bench: ") || !strings.Contains(lines[0], c.want) {
+			t.Errorf("%s --model %s: exit %d, stderr %q; want 1 and one line with %q", c.url, c.model, code, errOut, c.want)
+		}
+		if out != "" {
+			t.Errorf("%s: printed a summary of nothing:\n%s", c.url, out)
+		}
+		if _, err := os.Stat(jsonPath); err == nil {
+			t.Errorf("%s: wrote a run document of nothing", c.url)
+		}
+	}
+}
+
+// A run in which every request of a combination failed ends non-zero,
+// after it printed and wrote what it measured.
+func TestBenchAllFailedCombinationExitsNonZero(t *testing.T) {
+	p, err := simengine.Lookup("Jetson AGX Orin", "Cosmos3-Edge", "BF16", "vLLM")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- simengine.New(p, simengine.Options{Speedup: 10, Seed: 1, FailEvery: 1}).Serve(ctx, ln)
+	}()
+	t.Cleanup(func() { cancel(); testutil.Returned(t, done, "simulated engine") })
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	code, out, errOut := runCLI(t, "bench", "--url", "http://"+ln.Addr().String()+"/v1", "--model", p.Model, "--sizes", "480p", "--multi-sizes", "480p",
+		"--cameras", "1", "--requests", "2", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
+	if code != 1 || !strings.Contains(errOut, "every request of 480p-1img-1cam failed (HTTP 500") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the combination", code, errOut)
+	}
+	if !strings.Contains(out, "simulated failure") || !strings.Contains(out, "480p   0") {
 		t.Errorf("summary:\n%s", out)
 	}
-	r := readRun(t, jsonPath)
-	if r.Combinations[0].Failed != 2 {
+	if r := readRun(t, jsonPath); r.Combinations[0].Failed != 2 {
 		t.Errorf("failed %d, want 2", r.Combinations[0].Failed)
 	}
 }
@@ -261,6 +310,12 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 			t.Errorf("request %d TTFT %.3f s is not scaled back", rec.Seq, rec.TTFT)
 		}
 	}
+	// No TPS above what the simulator writes (its profile's rate for one
+	// camera) by more than 10 %: tokens that reach the client in bursts
+	// must not make a rate of their own.
+	if c.TPS.N > 0 && c.TPS.Mean > 1.1*p.TPS {
+		t.Errorf("TPS %.1f, above the simulator's %.1f tok/s", c.TPS.Mean, p.TPS)
+	}
 }
 
 // A remote endpoint without --device gets a warning that the device facts
@@ -273,8 +328,8 @@ func TestBenchWarnsRemoteDeviceFacts(t *testing.T) {
 		code, _, errOut := runCLI(t, "bench", "--url", "http://"+net.JoinHostPort(host, port)+"/v1", "--model", "m",
 			"--sizes", "480p", "--multi-sizes", "480p", "--cameras", "1", "--requests", "1", "--images", "1", "--multi-requests", "1",
 			"--warmup", "0", "--image-dir", snapshotDir(t))
-		if code != 0 {
-			t.Fatalf("%s: exit %d: %s", host, code, errOut)
+		if code != 1 || !strings.Contains(errOut, "does not answer") {
+			t.Fatalf("%s: exit %d: %s; want 1 for an endpoint that does not answer", host, code, errOut)
 		}
 		if got := strings.Contains(errOut, "device facts describe this machine"); got != warn {
 			t.Errorf("%s: warned %v, want %v:\n%s", host, got, warn, errOut)
@@ -314,4 +369,35 @@ func readRun(t *testing.T, path string) *protocol.Run {
 		t.Fatalf("the --json document does not decode: %v", err)
 	}
 	return r
+}
+
+// bench against a llama-server names it with its build, sends
+// cache_prompt:false to every request, records the prompt cache's hits
+// (none), and warns when the server has fewer slots than cameras.
+func TestBenchLlamaServerIsNamedCacheFreeAndSlotsWarned(t *testing.T) {
+	srv := fakellama.Start(t, fakellama.Options{Slots: 1})
+	jsonPath := filepath.Join(t.TempDir(), "run.json")
+	code, out, errOut := runCLI(t, "bench", "--url", srv.URL+"/v1", "--model", "tiny", "--sizes", "480p", "--multi-sizes", "480p",
+		"--cameras", "1,2", "--requests", "4", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	r := readRun(t, jsonPath)
+	if r.Config.Engine != "llama.cpp" || r.Engine.Version != fakellama.Build || !strings.Contains(out, "(llama.cpp "+fakellama.Build+" at ") {
+		t.Errorf("engine %q %q; summary:\n%s", r.Config.Engine, r.Engine.Version, out)
+	}
+	for _, b := range srv.Requests() {
+		if b["cache_prompt"] != false {
+			t.Fatalf("request without cache_prompt false: %v", b["cache_prompt"])
+		}
+	}
+	for _, c := range r.Combinations {
+		if c.CachedPromptTokens != 0 {
+			t.Errorf("%s: %d prompt tokens from the cache", c.ComboKey, c.CachedPromptTokens)
+		}
+	}
+	const warning = "the server has 1 slots (total_slots) but the plan has up to 2 cameras"
+	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], warning) || !strings.Contains(out, "Warning: "+warning) || !strings.Contains(errOut, warning) {
+		t.Errorf("run warnings %q; want the slots warning in the run, the summary and the log:\nstdout:\n%s\nstderr:\n%s", r.Warnings, out, errOut)
+	}
 }

@@ -8,10 +8,13 @@ import (
 	"image"
 	_ "image/jpeg" // request images
 	_ "image/png"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil/fakellama"
 )
 
 // llamaFlags are the llama-server options the fake knows (true: takes a value).
@@ -103,6 +106,7 @@ func llamaMain(args []string) int {
 	}
 	s := newServer("llama-server")
 	slots := make(chan struct{}, np)
+	var cache fakellama.Cache
 	mux := http.NewServeMux()
 	loading := func(w http.ResponseWriter) bool {
 		if s.isReady() {
@@ -156,7 +160,11 @@ func llamaMain(args []string) int {
 		defer func() { <-slots }()
 		defer s.afterRequest()
 		var req chatRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		if err != nil {
 			writeJSON(w, 400, llamaError(400, err.Error(), "invalid_request_error"))
 			return
 		}
@@ -179,7 +187,19 @@ func llamaMain(args []string) int {
 			writeJSON(w, 400, llamaError(400, "the request exceeds the available context size, try increasing it", "exceed_context_size_error"))
 			return
 		}
-		streamAnswer(w, req, alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
+		if !req.Stream {
+			streamAnswer(w, req, alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
+			return
+		}
+		n := envInt("FAKE_TOKENS", 4)
+		if req.MaxTokens > 0 && req.MaxTokens < n {
+			n = req.MaxTokens
+		}
+		// A streamed answer is shaped as a real build's (the role chunk
+		// with the first token, usage and timings in a final chunk), and a
+		// repeated prompt comes from the cache unless cache_prompt is false.
+		cached := cache.Cached(string(body), req.CachePrompt == nil || *req.CachePrompt, prompt)
+		fakellama.WriteStream(w, alias, n, prompt, cached)
 	})
 	return s.listen(vals["--host"], strconv.Itoa(ints["--port"]), mux)
 }

@@ -18,6 +18,9 @@
 //	FAKE_ARGV_FILE       write the argv received, as JSON
 //	FAKE_NO_VERSION_API=1  vllm: no /version endpoint
 //	FAKE_TOKENS          tokens per answer (default 4)
+//	FAKE_TOKEN_MS        vllm: generate a token every this many ms (default: at once)
+//	FAKE_BURST=K         vllm: hold the first K tokens and write them in one write,
+//	                     as a server or proxy that delivers in bursts
 package main
 
 import (
@@ -244,8 +247,9 @@ type chatRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Stream        bool `json:"stream"`
-	MaxTokens     int  `json:"max_tokens"`
+	Stream        bool  `json:"stream"`
+	MaxTokens     int   `json:"max_tokens"`
+	CachePrompt   *bool `json:"cache_prompt"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -303,7 +307,23 @@ func streamAnswer(w http.ResponseWriter, req chatRequest, model string, promptTo
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	gap := time.Duration(envInt("FAKE_TOKEN_MS", 0)) * time.Millisecond
+	burst := envInt("FAKE_BURST", 0)
+	var held []byte
 	for i := 0; i < n; i++ {
+		time.Sleep(gap)
+		if i < burst {
+			b, _ := json.Marshal(chunk(map[string]any{"content": "word "}, nil))
+			held = append(held, "data: "+string(b)+"\n\n"...)
+			if i < burst-1 && i < n-1 {
+				continue
+			}
+			_, _ = w.Write(held)
+			if fl != nil {
+				fl.Flush()
+			}
+			continue
+		}
 		send(chunk(map[string]any{"content": "word "}, nil))
 	}
 	final := chunk(map[string]any{}, "length")
