@@ -115,6 +115,7 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		usage       bool
 		completion  int
 		failure     string
+		sim         []byte
 	)
 	handle := func(data []byte, at time.Duration) {
 		if string(data) == "[DONE]" {
@@ -149,6 +150,9 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		}
 		if ci.timings != nil {
 			rec.Timings = decodeTimings(ci.timings)
+		}
+		if ci.sim != nil {
+			sim = append(sim[:0], ci.sim...)
 		}
 	}
 	var readErr error
@@ -207,6 +211,9 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 				rec.ITL = span / float64(chunks-1)
 			}
 		}
+	}
+	if sim != nil && chunks > 0 {
+		applySimTimings(sim, rec, chunks)
 	}
 	switch {
 	case failure != "":
