@@ -71,7 +71,7 @@ func parseChunk(b []byte, ci *chunkInfo) error {
 				ci.timings = b[start:s.i]
 			}
 			return nil
-		case keyIs(key, simTimingsKey):
+		case keyIs(key, SimTimingsKey):
 			start := s.i
 			if err := s.skip(); err != nil {
 				return err

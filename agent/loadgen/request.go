@@ -23,6 +23,8 @@ type camera struct {
 	ci   chunkInfo
 	head []byte
 	bufs net.Buffers
+	// loop is the X-Vlmfleet-Loop field of its next request (loopheader.go).
+	loop []byte
 }
 
 func newCamera() *camera {

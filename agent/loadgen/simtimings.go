@@ -7,16 +7,19 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// simTimingsKey is the field in which the simulated engine (agent/simengine,
-// its SimTimings) reports a request's times in its own clock: seconds from
+// SimTimingsKey is the field in which the simulated engine (agent/simengine)
+// reports a request's times in its own clock: seconds from
 // the request's arrival on the wall-clock scale it runs at. The simulator
 // runs many times faster than the device it stands for, so every real
 // millisecond the host loses between it and this client would become many
 // simulated ones; its own times have none of that. Real engines never send
 // the field, and a run against the simulator is labelled simulated.
-const simTimingsKey = "sim_timings"
+const SimTimingsKey = "sim_timings"
 
-type simTimings struct {
+// SimTimings are one request's times from its arrival at the simulator, in
+// seconds on the wall-clock scale it runs at (the device's seconds divided
+// by its speed-up): what a client with no delays of its own would measure.
+type SimTimings struct {
 	TTFT      float64 `json:"ttft_s"`
 	LastToken float64 `json:"last_token_s"`
 	E2E       float64 `json:"e2e_s"`
@@ -27,7 +30,7 @@ type simTimings struct {
 // not a consistent set of finite, non-negative times leaves the record as
 // measured.
 func applySimTimings(raw []byte, rec *protocol.RequestRecord, chunks int) {
-	var st simTimings
+	var st SimTimings
 	if json.Unmarshal(raw, &st) != nil {
 		return
 	}

@@ -2,6 +2,8 @@ package simengine
 
 import (
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
 )
 
 // The simulator's clock is its own: simulated seconds that run speedup
@@ -11,15 +13,17 @@ import (
 // parsed) became speedup simulated milliseconds of queueing, and two demo
 // runs on the same machine read different Max Cameras.
 //
-// The clock is held while the closed loop owes it a request: from the
-// simulated instant a camera's answer ends until that camera's next request
-// has arrived and been read, and while any request's body is being read. So
-// a camera's next request arrives in simulated time exactly when its
-// previous answer ended, however long the host took to carry it, and the
-// other requests in flight make no progress meanwhile. A camera is known by
-// its connection (the load generator keeps one per camera). A camera that
-// does not come back (its closed loop has ended) holds the clock only for a
-// grace period, learned from how long returning cameras take.
+// The clock is held while a closed loop owes it a request, and while a
+// request's body is being read. The load generator says where each request
+// stands in its loop (loadgen.LoopHeader: its number, the loop's requests
+// and cameras), so the simulator knows how many requests the loop still owes
+// it at any moment: at the start, one per camera; after an answer ends, the
+// camera's next one, unless the loop has sent all its requests. So the
+// cameras of a loop start together and each camera's next request arrives,
+// in simulated time, exactly when its previous answer ended, however long
+// the host took to carry it; the requests in flight make no progress
+// meanwhile. A loop that stops owing (its client went away) holds the clock
+// for loopGrace at most.
 
 // vclock is a clock of simulated seconds running speedup times the wall
 // clock while not held.
@@ -49,59 +53,35 @@ func (c *vclock) run(t time.Time) {
 	}
 }
 
-// Bounds of the grace a camera's next request is waited for.
-const (
-	// minGrace covers a client's turnaround on a quiet host (well under a
-	// millisecond) many times over.
-	minGrace = 20 * time.Millisecond
-	// maxGrace bounds what one camera that has finished can cost the
-	// others in real time.
-	maxGrace = 500 * time.Millisecond
-	// graceFactor is how many times the slowest recent turnaround the
-	// grace is: a loaded host's turnaround varies by several times.
-	graceFactor = 8
-	// readGrace bounds how long a request body being read holds the
-	// clock: a client that sends half a request must not stop the others.
-	readGrace = 2 * time.Second
-)
+// loopGrace bounds how long a loop that owes requests holds the clock
+// after its last sign of life: a client that stops halfway must not stop
+// the other clients of the simulator. A loaded host carries a request in
+// milliseconds; this is for clients that went away.
+const loopGrace = 2 * time.Second
 
-// camera is what the clock knows of one connection between two requests.
-type camera struct {
-	// owed is when its last answer ended (real time), while its next
-	// request is owed.
-	owed    time.Time
-	owing   bool
-	lastUse time.Time
+// readGrace bounds how long a request body being read holds the clock: a
+// client that sends half a request must not stop the others.
+const readGrace = 2 * time.Second
+
+// loop is what the simulator knows of one closed loop of a client.
+type loop struct {
+	id               string
+	total, cameras   int
+	arrived, running int // requests arrived, and of those not ended
+	last             time.Time
 }
 
-// turnarounds keeps the slowest recent turnarounds of returning cameras:
-// the time from the end of an answer in the model to the next request of
-// the same camera, on the wall clock.
-type turnarounds struct {
-	recent [32]time.Duration
-	next   int
+// owed is how many requests the loop owes now: every camera not waiting for
+// an answer sends one, while the loop has requests left.
+func (l *loop) owed() int {
+	return max(0, min(l.total-l.arrived, min(l.cameras, l.total)-l.running))
 }
 
-func (t *turnarounds) add(d time.Duration) {
-	t.recent[t.next%len(t.recent)] = d
-	t.next++
-}
-
-// grace is how long a camera's next request is waited for.
-func (t *turnarounds) grace() time.Duration {
-	var slowest time.Duration
-	for _, d := range t.recent {
-		slowest = max(slowest, d)
-	}
-	return min(maxGrace, max(minGrace, graceFactor*slowest))
-}
-
-// forgetAfter drops what is known of a connection idle this long: it was
-// closed, or its client is gone.
+// forgetAfter drops a loop with no news this long: its client is gone.
 const forgetAfter = time.Minute
 
 // holdsLocked says whether the clock must stay held at real time now, and
-// until when at most (zero: until something arrives). Call with s.mu held.
+// until when at most. Call with s.mu held.
 func (s *Server) holdsLocked(now time.Time) (bool, time.Time) {
 	held, until := false, time.Time{}
 	extend := func(t time.Time) {
@@ -110,15 +90,12 @@ func (s *Server) holdsLocked(now time.Time) (bool, time.Time) {
 		}
 		held = true
 	}
-	grace := s.turns.grace()
-	for key, c := range s.cams {
+	for id, l := range s.loops {
 		switch {
-		case c.owing && now.Sub(c.owed) < grace:
-			extend(c.owed.Add(grace))
-		case c.owing:
-			c.owing = false // its loop has ended
-		case now.Sub(c.lastUse) > forgetAfter:
-			delete(s.cams, key)
+		case l.owed() > 0 && now.Sub(l.last) < loopGrace:
+			extend(l.last.Add(loopGrace))
+		case now.Sub(l.last) > forgetAfter:
+			delete(s.loops, id)
 		}
 	}
 	for _, j := range s.m.prefillQ {
@@ -129,29 +106,36 @@ func (s *Server) holdsLocked(now time.Time) (bool, time.Time) {
 	return held, until
 }
 
-// answeredLocked records that job j's answer ended in the model: its
-// camera owes the clock its next request.
-func (s *Server) answeredLocked(j *job, now time.Time) {
-	if j.cam == "" {
+// arrivedLocked counts a request into the loop its header names.
+func (s *Server) arrivedLocked(j *job, header string, now time.Time) {
+	f, ok := loadgen.ParseLoopField(header)
+	if !ok {
 		return
 	}
-	c := s.cams[j.cam]
-	if c == nil {
-		c = &camera{}
-		s.cams[j.cam] = c
+	l := s.loops[f.ID]
+	if l == nil {
+		l = &loop{id: f.ID, total: f.Total, cameras: f.Cameras}
+		s.loops[f.ID] = l
 	}
-	c.owed, c.owing, c.lastUse = now, true, now
+	l.arrived++
+	l.running++
+	l.last = now
+	j.loop = l
 }
 
-// arrivedLocked records that a camera's request arrived.
-func (s *Server) arrivedLocked(cam string, now time.Time) {
-	c := s.cams[cam]
-	if c == nil {
-		s.cams[cam] = &camera{lastUse: now}
-		return
+// endedLocked counts a request of a loop out: answered, refused or
+// abandoned. It reports whether the loop owes a request now.
+func (s *Server) endedLocked(j *job, now time.Time) bool {
+	l := j.loop
+	if l == nil {
+		return false
 	}
-	if c.owing {
-		s.turns.add(now.Sub(c.owed))
+	j.loop = nil
+	l.running--
+	l.last = now
+	if l.arrived >= l.total && l.running <= 0 {
+		delete(s.loops, l.id)
+		return false
 	}
-	c.owing, c.lastUse = false, now
+	return l.owed() > 0
 }

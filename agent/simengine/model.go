@@ -121,9 +121,9 @@ type job struct {
 	rate     float64 // current decode rate, set by rates()
 	pRate    float64 // current prefill rate, set by rates()
 	notify   func()
-	// cam is the connection the request came on (the server's clock
-	// holds for its next one), reservedAt when it arrived, on the wall clock.
-	cam        string
+	// loop is the client's closed loop the request belongs to (nil: not
+	// known), reservedAt when it arrived on the wall clock; see clock.go.
+	loop       *loop
 	reservedAt time.Time
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
 )
 
 // serveChat answers a validated request once the model lets it: streaming
@@ -40,7 +42,7 @@ func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parse
 	for {
 		select {
 		case <-ctx.Done():
-			s.cancel(j, false)
+			s.cancel(j)
 			s.opt.Log.Debug().Str("id", id).Int("tokens", written).Msg("simulated engine: client went away")
 			return
 		case <-notify:
@@ -97,24 +99,12 @@ func (s *Server) timings(prompt int, st snapshot) map[string]float64 {
 	return t
 }
 
-// SimTimingsKey is the field of a simulated answer's last chunk (or of its
-// whole answer) that carries its timings in the simulator's own time (see
-// clock.go): SimTimings, which a client measuring the simulator takes in
-// place of the times it saw, so that no delay of the host it runs on is
-// multiplied by the speedup. Real engines never send it.
-const SimTimingsKey = "sim_timings"
-
-// SimTimings are one request's times from its arrival, in seconds on the
-// wall-clock scale the simulator runs at (the device's seconds divided by
-// the speedup): what a client with no delays of its own would measure.
-type SimTimings struct {
-	TTFT      float64 `json:"ttft_s"`
-	LastToken float64 `json:"last_token_s"`
-	E2E       float64 `json:"e2e_s"`
-}
-
-func (s *Server) simTimings(st snapshot) SimTimings {
-	return SimTimings{
+// simTimings are a request's times in the simulator's own clock (see
+// clock.go), sent with the last chunk of its answer (loadgen.loadgen.SimTimingsKey):
+// the load generator takes them in place of the times it saw, so that no
+// delay of the host is multiplied by the speedup.
+func (s *Server) simTimings(st snapshot) loadgen.SimTimings {
+	return loadgen.SimTimings{
 		TTFT:      (st.firstAt - st.arrive) / s.speedup,
 		LastToken: (st.doneAt - st.arrive) / s.speedup,
 		E2E:       (st.doneAt - st.arrive) / s.speedup,
@@ -187,28 +177,28 @@ func (c chunker) token(w io.Writer, i int, last bool) {
 // finish ends the stream: llama.cpp's finish chunk, the usage chunk with no
 // choices when asked for, llama.cpp's timings and the simulated timings on
 // the last chunk, then [DONE].
-func (c chunker) finish(w http.ResponseWriter, req parsedRequest, usage map[string]int, tm map[string]float64, sim SimTimings) {
+func (c chunker) finish(w http.ResponseWriter, req parsedRequest, usage map[string]int, tm map[string]float64, sim loadgen.SimTimings) {
 	if c.llama {
 		v := map[string]any{"choices": c.choice(map[string]any{}, "length")}
 		if !req.includeUsage {
-			v["timings"], v[SimTimingsKey] = tm, sim
+			v["timings"], v[loadgen.SimTimingsKey] = tm, sim
 		}
 		c.write(w, v)
 	}
 	switch {
 	case req.includeUsage:
-		v := map[string]any{"choices": []any{}, "usage": usage, SimTimingsKey: sim}
+		v := map[string]any{"choices": []any{}, "usage": usage, loadgen.SimTimingsKey: sim}
 		if c.llama {
 			v["timings"] = tm
 		}
 		c.write(w, v)
 	case !c.llama:
-		c.write(w, map[string]any{"choices": []any{}, SimTimingsKey: sim})
+		c.write(w, map[string]any{"choices": []any{}, loadgen.SimTimingsKey: sim})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest, n int, usage map[string]int, tm map[string]float64, sim SimTimings) {
+func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest, n int, usage map[string]int, tm map[string]float64, sim loadgen.SimTimings) {
 	var b strings.Builder
 	for i := range n {
 		b.WriteString(answerToken(c.words, i))
@@ -219,7 +209,7 @@ func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest,
 		ch["logprobs"] = nil
 	}
 	v := map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-		"choices": []any{ch}, "usage": usage, SimTimingsKey: sim}
+		"choices": []any{ch}, "usage": usage, loadgen.SimTimingsKey: sim}
 	if c.llama {
 		v["timings"] = tm
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
 )
 
 // Options tune a server.
@@ -49,8 +51,7 @@ type Server struct {
 	m     *model
 	timer *time.Timer
 	clock vclock
-	cams  map[string]*camera
-	turns turnarounds
+	loops map[string]*loop
 }
 
 // New makes a server for a profile.
@@ -63,7 +64,7 @@ func New(p Profile, opt Options) *Server {
 		sp = 1
 	}
 	s := &Server{p: p, opt: opt, speedup: sp, start: time.Now(), m: newModel(p, p.Contention, uint64(opt.Seed)), words: answerWords(),
-		cams: map[string]*camera{}}
+		loops: map[string]*loop{}}
 	s.clock = vclock{speedup: sp, since: s.start}
 	s.timer = time.AfterFunc(time.Hour, s.tick)
 	s.timer.Stop()
@@ -113,9 +114,8 @@ func (s *Server) advanceLocked(now time.Time) {
 	}
 	s.m.advance(s.clock.now(now), func(j *job) {
 		wake(j)
-		if j.phase == phaseDone && j.cam != "" {
-			s.answeredLocked(j, now)
-			s.m.halt = true
+		if j.phase == phaseDone && s.endedLocked(j, now) {
+			s.m.halt = true // the clock holds at the answer's end
 		}
 	})
 	if held, _ := s.holdsLocked(now); held {
@@ -223,17 +223,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request holds its place in the model from now on (see reserve)
 	// until it is refused, before the refusal is written, or served.
-	j := s.reserve(r.RemoteAddr)
+	j := s.reserve(r.Header.Get(loadgen.LoopHeader))
 	left := false
-	leave := func(again bool) {
+	leave := func() {
 		if !left {
 			left = true
-			s.cancel(j, again)
+			s.cancel(j)
 		}
 	}
-	defer leave(false)
+	defer leave()
 	refuse := func(err error) {
-		leave(true) // its client goes on to its next request
+		leave()
 		s.writeError(w, err)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -274,16 +274,17 @@ func (s *Server) promptTokens(req parsedRequest) int {
 	return n
 }
 
-// reserve enters a request that arrived on connection cam into the model
-// (see model.reserve); the clock holds while its body is read.
-func (s *Server) reserve(cam string) *job {
+// reserve enters a request into the model as it arrives (see
+// model.reserve), in the closed loop its loop header names; the clock
+// holds while its body is read.
+func (s *Server) reserve(loopHeader string) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	s.arrivedLocked(cam, now)
 	s.advanceLocked(now)
 	j := s.m.reserve()
-	j.cam, j.reservedAt = cam, now
+	j.reservedAt = now
+	s.arrivedLocked(j, loopHeader, now)
 	s.syncLocked()
 	return j
 }
@@ -297,8 +298,12 @@ func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.advanceLocked(time.Now())
+	now := time.Now()
+	s.advanceLocked(now)
 	s.m.fill(j, pixels, req.maxTokens)
+	if j.phase == phaseDone { // answered while its body was read (see fill)
+		s.endedLocked(j, now)
+	}
 	j.notify = func() {
 		select {
 		case notify <- struct{}{}:
@@ -309,16 +314,14 @@ func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
 }
 
 // cancel takes a request that was refused, or whose client went away, out
-// of the model; again says that its client will send another request.
-func (s *Server) cancel(j *job, again bool) {
+// of the model.
+func (s *Server) cancel(j *job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	s.advanceLocked(now)
 	s.m.remove(j)
-	if again {
-		s.answeredLocked(j, now)
-	}
+	s.endedLocked(j, now)
 	s.syncLocked()
 }
 
