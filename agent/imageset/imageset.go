@@ -41,14 +41,17 @@ type Set struct {
 	hash     string
 
 	sizes [4]sizeCache // by protocol.SizeRank
+	// cache keeps the prepared pictures on disk (BuiltinCached); nil: none.
+	cache *diskCache
 }
 
-// sizeCache holds one size's encoded pictures, made on first use.
+// sizeCache holds one size's encoded pictures, made on first use. Each is
+// held once, as the data URL the requests carry: JPEG decodes it when the
+// bytes are wanted.
 type sizeCache struct {
-	once  sync.Once
-	jpegs [][]byte
-	urls  []string
-	err   error
+	once sync.Once
+	urls []string
+	err  error
 }
 
 // Builtin returns the default sixteen pictures shipped in the binary:
@@ -190,10 +193,15 @@ func (s *Set) encoded(size string) (*sizeCache, protocol.ImageSize, error) {
 	}
 	c := &s.sizes[protocol.SizeRank(sz.Name)]
 	c.once.Do(func() {
-		c.jpegs = make([][]byte, s.n)
 		c.urls = make([]string, s.n)
 		errs := make([]error, s.n)
 		parallel(s.n, func(i int) {
+			if s.cache != nil {
+				if b, err := s.cache.picture(sz, i); err == nil {
+					c.urls[i] = dataURL(b)
+					return
+				}
+			}
 			img, err := s.source(i, sz.Width, sz.Height)
 			if err != nil {
 				errs[i] = err
@@ -204,7 +212,9 @@ func (s *Set) encoded(size string) (*sizeCache, protocol.ImageSize, error) {
 				errs[i] = fmt.Errorf("image set %s: picture %d at %s: %w", s.name, i, sz.Name, err)
 				return
 			}
-			c.jpegs[i] = b
+			if s.cache != nil {
+				s.cache.write(pictureName(sz.Name, i), b)
+			}
 			c.urls[i] = dataURL(b)
 		})
 		for _, e := range errs {
@@ -227,14 +237,25 @@ func (s *Set) DataURL(size string, i int) (string, error) {
 	return c.urls[s.index(i)], nil
 }
 
-// JPEG returns the encoded bytes of picture i (mod Len) at the named size;
-// the caller must not modify them.
+// JPEG returns the encoded bytes of picture i (mod Len) at the named size,
+// decoded from its data URL: a copy of the caller's own.
 func (s *Set) JPEG(size string, i int) ([]byte, error) {
 	c, _, err := s.encoded(size)
 	if err != nil {
 		return nil, err
 	}
-	return c.jpegs[s.index(i)], nil
+	return jpegOf(c.urls[s.index(i)])
+}
+
+const dataURLPrefix = "data:image/jpeg;base64,"
+
+// jpegOf decodes the JPEG of a data URL that dataURL made.
+func jpegOf(url string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(url, dataURLPrefix))
+	if err != nil {
+		return nil, fmt.Errorf("image set: picture's data URL: %w", err)
+	}
+	return b, nil
 }
 
 func encodeJPEG(img image.Image) ([]byte, error) {
@@ -246,7 +267,7 @@ func encodeJPEG(img image.Image) ([]byte, error) {
 }
 
 func dataURL(jpegBytes []byte) string {
-	const prefix = "data:image/jpeg;base64,"
+	const prefix = dataURLPrefix
 	buf := make([]byte, len(prefix)+base64.StdEncoding.EncodedLen(len(jpegBytes)))
 	copy(buf, prefix)
 	base64.StdEncoding.Encode(buf[len(prefix):], jpegBytes)
