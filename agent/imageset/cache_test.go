@@ -160,3 +160,17 @@ func mustSize(t testing.TB, name string) protocol.ImageSize {
 	}
 	return sz
 }
+
+// Drawing is bounded by memory, not by the number of CPUs: a twelve-core
+// Jetson must not hold twelve 2K canvases at once.
+func TestDrawersBounded(t *testing.T) {
+	for _, sz := range protocol.ImageSizes() {
+		n := drawers(sz)
+		if n < 1 || n*4*sz.Width*sz.Height > drawBudget && n > 1 {
+			t.Errorf("%s: %d drawn at once, over the %d MB budget", sz.Name, n, drawBudget>>20)
+		}
+	}
+	if n := drawers(mustSize(t, "2K")); n != 2 {
+		t.Errorf("2K: %d drawn at once, want 2", n)
+	}
+}

@@ -195,7 +195,7 @@ func (s *Set) encoded(size string) (*sizeCache, protocol.ImageSize, error) {
 	c.once.Do(func() {
 		c.urls = make([]string, s.n)
 		errs := make([]error, s.n)
-		parallel(s.n, func(i int) {
+		parallelN(s.n, drawers(sz), func(i int) {
 			if s.cache != nil {
 				if b, err := s.cache.picture(sz, i); err == nil {
 					c.urls[i] = dataURL(b)
@@ -294,11 +294,24 @@ func fillCrop(src image.Image, w, h int) *image.RGBA {
 	return dst
 }
 
+// drawBudget bounds the memory of the pictures being drawn at once: each
+// is a canvas of 4 bytes a pixel (15 MB at 2K), and a Jetson with twelve
+// cores shares its memory with the engine.
+const drawBudget = 32 << 20
+
+// drawers is how many pictures of size sz are drawn at once.
+func drawers(sz protocol.ImageSize) int {
+	return max(1, drawBudget/(4*sz.Width*sz.Height))
+}
+
 // parallel runs f(0..n-1) on every CPU.
-func parallel(n int, f func(i int)) {
+func parallel(n int, f func(i int)) { parallelN(n, n, f) }
+
+// parallelN runs f(0..n-1) on at most workers CPUs.
+func parallelN(n, workers int, f func(i int)) {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(n, runtime.GOMAXPROCS(0)) {
+	for range min(n, workers, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
 			for i := range work {
 				f(i)
