@@ -84,8 +84,16 @@ func (c *diskCache) read(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCached))
+	fi, err := f.Stat()
 	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxCached {
+		return nil, fmt.Errorf("cached picture of %d bytes", fi.Size())
+	}
+	// Read in one piece at its size: no growing buffer to throw away.
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, err
 	}
 	rest, ok := bytes.CutPrefix(b, []byte(cacheMagic))
