@@ -22,8 +22,8 @@ import (
 // cameras of a loop start together and each camera's next request arrives,
 // in simulated time, exactly when its previous answer ended, however long
 // the host took to carry it; the requests in flight make no progress
-// meanwhile. A loop that stops owing (its client went away) holds the clock
-// for loopGrace at most.
+// meanwhile. A loop whose client went away while it still owed requests
+// holds the clock for loopGrace at most.
 
 // vclock is a clock of simulated seconds running speedup times the wall
 // clock while not held.
