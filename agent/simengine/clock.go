@@ -55,13 +55,17 @@ func (c *vclock) run(t time.Time) {
 
 // loopGrace bounds how long a loop that owes requests holds the clock
 // after its last sign of life: a client that stops halfway must not stop
-// the other clients of the simulator. A loaded host carries a request in
-// milliseconds; this is for clients that went away.
-const loopGrace = 2 * time.Second
+// the other clients of the simulator for long. A quiet host carries a
+// request in a millisecond; under the race detector with the machine's
+// cores all busy it took seconds, and a grace that ran out then moved Max
+// Cameras again.
+const loopGrace = 10 * time.Second
 
-// readGrace bounds how long a request body being read holds the clock: a
-// client that sends half a request must not stop the others.
-const readGrace = 2 * time.Second
+// readGrace bounds how long a request body being received holds the clock:
+// a client that sends half a request must not stop the others for long.
+// Parsing a body once received is the simulator's own work, which always
+// ends, and holds the clock until it does.
+const readGrace = 10 * time.Second
 
 // loop is what the simulator knows of one closed loop of a client.
 type loop struct {
@@ -99,7 +103,10 @@ func (s *Server) holdsLocked(now time.Time) (bool, time.Time) {
 		}
 	}
 	for _, j := range s.m.prefillQ {
-		if j.pending && now.Sub(j.reservedAt) < readGrace {
+		switch {
+		case j.pending && j.received:
+			extend(now.Add(readGrace)) // looked at again when it is filled
+		case j.pending && now.Sub(j.reservedAt) < readGrace:
 			extend(j.reservedAt.Add(readGrace))
 		}
 	}

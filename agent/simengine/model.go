@@ -125,6 +125,7 @@ type job struct {
 	// known), reservedAt when it arrived on the wall clock; see clock.go.
 	loop       *loop
 	reservedAt time.Time
+	received   bool // its body is read; it is being parsed
 }
 
 // due is how many tokens the job has written by the model's clock.

@@ -237,6 +237,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		s.received(j)
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -311,6 +314,14 @@ func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
 		}
 	}
 	s.syncLocked()
+}
+
+// received records that a request's body has been read: what is left
+// before it is filled is the simulator's own parsing (see holdsLocked).
+func (s *Server) received(j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j.received = true
 }
 
 // cancel takes a request that was refused, or whose client went away, out
