@@ -41,14 +41,17 @@ type Set struct {
 	hash     string
 
 	sizes [4]sizeCache // by protocol.SizeRank
+	// cache keeps the prepared pictures on disk (BuiltinCached); nil: none.
+	cache *diskCache
 }
 
-// sizeCache holds one size's encoded pictures, made on first use.
+// sizeCache holds one size's encoded pictures, made on first use. Each is
+// held once, as the data URL the requests carry: JPEG decodes it when the
+// bytes are wanted.
 type sizeCache struct {
-	once  sync.Once
-	jpegs [][]byte
-	urls  []string
-	err   error
+	once sync.Once
+	urls []string
+	err  error
 }
 
 // Builtin returns the default sixteen pictures shipped in the binary:
@@ -190,10 +193,15 @@ func (s *Set) encoded(size string) (*sizeCache, protocol.ImageSize, error) {
 	}
 	c := &s.sizes[protocol.SizeRank(sz.Name)]
 	c.once.Do(func() {
-		c.jpegs = make([][]byte, s.n)
 		c.urls = make([]string, s.n)
 		errs := make([]error, s.n)
-		parallel(s.n, func(i int) {
+		parallelN(s.n, drawers(sz), func(i int) {
+			if s.cache != nil {
+				if b, err := s.cache.picture(sz, i); err == nil {
+					c.urls[i] = dataURL(b)
+					return
+				}
+			}
 			img, err := s.source(i, sz.Width, sz.Height)
 			if err != nil {
 				errs[i] = err
@@ -204,7 +212,9 @@ func (s *Set) encoded(size string) (*sizeCache, protocol.ImageSize, error) {
 				errs[i] = fmt.Errorf("image set %s: picture %d at %s: %w", s.name, i, sz.Name, err)
 				return
 			}
-			c.jpegs[i] = b
+			if s.cache != nil {
+				s.cache.write(pictureName(sz.Name, i), b)
+			}
 			c.urls[i] = dataURL(b)
 		})
 		for _, e := range errs {
@@ -227,14 +237,25 @@ func (s *Set) DataURL(size string, i int) (string, error) {
 	return c.urls[s.index(i)], nil
 }
 
-// JPEG returns the encoded bytes of picture i (mod Len) at the named size;
-// the caller must not modify them.
+// JPEG returns the encoded bytes of picture i (mod Len) at the named size,
+// decoded from its data URL: a copy of the caller's own.
 func (s *Set) JPEG(size string, i int) ([]byte, error) {
 	c, _, err := s.encoded(size)
 	if err != nil {
 		return nil, err
 	}
-	return c.jpegs[s.index(i)], nil
+	return jpegOf(c.urls[s.index(i)])
+}
+
+const dataURLPrefix = "data:image/jpeg;base64,"
+
+// jpegOf decodes the JPEG of a data URL that dataURL made.
+func jpegOf(url string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(url, dataURLPrefix))
+	if err != nil {
+		return nil, fmt.Errorf("image set: picture's data URL: %w", err)
+	}
+	return b, nil
 }
 
 func encodeJPEG(img image.Image) ([]byte, error) {
@@ -246,7 +267,7 @@ func encodeJPEG(img image.Image) ([]byte, error) {
 }
 
 func dataURL(jpegBytes []byte) string {
-	const prefix = "data:image/jpeg;base64,"
+	const prefix = dataURLPrefix
 	buf := make([]byte, len(prefix)+base64.StdEncoding.EncodedLen(len(jpegBytes)))
 	copy(buf, prefix)
 	base64.StdEncoding.Encode(buf[len(prefix):], jpegBytes)
@@ -273,11 +294,24 @@ func fillCrop(src image.Image, w, h int) *image.RGBA {
 	return dst
 }
 
+// drawBudget bounds the memory of the pictures being drawn at once: each
+// is a canvas of 4 bytes a pixel (15 MB at 2K), and a Jetson with twelve
+// cores shares its memory with the engine.
+const drawBudget = 32 << 20
+
+// drawers is how many pictures of size sz are drawn at once.
+func drawers(sz protocol.ImageSize) int {
+	return max(1, drawBudget/(4*sz.Width*sz.Height))
+}
+
 // parallel runs f(0..n-1) on every CPU.
-func parallel(n int, f func(i int)) {
+func parallel(n int, f func(i int)) { parallelN(n, n, f) }
+
+// parallelN runs f(0..n-1) on at most workers CPUs.
+func parallelN(n, workers int, f func(i int)) {
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(n, runtime.GOMAXPROCS(0)) {
+	for range min(n, workers, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
 			for i := range work {
 				f(i)

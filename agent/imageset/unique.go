@@ -27,7 +27,12 @@ func (s *Set) UniqueDataURLs(size string, start, n int, seed uint64) ([]string, 
 	out := make([]string, n)
 	errs := make([]error, n)
 	parallel(n, func(k int) {
-		b, err := stamped(c.jpegs[s.index(start+k)], seed+uint64(start)+uint64(k))
+		j, err := jpegOf(c.urls[s.index(start+k)])
+		if err != nil {
+			errs[k] = err
+			return
+		}
+		b, err := stamped(j, seed+uint64(start)+uint64(k))
 		if err != nil {
 			errs[k] = fmt.Errorf("image set %s: unique picture %d at %s: %w", s.name, start+k, sz.Name, err)
 			return

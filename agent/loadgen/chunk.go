@@ -24,6 +24,8 @@ type chunkInfo struct {
 	prompt, completion, cached int
 	// timings is llama.cpp's timings object, raw.
 	timings []byte
+	// sim is the simulator's sim_timings object, raw (see simtimings.go).
+	sim []byte
 	// errMsg is a mid-stream error the server reported.
 	errMsg string
 }
@@ -79,6 +81,16 @@ func parseChunk(b []byte, ci *chunkInfo) error {
 			ci.timings = nil
 			if b[start] == '{' {
 				ci.timings = b[start:s.i]
+			}
+			return nil
+		case keyIs(key, SimTimingsKey):
+			start := s.i
+			if err := s.skip(); err != nil {
+				return err
+			}
+			ci.sim = nil
+			if b[start] == '{' {
+				ci.sim = b[start:s.i]
 			}
 			return nil
 		case keyIs(key, "error"):

@@ -20,7 +20,8 @@ import (
 type endpoint struct {
 	scheme, host, addr, path string
 	serverName               string
-	// head is the request head up to the Content-Length value.
+	// head is the request head up to its last two fields: the loop's
+	// (loopheader.go) and Content-Length.
 	head []byte
 }
 
@@ -42,7 +43,7 @@ func newEndpoint(base string, apiKey string) (*endpoint, error) {
 	if apiKey != "" {
 		head += "Authorization: Bearer " + apiKey + "\r\n"
 	}
-	e.head = []byte(head + "Content-Length: ")
+	e.head = []byte(head)
 	return e, nil
 }
 
@@ -96,6 +97,8 @@ func stringBytes(s string) []byte {
 // reused, so that a request allocates next to nothing.
 func (c *conn) send(e *endpoint, cam *camera, segs []string) (*http.Response, error) {
 	head := append(cam.head[:0], e.head...)
+	head = append(head, cam.loop...)
+	head = append(head, "Content-Length: "...)
 	head = strconv.AppendInt(head, bodyLen(segs), 10)
 	head = append(head, "\r\n\r\n"...)
 	cam.head = head

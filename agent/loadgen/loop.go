@@ -21,6 +21,7 @@ func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCo
 		wg                           sync.WaitGroup
 	)
 	start := time.Now()
+	id := loopID()
 	for ci, cam := range cams {
 		wg.Add(1)
 		go func() {
@@ -37,6 +38,7 @@ func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCo
 					for m := maxInFlight.Load(); now > m && !maxInFlight.CompareAndSwap(m, now); m = maxInFlight.Load() {
 					}
 				}
+				cam.loop = appendLoopField(cam.loop[:0], id, i, total, len(cams))
 				rec.Start = time.Since(start).Seconds()
 				cam.do(ctx, r, segs, &rec)
 				in := inFlight.Add(-1)

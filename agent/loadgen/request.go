@@ -24,6 +24,8 @@ type camera struct {
 	ci   chunkInfo
 	head []byte
 	bufs net.Buffers
+	// loop is the X-Vlmfleet-Loop field of its next request (loopheader.go).
+	loop []byte
 }
 
 func newCamera() *camera {
@@ -120,6 +122,7 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		usage                   bool
 		completion              int
 		failure                 string
+		sim                     []byte
 	)
 	handle := func(data []byte, at time.Duration) {
 		if string(data) == "[DONE]" {
@@ -162,6 +165,9 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 		}
 		if ci.cached > 0 {
 			rec.CachedTokens = ci.cached
+		}
+		if ci.sim != nil {
+			sim = append(sim[:0], ci.sim...)
 		}
 	}
 	var readErr error
@@ -222,6 +228,9 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 			rec.TPS = float64(rec.DecodeTokens) / span
 			rec.ITL = span / float64(later)
 		}
+	}
+	if sim != nil && chunks > 0 {
+		applySimTimings(sim, rec, chunks)
 	}
 	switch {
 	case failure != "":

@@ -24,6 +24,9 @@ type Endpoint struct {
 	URL, Model, APIKey string
 	// ImageDir holds the user's own pictures ("" for the built-in ones).
 	ImageDir string
+	// PictureCache keeps the built-in pictures once prepared
+	// (imageset.BuiltinCached); "" draws them.
+	PictureCache string
 	// Telemetry is this machine's source; "" samples it (auto) when the
 	// endpoint is on this machine and not otherwise, since this machine's
 	// hardware says nothing of a remote endpoint's.
@@ -56,7 +59,7 @@ func EndpointSpec(ctx context.Context, e Endpoint, run protocol.Run, log zerolog
 	if e.ImageDir != "" {
 		imgs, err = imageset.FromDir(e.ImageDir)
 	} else {
-		imgs, err = imageset.Builtin()
+		imgs, err = imageset.BuiltinCached(e.PictureCache)
 	}
 	if err != nil {
 		return Spec{}, fmt.Errorf("loading the pictures: %w", err)

@@ -3,6 +3,7 @@ package simengine
 import (
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -120,6 +121,11 @@ type job struct {
 	rate     float64 // current decode rate, set by rates()
 	pRate    float64 // current prefill rate, set by rates()
 	notify   func()
+	// loop is the client's closed loop the request belongs to (nil: not
+	// known), reservedAt when it arrived on the wall clock; see clock.go.
+	loop       *loop
+	reservedAt time.Time
+	received   bool // its body is read; it is being parsed
 }
 
 // due is how many tokens the job has written by the model's clock.
@@ -144,6 +150,9 @@ type model struct {
 	now        float64
 	prefillQ   []*job
 	decoding   []*job
+	// halt, set by advance's callback, ends advance after the event being
+	// processed: the server's clock stops at an answer's end.
+	halt bool
 }
 
 func newModel(p Profile, contention float64, seed uint64) *model {
@@ -323,6 +332,10 @@ func (m *model) advance(t float64, changed func(*job)) {
 			if changed != nil {
 				changed(j)
 			}
+		}
+		if m.halt {
+			m.halt = false
+			break
 		}
 		if dt <= 0 && !happened {
 			break // rounding left nothing to do before t

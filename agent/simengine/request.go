@@ -1,6 +1,7 @@
 package simengine
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"image"
 	_ "image/jpeg" // the method's images are JPEG
 	_ "image/png"  // a user's snapshots may be PNG
+	"io"
 	"strings"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -169,11 +171,14 @@ func imageDims(raw any, bl blobs) (image.Point, error) {
 	if enc != "base64" {
 		return image.Point{}, fmt.Errorf("data URL encoding %q, want base64", enc)
 	}
-	b, err := base64.StdEncoding.DecodeString(data)
-	if err != nil {
-		return image.Point{}, fmt.Errorf("bad base64: %v", err)
+	// Decoded as a stream: the header is all the model needs, and the rest
+	// is only checked, so that sixteen cameras' 2K pictures are never held
+	// decoded at once.
+	dec := bufio.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(data)))
+	cfg, format, err := image.DecodeConfig(dec)
+	if _, rerr := io.Copy(io.Discard, dec); rerr != nil {
+		return image.Point{}, fmt.Errorf("bad base64: %v", rerr)
 	}
-	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return image.Point{}, fmt.Errorf("not a JPEG or PNG image: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
 )
 
 // serveChat answers a validated request once the model lets it: streaming
@@ -64,14 +66,15 @@ func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parse
 			c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": ""}, "length")})
 		}
 		tm := s.timings(prompt, st)
+		sim := s.simTimings(st)
 		s.opt.Log.Debug().Str("id", id).Int("prompt_tokens", prompt).Int("images", len(req.images)).
 			Float64("ttft_sim_s", st.firstAt-st.arrive).Msg("simulated engine: answered")
 		usage := map[string]int{"prompt_tokens": prompt, "completion_tokens": st.due, "total_tokens": prompt + st.due}
 		if !req.stream {
-			s.writeWhole(w, c, req, st.due, usage, tm)
+			s.writeWhole(w, c, req, st.due, usage, tm, sim)
 			return
 		}
-		c.finish(w, req, usage, tm)
+		c.finish(w, req, usage, tm, sim)
 		flush()
 		return
 	}
@@ -94,6 +97,18 @@ func (s *Server) timings(prompt int, st snapshot) map[string]float64 {
 		t["predicted_per_second"] = float64(st.due-1) / predMS * 1000
 	}
 	return t
+}
+
+// simTimings are a request's times in the simulator's own clock (see
+// clock.go), sent with the last chunk of its answer (loadgen.loadgen.SimTimingsKey):
+// the load generator takes them in place of the times it saw, so that no
+// delay of the host is multiplied by the speedup.
+func (s *Server) simTimings(st snapshot) loadgen.SimTimings {
+	return loadgen.SimTimings{
+		TTFT:      (st.firstAt - st.arrive) / s.speedup,
+		LastToken: (st.doneAt - st.arrive) / s.speedup,
+		E2E:       (st.doneAt - st.arrive) / s.speedup,
+	}
 }
 
 // chunker writes SSE chunks the way the profile's engine does.
@@ -160,26 +175,30 @@ func (c chunker) token(w io.Writer, i int, last bool) {
 }
 
 // finish ends the stream: llama.cpp's finish chunk, the usage chunk with no
-// choices when asked for, llama.cpp's timings on the last chunk, then [DONE].
-func (c chunker) finish(w http.ResponseWriter, req parsedRequest, usage map[string]int, tm map[string]float64) {
+// choices when asked for, llama.cpp's timings and the simulated timings on
+// the last chunk, then [DONE].
+func (c chunker) finish(w http.ResponseWriter, req parsedRequest, usage map[string]int, tm map[string]float64, sim loadgen.SimTimings) {
 	if c.llama {
 		v := map[string]any{"choices": c.choice(map[string]any{}, "length")}
 		if !req.includeUsage {
-			v["timings"] = tm
+			v["timings"], v[loadgen.SimTimingsKey] = tm, sim
 		}
 		c.write(w, v)
 	}
-	if req.includeUsage {
-		v := map[string]any{"choices": []any{}, "usage": usage}
+	switch {
+	case req.includeUsage:
+		v := map[string]any{"choices": []any{}, "usage": usage, loadgen.SimTimingsKey: sim}
 		if c.llama {
 			v["timings"] = tm
 		}
 		c.write(w, v)
+	case !c.llama:
+		c.write(w, map[string]any{"choices": []any{}, loadgen.SimTimingsKey: sim})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 
-func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest, n int, usage map[string]int, tm map[string]float64) {
+func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest, n int, usage map[string]int, tm map[string]float64, sim loadgen.SimTimings) {
 	var b strings.Builder
 	for i := range n {
 		b.WriteString(answerToken(c.words, i))
@@ -190,7 +209,7 @@ func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest,
 		ch["logprobs"] = nil
 	}
 	v := map[string]any{"id": c.id, "object": "chat.completion", "created": c.created, "model": c.model,
-		"choices": []any{ch}, "usage": usage}
+		"choices": []any{ch}, "usage": usage, loadgen.SimTimingsKey: sim}
 	if c.llama {
 		v["timings"] = tm
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/agent/loadgen"
 )
 
 // Options tune a server.
@@ -33,9 +35,9 @@ type Options struct {
 }
 
 // Server is a simulated engine serving one profile over the OpenAI API.
-// Requests share one timing model, advanced by the wall clock: a timer wakes
-// it at its next event, so requests in flight slow each other down as they
-// would on the device.
+// Requests share one timing model, advanced by the server's own clock (see
+// clock.go): a timer wakes it at its next event, so requests in flight slow
+// each other down as they would on the device.
 type Server struct {
 	p        Profile
 	opt      Options
@@ -48,6 +50,8 @@ type Server struct {
 	mu    sync.Mutex
 	m     *model
 	timer *time.Timer
+	clock vclock
+	loops map[string]*loop
 }
 
 // New makes a server for a profile.
@@ -59,7 +63,9 @@ func New(p Profile, opt Options) *Server {
 	if sp <= 0 || math.IsNaN(sp) || math.IsInf(sp, 0) {
 		sp = 1
 	}
-	s := &Server{p: p, opt: opt, speedup: sp, start: time.Now(), m: newModel(p, p.Contention, uint64(opt.Seed)), words: answerWords()}
+	s := &Server{p: p, opt: opt, speedup: sp, start: time.Now(), m: newModel(p, p.Contention, uint64(opt.Seed)), words: answerWords(),
+		loops: map[string]*loop{}}
+	s.clock = vclock{speedup: sp, since: s.start}
 	s.timer = time.AfterFunc(time.Hour, s.tick)
 	s.timer.Stop()
 	return s
@@ -97,28 +103,49 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// simNow is the model's clock: wall time since start, sped up.
-func (s *Server) simNow() float64 { return time.Since(s.start).Seconds() * s.speedup }
-
 // tokenTick bounds how often streaming tokens wake the model, in real time.
 const tokenTick = time.Millisecond
+
+// advanceLocked runs the model up to the clock's time at real time now,
+// stopping (and holding the clock) where an answer ends. Call with s.mu held.
+func (s *Server) advanceLocked(now time.Time) {
+	if held, _ := s.holdsLocked(now); !held {
+		s.clock.run(now)
+	}
+	s.m.advance(s.clock.now(now), func(j *job) {
+		wake(j)
+		if j.phase == phaseDone && s.endedLocked(j, now) {
+			s.m.halt = true // the clock holds at the answer's end
+		}
+	})
+	if held, _ := s.holdsLocked(now); held {
+		s.clock.hold(s.m.now)
+	}
+}
 
 // syncLocked advances the model to now, wakes the handlers whose requests moved
 // and rearms the timer. Call with s.mu held.
 func (s *Server) syncLocked() {
-	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	now := time.Now()
+	s.advanceLocked(now)
 	for _, j := range s.m.decoding {
 		wake(j)
 	}
-	now := s.simNow()
+	if held, until := s.holdsLocked(now); held {
+		// Nothing moves until the request owed arrives or its grace ends.
+		s.timer.Reset(max(0, until.Sub(now)))
+		return
+	}
+	s.clock.run(now)
+	sim := s.clock.now(now)
 	structural := s.m.nextEvent(false)
 	token := s.m.nextEvent(true)
 	if math.IsInf(structural, 1) && math.IsInf(token, 1) {
 		s.timer.Stop()
 		return
 	}
-	d := time.Duration((structural - now) / s.speedup * float64(time.Second))
-	if td := max(tokenTick, time.Duration((token-now)/s.speedup*float64(time.Second))); td < d {
+	d := time.Duration((structural - sim) / s.speedup * float64(time.Second))
+	if td := max(tokenTick, time.Duration((token-sim)/s.speedup*float64(time.Second))); td < d {
 		d = td
 	}
 	s.timer.Reset(max(0, d))
@@ -196,7 +223,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request holds its place in the model from now on (see reserve)
 	// until it is refused, before the refusal is written, or served.
-	j := s.reserve()
+	j := s.reserve(r.Header.Get(loadgen.LoopHeader))
 	left := false
 	leave := func() {
 		if !left {
@@ -210,6 +237,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		s.received(j)
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -247,12 +277,17 @@ func (s *Server) promptTokens(req parsedRequest) int {
 	return n
 }
 
-// reserve enters a request into the model as it arrives (see model.reserve).
-func (s *Server) reserve() *job {
+// reserve enters a request into the model as it arrives (see
+// model.reserve), in the closed loop its loop header names; the clock
+// holds while its body is read.
+func (s *Server) reserve(loopHeader string) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	now := time.Now()
+	s.advanceLocked(now)
 	j := s.m.reserve()
+	j.reservedAt = now
+	s.arrivedLocked(j, loopHeader, now)
 	s.syncLocked()
 	return j
 }
@@ -266,8 +301,12 @@ func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	now := time.Now()
+	s.advanceLocked(now)
 	s.m.fill(j, pixels, req.maxTokens)
+	if j.phase == phaseDone { // answered while its body was read (see fill)
+		s.endedLocked(j, now)
+	}
 	j.notify = func() {
 		select {
 		case notify <- struct{}{}:
@@ -277,12 +316,23 @@ func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
 	s.syncLocked()
 }
 
-// cancel takes a request whose client went away out of the model.
+// received records that a request's body has been read: what is left
+// before it is filled is the simulator's own parsing (see holdsLocked).
+func (s *Server) received(j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j.received = true
+}
+
+// cancel takes a request that was refused, or whose client went away, out
+// of the model.
 func (s *Server) cancel(j *job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m.advance(s.simNow(), func(j *job) { wake(j) })
+	now := time.Now()
+	s.advanceLocked(now)
 	s.m.remove(j)
+	s.endedLocked(j, now)
 	s.syncLocked()
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/measure"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/explorer"
@@ -174,7 +175,7 @@ func allFailed(run *protocol.Run) error {
 func benchSpec(ctx context.Context, c *cli, o *benchOptions) (measure.Spec, error) {
 	// The tools are looked up on the CLI's PATH, not the process's.
 	e := measure.Endpoint{URL: o.url, Model: o.model, APIKey: o.apiKey, ImageDir: o.imageDir, Telemetry: o.telemetry,
-		SysRoot: c.getenv("VLMFLEET_SYSROOT"), Path: c.getenv("PATH")}
+		SysRoot: c.getenv("VLMFLEET_SYSROOT"), Path: c.getenv("PATH"), PictureCache: imageset.CacheDir(c.getenv)}
 	if o.device == "" && !e.Loopback() {
 		c.log.Warn().Str("url", o.url).
 			Msg("the device facts describe this machine, not the endpoint's; name the endpoint's device with --device")

@@ -223,11 +223,12 @@ func (w *watcher) until(ctx context.Context, done func(context.Context) (bool, e
 	}
 }
 
-// Pictures draws the built-in picture set and encodes it at every size,
-// so that agents in one process share one set and no agent's measurement
-// competes with the drawing.
-func Pictures() (*imageset.Set, error) {
-	images, err := imageset.Builtin()
+// Pictures prepares the built-in picture set at every size, so that agents
+// in one process share one set and no agent's measurement competes with
+// the drawing. Pictures kept under cacheDir (imageset.BuiltinCached) are
+// read rather than drawn; "" draws them all.
+func Pictures(cacheDir string) (*imageset.Set, error) {
+	images, err := imageset.BuiltinCached(cacheDir)
 	if err != nil {
 		return nil, fmt.Errorf("simlab: pictures: %w", err)
 	}

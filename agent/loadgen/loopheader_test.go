@@ -1,0 +1,24 @@
+package loadgen
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLoopField(t *testing.T) {
+	b := appendLoopField(nil, "k3x", 5, 24, 16)
+	line := string(b)
+	name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r\n"), ": ")
+	if !ok || name != LoopHeader || !strings.HasSuffix(line, "\r\n") {
+		t.Fatalf("field %q", line)
+	}
+	f, ok := ParseLoopField(value)
+	if !ok || f != (LoopField{ID: "k3x", Seq: 5, Total: 24, Cameras: 16}) {
+		t.Fatalf("ParseLoopField(%q) = %+v, %v", value, f, ok)
+	}
+	for _, bad := range []string{"", "a 1 2", "a 1 2 3 4", "a -1 2 3", "a 2 2 1", "a 0 0 1", "a 0 1 0", "a x 1 1", strings.Repeat("a", 65) + " 0 1 1"} {
+		if f, ok := ParseLoopField(bad); ok {
+			t.Errorf("ParseLoopField(%q) = %+v, want refused", bad, f)
+		}
+	}
+}

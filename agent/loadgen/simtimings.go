@@ -1,0 +1,58 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"math"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// SimTimingsKey is the field in which the simulated engine (agent/simengine)
+// reports a request's times in its own clock: seconds from
+// the request's arrival on the wall-clock scale it runs at. The simulator
+// runs many times faster than the device it stands for, so every real
+// millisecond the host loses between it and this client would become many
+// simulated ones; its own times have none of that. Real engines never send
+// the field, and a run against the simulator is labelled simulated.
+const SimTimingsKey = "sim_timings"
+
+// SimTimings are one request's times from its arrival at the simulator, in
+// seconds on the wall-clock scale it runs at (the device's seconds divided
+// by its speed-up): what a client with no delays of its own would measure.
+type SimTimings struct {
+	TTFT      float64 `json:"ttft_s"`
+	LastToken float64 `json:"last_token_s"`
+	E2E       float64 `json:"e2e_s"`
+}
+
+// applySimTimings puts the simulator's own times in place of the ones this
+// client measured, and the figures that follow from them. Anything that is
+// not a consistent set of finite, non-negative times leaves the record as
+// measured.
+func applySimTimings(raw []byte, rec *protocol.RequestRecord, chunks int) {
+	var st SimTimings
+	if json.Unmarshal(raw, &st) != nil {
+		return
+	}
+	for _, v := range []float64{st.TTFT, st.LastToken, st.E2E} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return
+		}
+	}
+	if st.LastToken < st.TTFT || st.E2E < st.LastToken {
+		return
+	}
+	rec.TTFT, rec.LastToken, rec.E2E = st.TTFT, st.LastToken, st.E2E
+	rec.TPS, rec.ITL, rec.DecodeTokens = 0, 0, 0
+	if span := st.LastToken - st.TTFT; span > 0 {
+		// The simulator's clock has no bursts: every token after the
+		// first has its own decode time, so the familiar rule holds.
+		if rec.CompletionTokens > 1 {
+			rec.DecodeTokens = rec.CompletionTokens - 1
+			rec.TPS = float64(rec.DecodeTokens) / span
+		}
+		if chunks > 1 {
+			rec.ITL = span / float64(chunks-1)
+		}
+	}
+}
