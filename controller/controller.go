@@ -114,6 +114,8 @@ type Controller struct {
 
 	events *fanout
 	live   *liveState
+	// problems are what /api/health reports broken (see health.go).
+	problems *problems
 
 	publishKick chan struct{}
 	bgCancel    context.CancelFunc
@@ -174,6 +176,7 @@ func New(opt Options) (*Controller, error) {
 		tls:         tlsSt,
 		events:      newFanout(),
 		live:        newLiveState(),
+		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
@@ -242,7 +245,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startLive(); err != nil {
 		return err
 	}
-	c.bg.Add(3)
+	c.bg.Add(4)
+	go func() { defer c.bg.Done(); c.watchJetStream(bgCtx) }()
 	go func() { defer c.bg.Done(); c.publishLoop(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchAgents(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchOrphans(bgCtx) }()

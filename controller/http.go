@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -115,33 +114,6 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 		return zero, &requestError{http.StatusBadRequest, err}
 	}
 	return v, nil
-}
-
-func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
-	nats := "connected"
-	status := http.StatusOK
-	if c.nc == nil || !c.nc.IsConnected() {
-		nats, status = "disconnected", http.StatusServiceUnavailable
-	}
-	ingest, ingestErr := c.ingestHealth()
-	if ingest != "ok" {
-		status = http.StatusServiceUnavailable
-	}
-	body := map[string]any{
-		"status":         map[bool]string{true: "ok", false: "degraded"}[status == http.StatusOK],
-		"nats":           nats,
-		"nats_url":       c.natsURL,
-		"nats_auth":      c.NATSAuth(),
-		"tls":            c.tlsHealth(),
-		"version":        c.opt.Version,
-		"events_dropped": c.events.dropped.Load(),
-		"time":           time.Now().UTC(),
-		"ingest":         ingest,
-	}
-	if ingestErr != "" {
-		body["ingest_error"] = ingestErr
-	}
-	writeJSON(w, status, body)
 }
 
 func (c *Controller) handleAgents(r *http.Request) ([]AgentView, error) {

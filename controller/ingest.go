@@ -88,7 +88,13 @@ func (c *Controller) handleDurable(msg jetstream.Msg) {
 		storedAt = time.Now()
 	}
 	err := c.ingest(msg.Subject(), msg.Data(), storedAt)
-	switch d := settle(err, delivered); d.action {
+	d := settle(err, delivered)
+	if d.action == actRetry {
+		c.problems.set(ProblemStore, fmt.Errorf("storing what agents report fails (retried): %w", err))
+	} else {
+		c.problems.clear(ProblemStore)
+	}
+	switch d.action {
 	case actAck:
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.Warn().Err(aerr).Str("subject", msg.Subject()).Msg("ack failed; the message will be redelivered and stored again idempotently")
