@@ -181,20 +181,12 @@ func decodeAnswer(method, path string, data []byte, out any) error {
 	return nil
 }
 
-// Health is the answer of GET /api/health.
-type Health struct {
-	Status        string               `json:"status"` // ok, or degraded when NATS is disconnected
-	NATS          string               `json:"nats"`
-	NATSURL       string               `json:"nats_url"`
-	NATSAuth      string               `json:"nats_auth"` // nkeys, off (--insecure) or external
-	TLS           controller.TLSHealth `json:"tls"`
-	Version       string               `json:"version"`
-	EventsDropped uint64               `json:"events_dropped"`
-	Time          time.Time            `json:"time"`
-}
+// Health is the answer of GET /api/health: the controller's own type.
+type Health = controller.Health
 
-// Health asks whether the controller is up. A degraded controller (503:
-// NATS disconnected) is an answer, not an error: see Health.Status.
+// Health asks whether the controller is up. A degraded or failing
+// controller (503) is an answer, not an error: see Health.Status and
+// Health.Problems.
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	return call[Health](ctx, c, "health", http.MethodGet, "/api/health", nil, maxAnswer, http.StatusOK, http.StatusServiceUnavailable)
 }
