@@ -30,6 +30,7 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("DELETE /api/jobs/{id}", c.handleCancelJob)
 	mux.HandleFunc("GET /api/rejected", serveJSON(c.handleRejected))
 	mux.HandleFunc("GET /api/live", serveJSON(c.handleLiveSnapshot))
+	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.HandleFunc("GET /api/events", c.handleEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
