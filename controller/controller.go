@@ -116,6 +116,7 @@ type Controller struct {
 	live   *liveState
 	// problems are what /api/health reports broken (see health.go).
 	problems *problems
+	metrics  *metrics
 
 	publishKick chan struct{}
 	bgCancel    context.CancelFunc
@@ -180,6 +181,7 @@ func New(opt Options) (*Controller, error) {
 		publishKick: make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
+	c.metrics = newMetrics(c)
 	return c, nil
 }
 
@@ -276,7 +278,7 @@ func (c *Controller) startHTTP() error {
 		ln = tls.NewListener(ln, c.tls.httpConfig)
 	}
 	c.httpSrv = &http.Server{
-		Handler:           c.sec.guard(c.routes()),
+		Handler:           c.sec.guard(c.metrics.instrument(c.routes())),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: /api/events streams for as long as the client stays.
 		IdleTimeout: 2 * time.Minute,

@@ -12,7 +12,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-func (c *Controller) routes() http.Handler {
+func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
 	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
@@ -31,6 +31,7 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("GET /api/rejected", serveJSON(c.handleRejected))
 	mux.HandleFunc("GET /api/live", serveJSON(c.handleLiveSnapshot))
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
+	mux.Handle("GET /metrics", c.metrics.handler())
 	mux.HandleFunc("GET /api/events", c.handleEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))

@@ -96,10 +96,12 @@ func (c *Controller) handleDurable(msg jetstream.Msg) {
 	}
 	switch d.action {
 	case actAck:
+		c.metrics.ingested.WithLabelValues(kindLabel(msg.Subject())).Inc()
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.Warn().Err(aerr).Str("subject", msg.Subject()).Msg("ack failed; the message will be redelivered and stored again idempotently")
 		}
 	case actReject:
+		c.metrics.rejected.WithLabelValues(kindLabel(msg.Subject())).Inc()
 		c.reject(msg, seq, d.reason)
 	default:
 		c.log.Error().Err(err).Str("subject", msg.Subject()).Uint64("delivery", delivered).Dur("retry_in", d.delay).Msg("storing an agent event failed")
