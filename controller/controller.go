@@ -105,6 +105,9 @@ type Controller struct {
 	// Close; testHookRebind, when set, runs as one starts being recreated.
 	consumers      []*binding
 	testHookRebind testHook
+	// testHookRepair, when set, runs before the embedded JetStream is
+	// restarted (jetstreamwatch.go).
+	testHookRepair testHook
 	subs           []*nats.Subscription
 
 	httpSrv *http.Server

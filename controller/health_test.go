@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -53,6 +54,13 @@ func TestSilentAgentMakesHealthDegraded(t *testing.T) {
 func TestDisabledJetStreamIsReportedAndRestarted(t *testing.T) {
 	c := startController(t, t.TempDir())
 	ev, a := announced(t, c, "a1")
+	// Hold the repair until the test has seen the problem reported.
+	release := make(chan struct{})
+	var once sync.Once
+	releaseRepair := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(releaseRepair) // before Close, which waits for the watcher
+	hook := func(string) { <-release }
+	c.testHookRepair.Store(&hook)
 	if err := c.ns.ShutdownJetStream(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +70,7 @@ func TestDisabledJetStreamIsReportedAndRestarted(t *testing.T) {
 	if h["status"] != HealthFailing || h["jetstream"] != "unavailable" {
 		t.Errorf("health with JetStream disabled: %v, want failing, jetstream unavailable", h)
 	}
+	releaseRepair()
 	waitHealth(t, c, 30*time.Second, "health ok again", func(code int, h map[string]any) bool {
 		return code == http.StatusOK && h["status"] == HealthOK
 	})

@@ -59,6 +59,9 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 			return // an external server is its operator's to repair
 		}
 		notBefore = time.Now().Add(repairs.Next())
+		if h := c.testHookRepair.Load(); h != nil {
+			(*h)("jetstream")
+		}
 		if rerr := c.repairJetStream(ctx); rerr != nil {
 			c.problems.set(ProblemJetStream, fmt.Errorf("%w; not repaired yet: %v", err, rerr))
 			c.log.Warn().Err(rerr).Msg("embedded JetStream not restarted yet")
