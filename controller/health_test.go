@@ -7,6 +7,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // waitHealth polls /api/health (the controller emits no event for its own
@@ -75,4 +82,51 @@ func TestDisabledJetStreamIsReportedAndRestarted(t *testing.T) {
 		return code == http.StatusOK && h["status"] == HealthOK
 	})
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+}
+
+// Jobs that JetStream refuses to store (here "insufficient resources": the
+// server's storage limit is reached) make the controller degraded, naming
+// the error, until they are published.
+func TestRefusedJobPublishIsReported(t *testing.T) {
+	ns := natstest.Start(t, &server.Options{JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: 1 << 20})
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), NATSURL: ns.ClientURL()})
+	announced(t, c, "a1", "d1")
+
+	// An operator's messages fill the server's storage.
+	_, js := testutil.ConnectJS(t, ns.ClientURL())
+	filler := make([]byte, 64<<10)
+	for i := 0; ; i++ {
+		_, err := js.Publish(waitCtx(t), protocol.JobSubject("filler"), filler)
+		if err != nil {
+			if !strings.Contains(err.Error(), "insufficient resources") {
+				t.Fatalf("filling the server's storage: %v", err)
+			}
+			break
+		}
+		if i > 100 {
+			t.Fatal("1 MiB of storage took over 100 messages of 64 KiB")
+		}
+	}
+
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
+	h := waitHealth(t, c, 30*time.Second, "the refused publish reported", func(code int, h map[string]any) bool {
+		return code == http.StatusServiceUnavailable && problemsName(h, ProblemPublish)
+	})
+	if h["status"] != HealthDegraded || !strings.Contains(fmt.Sprint(h["problems"]), "insufficient resources") {
+		t.Errorf("health with jobs refused: %v, want degraded naming insufficient resources", h)
+	}
+
+	stream, err := js.Stream(waitCtx(t), protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(waitCtx(t), jetstream.WithPurgeSubject(protocol.JobSubject("filler"))); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, c, 90*time.Second, "the job published and the problem cleared", func(code int, h map[string]any) bool {
+		return !problemsName(h, ProblemPublish)
+	})
+	if j, err := c.store.Job(sw.Jobs[0]); err != nil || !j.Published {
+		t.Errorf("job after space returned: %+v, %v; want published", j, err)
+	}
 }
