@@ -27,6 +27,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return controllerBackup(ctx, c, args[1:])
 	}
 	fs := newFlagSet(c, "controller")
+	setUsage(fs, "usage: vlmfleet controller [flags]\n       vlmfleet controller backup --out FILE   (a copy of a running controller's store; -h for more)\n\nflags:")
 	dataDir := fs.String("data-dir", "./vlmfleet-data", "directory for the database (vlmfleet.db) and the embedded NATS store")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
 	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
