@@ -76,3 +76,28 @@ func TestMetricsDescribeTheLab(t *testing.T) {
 		t.Error("no process metrics")
 	}
 }
+
+// Off loopback /metrics is read as every read is: with the API token in
+// the Authorization header (as Prometheus sends a credentials file), or by
+// anyone under --public-read; a backup always needs the token.
+func TestMetricsAndBackupOffLoopback(t *testing.T) {
+	c := startOffLoopback(t, false)
+	bearer := map[string]string{"Authorization": "Bearer " + c.APIToken()}
+	if code, body, _ := send(t, http.MethodGet, c.HTTPURL()+"/metrics", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("GET /metrics without the token: %d %s, want 401", code, body)
+	}
+	if code, body, _ := send(t, http.MethodGet, c.HTTPURL()+"/metrics", "", bearer); code != http.StatusOK || !strings.Contains(body, "vlmfleet_health_ok 1") {
+		t.Errorf("GET /metrics with the token: %d", code)
+	}
+	pub := startOffLoopback(t, true)
+	if code, _, _ := send(t, http.MethodGet, pub.HTTPURL()+"/metrics", "", nil); code != http.StatusOK {
+		t.Errorf("--public-read: GET /metrics without the token: %d, want 200", code)
+	}
+	if code, body, _ := send(t, http.MethodGet, pub.HTTPURL()+"/api/backup", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("--public-read: GET /api/backup without the token: %d %s, want 401", code, body)
+	}
+	if code, _, h := send(t, http.MethodGet, pub.HTTPURL()+"/api/backup", "", map[string]string{"Authorization": "Bearer " + pub.APIToken()}); code != http.StatusOK ||
+		h.Get("Content-Type") != "application/octet-stream" || h.Get("Content-Length") == "" {
+		t.Errorf("GET /api/backup with the token: %d, %v", code, h)
+	}
+}
