@@ -130,3 +130,30 @@ func TestRefusedJobPublishIsReported(t *testing.T) {
 		t.Errorf("job after space returned: %+v, %v; want published", j, err)
 	}
 }
+
+// An external server's JetStream going away is reported as failing (the
+// controller leaves its repair to the server's operator) and cleared once
+// it is back.
+func TestExternalJetStreamUnavailableIsReported(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.Start(t, &server.Options{JetStream: true, StoreDir: dir})
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), NATSURL: ns.ClientURL()})
+	if err := ns.ShutdownJetStream(); err != nil {
+		t.Fatal(err)
+	}
+	h := waitHealth(t, c, 30*time.Second, "JetStream reported unavailable", func(code int, h map[string]any) bool {
+		return code == http.StatusServiceUnavailable && problemsName(h, ProblemJetStream)
+	})
+	if h["status"] != HealthFailing || !strings.Contains(fmt.Sprint(h["problems"]), "JetStream unavailable on "+ns.ClientURL()) {
+		t.Errorf("health with the external JetStream gone: %v", h)
+	}
+	if ns.JetStreamEnabled() {
+		t.Fatal("the controller restarted an external server's JetStream")
+	}
+	if err := ns.EnableJetStream(&server.JetStreamConfig{StoreDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	waitHealth(t, c, 30*time.Second, "health clear", func(code int, h map[string]any) bool {
+		return !problemsName(h, ProblemJetStream)
+	})
+}
