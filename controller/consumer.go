@@ -46,6 +46,9 @@ type binding struct {
 	cc      jetstream.ConsumeContext
 	lost    error // non-nil while the consumer is being recreated
 	stopped bool
+	// restarted is why the next check rebinds even though the consumer
+	// exists (JetStream restarted under it); nil otherwise.
+	restarted error
 }
 
 // bind creates (or updates) the consumer and starts consuming it.
@@ -120,16 +123,19 @@ func (b *binding) watch(ctx context.Context) {
 // client's reconnection and show in /api/health as nats "disconnected".
 func (b *binding) check(ctx context.Context) {
 	b.mu.Lock()
-	cons, cc, stopped := b.cons, b.cc, b.stopped
+	cons, cc, stopped, cause := b.cons, b.cc, b.stopped, b.restarted
+	b.restarted = nil
 	b.mu.Unlock()
 	if stopped || cc == nil {
 		return
 	}
-	var cause error
 	select {
 	case <-cc.Closed():
 		cause = errors.New("its consumption ended")
 	default:
+		if cause != nil {
+			break
+		}
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := cons.Info(ictx)
 		cancel()
@@ -171,6 +177,18 @@ func (b *binding) rebind(ctx context.Context, cause error) {
 	if err == nil {
 		b.c.log.Warn().Str("consumer", b.what).Str("stream", b.stream).
 			Msg("durable consumer recreated: ingestion resumed with what the stream kept meanwhile")
+	}
+}
+
+// forceRebind has the watcher recreate the consumption: after JetStream
+// restarted, the pull requests of the old one are gone.
+func (b *binding) forceRebind(cause error) {
+	b.mu.Lock()
+	b.restarted = cause
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
 	}
 }
 

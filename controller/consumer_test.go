@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -77,7 +79,17 @@ func TestDeletedEventsStreamIsRecreated(t *testing.T) {
 		_, err := adminJS.Consumer(waitCtx(t), protocol.StreamEvents, ConsumerName)
 		return err == nil
 	})
-	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
+	// Published as an agent does, retrying until the stream acknowledges:
+	// a stream deleted and at once recreated under the same name can meet
+	// nats-server's removal of the old files ("critical write error"), which
+	// the controller repairs by restarting JetStream within seconds.
+	h := protocol.AgentHello{Schema: protocol.SchemaVersion, AgentID: a.id, Hostname: "host-a1", Version: "test", StartedAt: time.Now().UTC(), Simulated: true}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := publishUntilStored(ctx, a.js, protocol.AgentSubject(a.id, protocol.KindHello), h, protocol.HelloMsgID(a.id, h.StartedAt.UnixNano())); err != nil {
+		t.Fatal(err)
+	}
+	ev.waitFor(t, 1, helloStored(h))
 	if code, health := getHealth(t, c); code != http.StatusOK || health["ingest"] != "ok" {
 		t.Errorf("health after recovery: %d %v", code, health)
 	}

@@ -105,6 +105,9 @@ type Controller struct {
 	// Close; testHookRebind, when set, runs as one starts being recreated.
 	consumers      []*binding
 	testHookRebind testHook
+	// testHookRepair, when set, runs before the embedded JetStream is
+	// restarted (jetstreamwatch.go).
+	testHookRepair testHook
 	subs           []*nats.Subscription
 
 	httpSrv *http.Server
@@ -114,6 +117,9 @@ type Controller struct {
 
 	events *fanout
 	live   *liveState
+	// problems are what /api/health reports broken (see health.go).
+	problems *problems
+	metrics  *metrics
 
 	publishKick chan struct{}
 	bgCancel    context.CancelFunc
@@ -174,9 +180,11 @@ func New(opt Options) (*Controller, error) {
 		tls:         tlsSt,
 		events:      newFanout(),
 		live:        newLiveState(),
+		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
+	c.metrics = newMetrics(c)
 	return c, nil
 }
 
@@ -242,7 +250,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startLive(); err != nil {
 		return err
 	}
-	c.bg.Add(3)
+	c.bg.Add(4)
+	go func() { defer c.bg.Done(); c.watchJetStream(bgCtx) }()
 	go func() { defer c.bg.Done(); c.publishLoop(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchAgents(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchOrphans(bgCtx) }()
@@ -272,7 +281,7 @@ func (c *Controller) startHTTP() error {
 		ln = tls.NewListener(ln, c.tls.httpConfig)
 	}
 	c.httpSrv = &http.Server{
-		Handler:           c.sec.guard(c.routes()),
+		Handler:           c.sec.guard(c.metrics.instrument(c.routes())),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: /api/events streams for as long as the client stays.
 		IdleTimeout: 2 * time.Minute,

@@ -7,13 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-func (c *Controller) routes() http.Handler {
+func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
 	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
@@ -31,6 +30,8 @@ func (c *Controller) routes() http.Handler {
 	mux.HandleFunc("DELETE /api/jobs/{id}", c.handleCancelJob)
 	mux.HandleFunc("GET /api/rejected", serveJSON(c.handleRejected))
 	mux.HandleFunc("GET /api/live", serveJSON(c.handleLiveSnapshot))
+	mux.HandleFunc("GET /api/backup", c.handleBackup)
+	mux.Handle("GET /metrics", c.metrics.handler())
 	mux.HandleFunc("GET /api/events", c.handleEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
@@ -115,33 +116,6 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 		return zero, &requestError{http.StatusBadRequest, err}
 	}
 	return v, nil
-}
-
-func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
-	nats := "connected"
-	status := http.StatusOK
-	if c.nc == nil || !c.nc.IsConnected() {
-		nats, status = "disconnected", http.StatusServiceUnavailable
-	}
-	ingest, ingestErr := c.ingestHealth()
-	if ingest != "ok" {
-		status = http.StatusServiceUnavailable
-	}
-	body := map[string]any{
-		"status":         map[bool]string{true: "ok", false: "degraded"}[status == http.StatusOK],
-		"nats":           nats,
-		"nats_url":       c.natsURL,
-		"nats_auth":      c.NATSAuth(),
-		"tls":            c.tlsHealth(),
-		"version":        c.opt.Version,
-		"events_dropped": c.events.dropped.Load(),
-		"time":           time.Now().UTC(),
-		"ingest":         ingest,
-	}
-	if ingestErr != "" {
-		body["ingest_error"] = ingestErr
-	}
-	writeJSON(w, status, body)
 }
 
 func (c *Controller) handleAgents(r *http.Request) ([]AgentView, error) {

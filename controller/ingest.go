@@ -88,12 +88,20 @@ func (c *Controller) handleDurable(msg jetstream.Msg) {
 		storedAt = time.Now()
 	}
 	err := c.ingest(msg.Subject(), msg.Data(), storedAt)
-	switch d := settle(err, delivered); d.action {
+	d := settle(err, delivered)
+	if d.action == actRetry {
+		c.problems.set(ProblemStore, fmt.Errorf("storing what agents report fails (retried): %w", err))
+	} else {
+		c.problems.clear(ProblemStore)
+	}
+	switch d.action {
 	case actAck:
+		c.metrics.ingested.WithLabelValues(kindLabel(msg.Subject())).Inc()
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.Warn().Err(aerr).Str("subject", msg.Subject()).Msg("ack failed; the message will be redelivered and stored again idempotently")
 		}
 	case actReject:
+		c.metrics.rejected.WithLabelValues(kindLabel(msg.Subject())).Inc()
 		c.reject(msg, seq, d.reason)
 	default:
 		c.log.Error().Err(err).Str("subject", msg.Subject()).Uint64("delivery", delivered).Dur("retry_in", d.delay).Msg("storing an agent event failed")

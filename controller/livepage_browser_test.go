@@ -97,3 +97,17 @@ func TestLivePageShowsStalledJobs(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestLivePageShowsHealthProblems checks that what /api/health reports
+// broken is shown on the live page (here an agent past its heartbeat).
+func TestLivePageShowsHealthProblems(t *testing.T) {
+	path := chromium(t)
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: time.Second})
+	poll, text := openLive(t, path, c.HTTPURL())
+	poll(`document.getElementById("health-ok").textContent === "health ok"`)
+	announced(t, c, "orin-1")
+	poll(`document.getElementById("health").style.display === "block"`)
+	if got := text("#health"); !contains(got, "Controller DEGRADED") || !contains(got, "agents") || !contains(got, "orin-1 silent for") {
+		t.Errorf("health banner %q lacks the silent agent", got)
+	}
+}

@@ -222,10 +222,12 @@ func (c *Controller) publishLoop(ctx context.Context) {
 				return
 			}
 			delay := b.Next()
+			c.problems.set(ProblemPublish, fmt.Errorf("jobs wait to be published: %w", err))
 			c.log.Warn().Err(err).Dur("retry_in", delay).Msg("publishing stored jobs failed")
 			retry = time.After(delay)
 			continue
 		}
+		c.problems.clear(ProblemPublish)
 		b.Reset()
 	}
 }

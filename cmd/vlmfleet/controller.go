@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -19,7 +23,11 @@ func explorerHandler(log zerolog.Logger) func(controller.RunSource) http.Handler
 }
 
 func cmdController(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 && args[0] == "backup" {
+		return controllerBackup(ctx, c, args[1:])
+	}
 	fs := newFlagSet(c, "controller")
+	setUsage(fs, "usage: vlmfleet controller [flags]\n       vlmfleet controller backup --out FILE   (a copy of a running controller's store; -h for more)\n\nflags:")
 	dataDir := fs.String("data-dir", "./vlmfleet-data", "directory for the database (vlmfleet.db) and the embedded NATS store")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
 	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
@@ -62,4 +70,42 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")
 	return ctl.Close()
+}
+
+const controllerBackupUsage = `usage: vlmfleet controller backup --out FILE [--controller URL] [--token-file FILE]
+
+Copies the running controller's store (GET /api/backup, with the API token) into FILE,
+whole or not at all. To restore: stop the controller, copy FILE to <data-dir>/vlmfleet.db,
+start it (docs/operations.md#backup-and-restore).`
+
+// controllerBackup is `vlmfleet controller backup`: a consistent copy of
+// the running controller's store, through its API.
+func controllerBackup(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet(c, "controller backup")
+	out := fs.String("out", "", "the `FILE` to write the copy of the store to (required; replaced if it exists)")
+	ctl := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
+	tokenFile := tokenFileFlag(fs)
+	setUsage(fs, controllerBackupUsage)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	case *out == "":
+		return usageError{errors.New("--out FILE is required: where to write the copy of the store")}
+	}
+	cl, err := newClient(c, *ctl, *tokenFile)
+	if err != nil {
+		return err
+	}
+	n, err := atomicfile.Write(*out, 0o600, func(w io.Writer) error {
+		_, err := cl.Backup(ctx, w)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("controller backup --out %s: %w", *out, err)
+	}
+	fmt.Fprintf(c.stdout, "wrote a copy of the store of %s to %s (%d bytes)\n", cl.URL(), *out, n)
+	return nil
 }

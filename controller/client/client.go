@@ -181,20 +181,40 @@ func decodeAnswer(method, path string, data []byte, out any) error {
 	return nil
 }
 
-// Health is the answer of GET /api/health.
-type Health struct {
-	Status        string               `json:"status"` // ok, or degraded when NATS is disconnected
-	NATS          string               `json:"nats"`
-	NATSURL       string               `json:"nats_url"`
-	NATSAuth      string               `json:"nats_auth"` // nkeys, off (--insecure) or external
-	TLS           controller.TLSHealth `json:"tls"`
-	Version       string               `json:"version"`
-	EventsDropped uint64               `json:"events_dropped"`
-	Time          time.Time            `json:"time"`
+// Health is the answer of GET /api/health: the controller's own type.
+type Health = controller.Health
+
+// Backup copies the controller's store, consistent while it runs, to w
+// (GET /api/backup) and returns the bytes copied. A copy cut short is an
+// error. Only ctx bounds it: a large store takes a while.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/backup", nil)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	c.authorize(req)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", untrustedHint(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		return 0, fmt.Errorf("backup: %w", decodeError(resp.StatusCode, data))
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && n != resp.ContentLength {
+		err = fmt.Errorf("got %d of %d bytes", n, resp.ContentLength)
+	}
+	if err != nil {
+		return n, fmt.Errorf("backup: %w", err)
+	}
+	return n, nil
 }
 
-// Health asks whether the controller is up. A degraded controller (503:
-// NATS disconnected) is an answer, not an error: see Health.Status.
+// Health asks whether the controller is up. A degraded or failing
+// controller (503) is an answer, not an error: see Health.Status and
+// Health.Problems.
 func (c *Client) Health(ctx context.Context) (Health, error) {
 	return call[Health](ctx, c, "health", http.MethodGet, "/api/health", nil, maxAnswer, http.StatusOK, http.StatusServiceUnavailable)
 }

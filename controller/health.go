@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Health statuses of /api/health. Both non-ok statuses answer 503, so a
+// monitor that only reads the HTTP status still sees them.
+const (
+	HealthOK = "ok"
+	// HealthDegraded: the controller takes in results, but something needs
+	// an operator (an agent fell silent, a consumer is being recreated,
+	// jobs wait to be published).
+	HealthDegraded = "degraded"
+	// HealthFailing: results cannot be taken in or kept (NATS or
+	// JetStream unavailable, a stream or the store cannot write).
+	HealthFailing = "failing"
+)
+
+// Health problem components, as /api/health's problems name them.
+const (
+	ProblemNATS      = "nats"
+	ProblemJetStream = "jetstream"
+	ProblemIngest    = "ingest"
+	ProblemStore     = "store"
+	ProblemPublish   = "publish"
+	ProblemAgents    = "agents"
+)
+
+// failingComponents are the problems that stop results from being kept.
+var failingComponents = []string{ProblemNATS, ProblemJetStream, ProblemStore}
+
+// agentSilentWindow bounds how long a silent agent keeps the controller
+// degraded: an agent taken out of the lab for good stops counting after it.
+const agentSilentWindow = time.Hour
+
+// HealthProblem is one thing /api/health reports broken.
+type HealthProblem struct {
+	Component string    `json:"component"`
+	Error     string    `json:"error"`
+	Since     time.Time `json:"since"`
+}
+
+// problems are the faults the controller's parts report as they meet them
+// and clear once past; /api/health adds what it checks at each request.
+type problems struct {
+	mu sync.Mutex
+	m  map[string]HealthProblem
+}
+
+func newProblems() *problems { return &problems{m: map[string]HealthProblem{}} }
+
+// set records err for component; the first time of an ongoing problem is kept.
+func (p *problems) set(component string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old, ok := p.m[component]
+	since := time.Now().UTC()
+	if ok {
+		since = old.Since
+	}
+	p.m[component] = HealthProblem{Component: component, Error: err.Error(), Since: since}
+}
+
+func (p *problems) clear(component string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.m, component)
+}
+
+func (p *problems) get(component string) (HealthProblem, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.m[component]
+	return v, ok
+}
+
+func (p *problems) list() []HealthProblem {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]HealthProblem, 0, len(p.m))
+	for _, v := range p.m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Health is the body of /api/health.
+type Health struct {
+	Status   string          `json:"status"`
+	Problems []HealthProblem `json:"problems"`
+	// NATS is "connected" or "disconnected"; JetStream "ok", "unavailable"
+	// or "write error"; Ingest "ok" or "rebinding".
+	NATS          string    `json:"nats"`
+	NATSURL       string    `json:"nats_url"`
+	NATSAuth      string    `json:"nats_auth"`
+	JetStream     string    `json:"jetstream"`
+	Ingest        string    `json:"ingest"`
+	IngestError   string    `json:"ingest_error,omitempty"`
+	AgentsSilent  []string  `json:"agents_silent"`
+	TLS           TLSHealth `json:"tls"`
+	Version       string    `json:"version"`
+	EventsDropped uint64    `json:"events_dropped"`
+	Time          time.Time `json:"time"`
+}
+
+// Health says what is broken now.
+func (c *Controller) Health(ctx context.Context) Health {
+	h := Health{
+		NATS: "connected", NATSURL: c.natsURL, NATSAuth: c.NATSAuth(), JetStream: "ok",
+		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
+		Time: time.Now().UTC(), AgentsSilent: []string{},
+	}
+	probs := c.problems.list()
+	if c.nc == nil || !c.nc.IsConnected() {
+		h.NATS = "disconnected"
+		probs = append(probs, HealthProblem{Component: ProblemNATS, Error: "the controller is not connected to NATS", Since: h.Time})
+	}
+	if p, ok := c.problems.get(ProblemJetStream); ok {
+		h.JetStream = "unavailable"
+		if strings.Contains(p.Error, "write error") {
+			h.JetStream = "write error"
+		}
+	}
+	h.Ingest, h.IngestError = c.ingestHealth()
+	if h.Ingest != "ok" {
+		probs = append(probs, HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
+	}
+	if silent, p := c.silentAgents(ctx, h.Time); p != nil {
+		h.AgentsSilent = silent
+		probs = append(probs, *p)
+	}
+	sort.Slice(probs, func(i, j int) bool { return probs[i].Component < probs[j].Component })
+	h.Problems = probs
+	h.Status = HealthOK
+	for _, p := range probs {
+		h.Status = HealthDegraded
+		if slices.Contains(failingComponents, p.Component) {
+			h.Status = HealthFailing
+			break
+		}
+	}
+	return h
+}
+
+// silentAgents lists the agents past their heartbeat that were heard
+// within agentSilentWindow, and the problem they make (nil when none).
+func (c *Controller) silentAgents(ctx context.Context, now time.Time) ([]string, *HealthProblem) {
+	agents, err := c.Agents(ctx)
+	if err != nil {
+		return nil, &HealthProblem{Component: ProblemStore, Error: fmt.Sprintf("reading agents: %v", err), Since: now}
+	}
+	var ids, parts []string
+	var since time.Time
+	for _, a := range agents {
+		if a.Online || a.LastSeen.IsZero() || now.Sub(a.LastSeen) > agentSilentWindow {
+			continue
+		}
+		ids = append(ids, a.ID)
+		parts = append(parts, fmt.Sprintf("%s silent for %s", a.ID, now.Sub(a.LastSeen).Round(time.Second)))
+		if gone := a.LastSeen.Add(c.opt.HeartbeatTimeout); since.IsZero() || gone.Before(since) {
+			since = gone
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, &HealthProblem{Component: ProblemAgents, Since: since.UTC(),
+		Error: fmt.Sprintf("past their heartbeat (%s): %s", c.opt.HeartbeatTimeout, strings.Join(parts, ", "))}
+}
+
+func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
+	h := c.Health(r.Context())
+	status := http.StatusOK
+	if h.Status != HealthOK {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+}
