@@ -163,7 +163,8 @@ func TestRealOllamaSweepThroughAnAgent(t *testing.T) {
 // ollamaChat is Ollama's own account of one /api/chat request, with the
 // time to the first token as this client saw it.
 type ollamaChat struct {
-	ttft                     time.Duration
+	ttft, last               time.Duration
+	chunks                   int // messages with content, one token each
 	promptEval, eval         time.Duration
 	promptTokens, evalTokens int
 	text                     string
@@ -209,8 +210,12 @@ func nativeChat(ctx context.Context, root, model, prompt string, jpeg []byte, ma
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			return ollamaChat{}, fmt.Errorf("/api/chat line %q: %w", sc.Text(), err)
 		}
-		if m.Message.Content != "" && out.ttft == 0 {
-			out.ttft = time.Since(start)
+		if m.Message.Content != "" {
+			out.last = time.Since(start)
+			if out.chunks == 0 {
+				out.ttft = out.last
+			}
+			out.chunks++
 		}
 		text.WriteString(m.Message.Content)
 		if m.Done {
@@ -243,7 +248,8 @@ var ginLine = regexp.MustCompile(`\[GIN\][^|]*\|\s*(\d{3})\s*\|\s*([0-9.]+[nµu]
 // Ollama's own: each request's end-to-end time with the time Ollama's
 // server logged for it, the time to first token with what a native
 // /api/chat client sees and never below Ollama's own prompt evaluation,
-// and the decode rate with Ollama's eval_count/eval_duration.
+// and the decode rate with what a native client sees and never above
+// Ollama's own eval_count/eval_duration.
 func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 	bin := ollamaBinary(t)
 	ctx := testContext(t, 8*time.Minute)
@@ -324,8 +330,8 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 	}
 	root := strings.TrimSuffix(ep.BaseURL, "/v1")
 	var nativeTTFT, promptEval []float64
-	var evalTokens int
-	var evalTime time.Duration
+	var evalTokens, nativeTokens int
+	var evalTime, nativeTime time.Duration
 	for i := 0; i < requests; i++ {
 		jpeg, err := imgs.JPEG("480p", 8+i) // pictures bench's unique frames are not
 		if err != nil {
@@ -344,6 +350,8 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 		// the rest as eval_duration: the rate of the tokens after the first.
 		evalTokens += oc.evalTokens - 1
 		evalTime += oc.eval
+		nativeTokens += oc.chunks - 1
+		nativeTime += oc.last - oc.ttft
 	}
 	var benchTTFT []float64
 	var benchTokens int
@@ -363,10 +371,19 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 	if math.Abs(bTTFT-nTTFT) > 0.35*nTTFT+0.060 {
 		t.Errorf("bench TTFT %.1f ms, a native client %.1f ms: want within 35%% + 60 ms", bTTFT*1e3, nTTFT*1e3)
 	}
+	// Ollama's eval_duration is the decode compute alone (runner.go times
+	// the batch's Decode), so no client can see tokens faster; what a client
+	// sees also holds the sampling and the stream through the server, which
+	// for this tiny model is most of it. So: never above Ollama's rate
+	// (+10 %), and what a native client sees within 25 %.
 	benchTPS := float64(benchTokens) / benchTime
 	ollamaTPS := float64(evalTokens) / evalTime.Seconds()
-	t.Logf("TPS: bench %.1f tok/s, Ollama eval rate %.1f tok/s", benchTPS, ollamaTPS)
-	if math.Abs(benchTPS-ollamaTPS) > 0.25*ollamaTPS {
-		t.Errorf("bench TPS %.1f, Ollama's eval rate %.1f: want within 25%%", benchTPS, ollamaTPS)
+	nativeTPS := float64(nativeTokens) / nativeTime.Seconds()
+	t.Logf("TPS: bench %.1f tok/s, native /api/chat client %.1f tok/s, Ollama eval_count/eval_duration %.1f tok/s", benchTPS, nativeTPS, ollamaTPS)
+	if benchTPS > 1.10*ollamaTPS {
+		t.Errorf("bench TPS %.1f is above what Ollama computed (%.1f tok/s) by more than 10%%", benchTPS, ollamaTPS)
+	}
+	if math.Abs(benchTPS-nativeTPS) > 0.25*nativeTPS {
+		t.Errorf("bench TPS %.1f, a native client %.1f: want within 25%%", benchTPS, nativeTPS)
 	}
 }
