@@ -48,7 +48,11 @@ func smallWorkload(cameras []int, requests, maxTokens int) protocol.Workload {
 	return w
 }
 
-var versionRE = regexp.MustCompile(`^\d+\.\d+\.\d+`)
+var (
+	versionRE = regexp.MustCompile(`^\d+\.\d+\.\d+`)
+	// digestRE is a manifest digest as /api/tags writes it: 64 hex digits.
+	digestRE = regexp.MustCompile(`^(sha256:)?[0-9a-f]{64}$`)
+)
 
 // An agent configured with engine: ollama starts the real Ollama with the
 // tiny model, a sweep of a few combinations completes through the
@@ -127,7 +131,7 @@ func TestRealOllamaSweepThroughAnAgent(t *testing.T) {
 	if e.Kind != engine.KindOllama || e.Name != "Ollama" || !versionRE.MatchString(e.Version) || run.Config.Engine != "Ollama" {
 		t.Errorf("engine recorded as kind %q name %q version %q (config engine %q)", e.Kind, e.Name, e.Version, run.Config.Engine)
 	}
-	if !strings.HasPrefix(e.Props["model_digest"], "sha256:") || e.Props["num_parallel"] != "2" || e.Props["context_length"] == "" {
+	if !digestRE.MatchString(e.Props["model_digest"]) || e.Props["num_parallel"] != "2" || e.Props["context_length"] == "" {
 		t.Errorf("engine props %v: want the model digest, num_parallel 2 and the context", e.Props)
 	}
 	if got, want := len(run.Combinations), len(w.Plan()); got != want {
@@ -274,7 +278,7 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 		noOllamaLeft(t, filepath.Join(logDir, "ollama", "models"))
 	})
 	info := eng.Info()
-	if info.Name != "Ollama" || !versionRE.MatchString(info.Version) || !strings.HasPrefix(info.Props["model_digest"], "sha256:") {
+	if info.Name != "Ollama" || !versionRE.MatchString(info.Version) || !digestRE.MatchString(info.Props["model_digest"]) {
 		t.Errorf("engine info: name %q version %q props %v", info.Name, info.Version, info.Props)
 	}
 
@@ -323,14 +327,15 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 		}
 	}
 
-	// 2. Ollama's own timings for requests of the same shape.
+	// 2. Ollama's own account of requests of the same shape (the same
+	// prompt, a 480p picture): /api/chat's final message.
 	imgs, err := imageset.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := strings.TrimSuffix(ep.BaseURL, "/v1")
 	var nativeTTFT, promptEval []float64
-	var evalTokens, nativeTokens int
+	var evalTokens, nativeTokens, promptTokens int
 	var evalTime, nativeTime time.Duration
 	for i := 0; i < requests; i++ {
 		jpeg, err := imgs.JPEG("480p", 8+i) // pictures bench's unique frames are not
@@ -344,6 +349,10 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 		if !utf8.ValidString(oc.text) || oc.evalTokens < 2 || oc.promptTokens < 50 {
 			t.Fatalf("native chat: %d prompt tokens, %d tokens %q", oc.promptTokens, oc.evalTokens, oc.text)
 		}
+		if promptTokens != 0 && oc.promptTokens != promptTokens {
+			t.Fatalf("native chat: %d prompt tokens, then %d, for pictures of one size", promptTokens, oc.promptTokens)
+		}
+		promptTokens = oc.promptTokens
 		nativeTTFT = append(nativeTTFT, oc.ttft.Seconds())
 		promptEval = append(promptEval, oc.promptEval.Seconds())
 		// Ollama counts the first token's time as prompt evaluation and
@@ -353,37 +362,42 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 		nativeTokens += oc.chunks - 1
 		nativeTime += oc.last - oc.ttft
 	}
+
+	// What Ollama counts does not depend on the machine's load: the
+	// prompt bench sent is the prompt Ollama evaluates for that shape, and
+	// the tokens bench counted are the ones Ollama says it generated.
 	var benchTTFT []float64
 	var benchTokens int
 	var benchTime float64
-	for _, r := range cb.Requests {
-		benchTTFT = append(benchTTFT, r.TTFT)
-		if r.TPS > 0 {
-			benchTokens += r.CompletionTokens - 1
-			benchTime += float64(r.CompletionTokens-1) / r.TPS
+	for i, r := range cb.Requests {
+		t.Logf("bench request %d: ttft %.3f s, last token %.3f s, e2e %.3f s, %d+%d tokens (%s), tps %.1f",
+			i, r.TTFT, r.LastToken, r.E2E, r.PromptTokens, r.CompletionTokens, r.TokenSource, r.TPS)
+		if r.PromptTokens != promptTokens {
+			t.Errorf("request %d: %d prompt tokens, Ollama evaluates %d for this prompt and picture size", i, r.PromptTokens, promptTokens)
 		}
+		if r.TokenSource != protocol.TokensFromUsage || r.CompletionTokens > maxTokens {
+			t.Errorf("request %d: %d completion tokens from %q; want Ollama's usage, at most %d", i, r.CompletionTokens, r.TokenSource, maxTokens)
+		}
+		if !(r.TTFT > 0 && r.TTFT <= r.LastToken && r.LastToken <= r.E2E) || r.TPS <= 0 {
+			t.Errorf("request %d: ttft %.3f, last token %.3f, e2e %.3f, tps %.1f out of order", i, r.TTFT, r.LastToken, r.E2E, r.TPS)
+		}
+		benchTTFT = append(benchTTFT, r.TTFT)
+		benchTokens += r.CompletionTokens - 1
+		benchTime += r.LastToken - r.TTFT
 	}
+
+	// Times of different requests are compared only where no load can
+	// turn them around: on a shared two-core machine the same request
+	// took from 0.3 to 1.5 s to decode from one minute to the next, so
+	// bench and a native client are logged side by side, not held to a
+	// ratio. Ollama's prompt evaluation (the text after the picture's
+	// embedding; the picture's encoding is not in it) comes before the
+	// first token, so no client sees it sooner.
 	bTTFT, nTTFT, pe := median(benchTTFT), median(nativeTTFT), median(promptEval)
-	t.Logf("TTFT median: bench %.1f ms, native /api/chat %.1f ms, Ollama prompt_eval_duration %.1f ms", bTTFT*1e3, nTTFT*1e3, pe*1e3)
-	if bTTFT < pe*0.95 {
+	t.Logf("TTFT median: bench %.1f ms, native /api/chat client %.1f ms, Ollama prompt_eval_duration %.1f ms", bTTFT*1e3, nTTFT*1e3, pe*1e3)
+	if bTTFT < pe {
 		t.Errorf("bench TTFT %.1f ms is below Ollama's own prompt evaluation %.1f ms", bTTFT*1e3, pe*1e3)
 	}
-	if math.Abs(bTTFT-nTTFT) > 0.35*nTTFT+0.060 {
-		t.Errorf("bench TTFT %.1f ms, a native client %.1f ms: want within 35%% + 60 ms", bTTFT*1e3, nTTFT*1e3)
-	}
-	// Ollama's eval_duration is the decode compute alone (runner.go times
-	// the batch's Decode), so no client can see tokens faster; what a client
-	// sees also holds the sampling and the stream through the server, which
-	// for this tiny model is most of it. So: never above Ollama's rate
-	// (+10 %), and what a native client sees within 25 %.
-	benchTPS := float64(benchTokens) / benchTime
-	ollamaTPS := float64(evalTokens) / evalTime.Seconds()
-	nativeTPS := float64(nativeTokens) / nativeTime.Seconds()
-	t.Logf("TPS: bench %.1f tok/s, native /api/chat client %.1f tok/s, Ollama eval_count/eval_duration %.1f tok/s", benchTPS, nativeTPS, ollamaTPS)
-	if benchTPS > 1.10*ollamaTPS {
-		t.Errorf("bench TPS %.1f is above what Ollama computed (%.1f tok/s) by more than 10%%", benchTPS, ollamaTPS)
-	}
-	if math.Abs(benchTPS-nativeTPS) > 0.25*nativeTPS {
-		t.Errorf("bench TPS %.1f, a native client %.1f: want within 25%%", benchTPS, nativeTPS)
-	}
+	t.Logf("decode rate: bench %.1f tok/s, native /api/chat client %.1f tok/s, Ollama eval_count/eval_duration %.1f tok/s",
+		float64(benchTokens)/benchTime, float64(nativeTokens)/nativeTime.Seconds(), float64(evalTokens)/evalTime.Seconds())
 }
