@@ -365,15 +365,19 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 
 	// What Ollama counts does not depend on the machine's load: the
 	// prompt bench sent is the prompt Ollama evaluates for that shape, and
-	// the tokens bench counted are the ones Ollama says it generated.
+	// the tokens bench counted are the ones Ollama says it generated
+	// (usage, which bench asks for).
 	var benchTTFT []float64
 	var benchTokens int
 	var benchTime float64
 	for i, r := range cb.Requests {
 		t.Logf("bench request %d: ttft %.3f s, last token %.3f s, e2e %.3f s, %d+%d tokens (%s), tps %.1f",
 			i, r.TTFT, r.LastToken, r.E2E, r.PromptTokens, r.CompletionTokens, r.TokenSource, r.TPS)
-		if r.PromptTokens != promptTokens {
-			t.Errorf("request %d: %d prompt tokens, Ollama evaluates %d for this prompt and picture size", i, r.PromptTokens, promptTokens)
+		// The OpenAI route renders the picture and the text as two parts
+		// of the message, which the template joins with a few more tokens
+		// (145 against 143 with the tiny model's vocabulary).
+		if r.PromptTokens < promptTokens || r.PromptTokens > promptTokens+4 {
+			t.Errorf("request %d: %d prompt tokens, Ollama evaluates %d (+4 at most for the OpenAI route) for this prompt and picture size", i, r.PromptTokens, promptTokens)
 		}
 		if r.TokenSource != protocol.TokensFromUsage || r.CompletionTokens > maxTokens {
 			t.Errorf("request %d: %d completion tokens from %q; want Ollama's usage, at most %d", i, r.CompletionTokens, r.TokenSource, maxTokens)
