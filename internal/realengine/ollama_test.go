@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -408,4 +410,34 @@ func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 	}
 	t.Logf("decode rate: bench %.1f tok/s, native /api/chat client %.1f tok/s, Ollama eval_count/eval_duration %.1f tok/s",
 		float64(benchTokens)/benchTime, float64(nativeTokens)/nativeTime.Seconds(), float64(evalTokens)/evalTime.Seconds())
+}
+
+// A model file Ollama cannot import fails the start as a startup error of
+// the engine, with Ollama's own words in the log tail, and leaves no
+// Ollama process behind.
+func TestRealOllamaBrokenModelFailsTheStart(t *testing.T) {
+	bin := ollamaBinary(t)
+	ctx := testContext(t, 4*time.Minute)
+	models, files := tinyModel(t)
+	if err := os.WriteFile(files.Model, []byte("not a GGUF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logDir := t.TempDir()
+	eng, err := engine.New(engine.Config{Kind: engine.KindOllama, Command: []string{bin},
+		Model: "tiny-llama.gguf", MMProj: "tiny-mmproj.gguf", StartupTimeout: engine.Duration(2 * time.Minute)},
+		engine.Env{ModelRoots: []string{models}, LogDir: logDir, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = eng.Start(ctx, engine.Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: 16, MaxWidth: 854, MaxHeight: 480})
+	var ee *engine.Error
+	if !errors.As(err, &ee) || ee.Phase != engine.PhaseStartup || !strings.Contains(ee.Reason, "could not serve the model") ||
+		!strings.Contains(ee.Reason, "create tiny-llama") || ee.LogTail == "" {
+		t.Fatalf("start error = %v; want a startup *engine.Error naming the import, with the log tail", err)
+	}
+	t.Logf("start failed as it should: %v", err)
+	noOllamaLeft(t, filepath.Join(logDir, "ollama", "models"))
+	if err := eng.Stop(ctx); err != nil {
+		t.Errorf("stop after a failed start: %v", err)
+	}
 }
