@@ -255,11 +255,13 @@ var ginLine = regexp.MustCompile(`\[GIN\][^|]*\|\s*(\d{3})\s*\|\s*([0-9.]+[nµu]
 
 // The measurement path of `vlmfleet bench` (measure.EndpointSpec, the
 // attached endpoint) against a real Ollama gives figures that agree with
-// Ollama's own: each request's end-to-end time with the time Ollama's
-// server logged for it, the time to first token with what a native
-// /api/chat client sees and never below Ollama's own prompt evaluation,
-// and the decode rate with what a native client sees and never above
-// Ollama's own eval_count/eval_duration.
+// Ollama's own, request by request: its end-to-end time with the time
+// Ollama's server logged for it (+10 % + 50 ms at most), its prompt and
+// completion tokens with what Ollama evaluates and reports, its time to
+// first token above Ollama's own prompt evaluation. The rates of bench, a
+// native /api/chat client and Ollama's eval_count/eval_duration are logged
+// side by side (docs/benchmarks.md: across requests they vary threefold
+// with the load of a shared machine).
 func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
 	bin := ollamaBinary(t)
 	ctx := testContext(t, 8*time.Minute)
