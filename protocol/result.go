@@ -138,6 +138,7 @@ type ClientInfo struct {
 const (
 	EngineVLLM     = "vllm"
 	EngineLlamaCpp = "llamacpp"
+	EngineOllama   = "ollama"
 	EngineExternal = "external"
 	EngineSim      = "sim"
 )
@@ -147,6 +148,7 @@ const (
 const (
 	EngineNameVLLM     = "vLLM"
 	EngineNameLlamaCpp = "llama.cpp"
+	EngineNameOllama   = "Ollama"
 )
 
 // EngineInfo records exactly how the engine ran.

@@ -16,6 +16,7 @@ import (
 const (
 	KindVLLM     = protocol.EngineVLLM
 	KindLlamaCpp = protocol.EngineLlamaCpp
+	KindOllama   = protocol.EngineOllama
 	KindExternal = protocol.EngineExternal
 	KindSim      = protocol.EngineSim
 )
@@ -24,16 +25,17 @@ const (
 // config. Nothing in it ever comes from the network: the controller names a
 // deployment by id and the agent looks these settings up itself.
 type Config struct {
-	Kind string `yaml:"kind" json:"kind"` // vllm | llamacpp | external | sim
+	Kind string `yaml:"kind" json:"kind"` // vllm | llamacpp | ollama | external | sim
 	// Command is the executable's argv prefix, e.g. ["vllm"],
 	// ["/opt/llama.cpp/llama-server"] or a container wrapper
-	// ["docker","run",...,"vllm/vllm-openai"]. Default per kind: "vllm", "llama-server".
+	// ["docker","run",...,"vllm/vllm-openai"]. Default per kind: "vllm",
+	// "llama-server", "ollama" (whose client imports the model too).
 	Command []string `yaml:"command" json:"command"`
 	// Model is a Hugging Face checkpoint directory or hub id (vllm) or a
-	// .gguf file (llamacpp). Local paths must lie under Env.ModelRoots; a
+	// .gguf file (llamacpp, ollama). Local paths must lie under Env.ModelRoots; a
 	// relative path is looked up under each root in turn.
 	Model string `yaml:"model" json:"model"`
-	// MMProj is llama.cpp's vision projector .gguf (under ModelRoots).
+	// MMProj is the vision projector .gguf (under ModelRoots) of llamacpp and ollama.
 	MMProj     string `yaml:"mmproj" json:"mmproj"`
 	ServedName string `yaml:"served_name" json:"served_name"`
 	// URL is the external server's base URL, ".../v1".
@@ -47,7 +49,9 @@ type Config struct {
 	EnablePrefixCaching  bool    `yaml:"enable_prefix_caching" json:"enable_prefix_caching,omitempty"`
 	// GPULayers is llama.cpp's -ngl; nil means 999 (every layer).
 	GPULayers *int `yaml:"gpu_layers" json:"gpu_layers,omitempty"`
-	// CtxSize is llama.cpp's -c; 0 means computed from the workload's needs.
+	// CtxSize is llama.cpp's -c (shared by its slots), or Ollama's
+	// OLLAMA_CONTEXT_LENGTH (each parallel sequence's); 0 means computed
+	// from the workload's needs.
 	CtxSize   int               `yaml:"ctx_size" json:"ctx_size,omitempty"`
 	ExtraArgs []string          `yaml:"extra_args" json:"extra_args,omitempty"`
 	Env       map[string]string `yaml:"env" json:"-"`
@@ -67,16 +71,17 @@ type Config struct {
 }
 
 // Kinds returns the engine kinds an agent can be configured with.
-func Kinds() []string { return []string{KindVLLM, KindLlamaCpp, KindExternal, KindSim} }
+func Kinds() []string { return []string{KindVLLM, KindLlamaCpp, KindOllama, KindExternal, KindSim} }
 
 // DefaultStartupTimeout is how long a kind may take to become ready when the
 // config does not say: vLLM compiles and captures CUDA graphs (many minutes
-// on a Jetson), llama.cpp only loads the file.
+// on a Jetson), llama.cpp only loads the file, Ollama copies it into its
+// store first.
 func DefaultStartupTimeout(kind string) time.Duration {
 	switch kind {
 	case KindVLLM:
 		return 15 * time.Minute
-	case KindLlamaCpp:
+	case KindLlamaCpp, KindOllama:
 		return 10 * time.Minute
 	}
 	return time.Minute
@@ -89,6 +94,8 @@ func defaultCommand(kind string) []string {
 		return []string{"vllm"}
 	case KindLlamaCpp:
 		return []string{"llama-server"}
+	case KindOllama:
+		return []string{"ollama"}
 	}
 	return nil
 }
@@ -159,7 +166,7 @@ type resolved struct {
 func (c Config) resolve(env Env) (*resolved, error) {
 	r := &resolved{Config: c}
 	switch c.Kind {
-	case KindVLLM, KindLlamaCpp, KindExternal, KindSim:
+	case KindVLLM, KindLlamaCpp, KindOllama, KindExternal, KindSim:
 	case "":
 		return nil, fmt.Errorf("kind: missing; want one of %s", strings.Join(Kinds(), ", "))
 	default:
@@ -177,11 +184,11 @@ func (c Config) resolve(env Env) (*resolved, error) {
 			return nil, fmt.Errorf("env: variable name %q: must be non-empty without '=' or NUL", k)
 		}
 	}
-	if c.DropPageCache && c.Kind != KindVLLM && c.Kind != KindLlamaCpp {
-		return nil, fmt.Errorf("drop_page_cache: only applies to kinds vllm and llamacpp, which vlmfleet starts itself")
+	if c.DropPageCache && c.Kind != KindVLLM && c.Kind != KindLlamaCpp && c.Kind != KindOllama {
+		return nil, fmt.Errorf("drop_page_cache: only applies to kinds vllm, llamacpp and ollama, which vlmfleet starts itself")
 	}
 	switch c.Kind {
-	case KindVLLM, KindLlamaCpp:
+	case KindVLLM, KindLlamaCpp, KindOllama:
 		if err := c.resolveProcess(env, r); err != nil {
 			return nil, err
 		}
@@ -231,10 +238,16 @@ func (c Config) resolveProcess(env Env, r *resolved) error {
 			return fmt.Errorf("extra_args[%d]: %s is set by vlmfleet; use the %q setting instead", i, name, field)
 		}
 	}
+	if c.Kind == KindOllama {
+		if err := c.checkOllama(); err != nil {
+			return err
+		}
+	}
 	if c.Model == "" {
 		return fmt.Errorf("model: missing; want a %s", map[string]string{
 			KindVLLM:     "Hugging Face checkpoint directory under a model root (or a hub id like Qwen/Qwen3-VL-4B-Instruct)",
-			KindLlamaCpp: ".gguf file under a model root"}[c.Kind])
+			KindLlamaCpp: ".gguf file under a model root",
+			KindOllama:   ".gguf file under a model root (Ollama imports it with its projector)"}[c.Kind])
 	}
 	if c.MaxModelLen < 0 {
 		return fmt.Errorf("max_model_len: %d is negative", c.MaxModelLen)
@@ -250,7 +263,7 @@ func (c Config) resolveProcess(env Env, r *resolved) error {
 	}
 	if c.Kind == KindVLLM {
 		if c.MMProj != "" {
-			return fmt.Errorf("mmproj: only for kind llamacpp; vLLM reads the vision tower from the checkpoint")
+			return fmt.Errorf("mmproj: only for kinds llamacpp and ollama; vLLM reads the vision tower from the checkpoint")
 		}
 		if c.CtxSize != 0 || c.GPULayers != nil {
 			return fmt.Errorf("ctx_size/gpu_layers: only for kind llamacpp; use max_model_len and gpu_memory_utilization with vllm")
@@ -270,7 +283,7 @@ func (c Config) resolveProcess(env Env, r *resolved) error {
 		return fmt.Errorf("quantization/dtype/max_model_len/gpu_memory_utilization/enable_prefix_caching: only for kind vllm; a GGUF file carries its quantization, and llama.cpp sizes its context with ctx_size")
 	}
 	if !strings.HasSuffix(strings.ToLower(c.Model), ".gguf") {
-		return fmt.Errorf("model: %q is not a .gguf file; llama.cpp serves GGUF files only", c.Model)
+		return fmt.Errorf("model: %q is not a .gguf file; %s serves GGUF files only", c.Model, map[string]string{KindLlamaCpp: "llama.cpp", KindOllama: "vlmfleet's Ollama import"}[c.Kind])
 	}
 	m, err := resolveModelPath("model", c.Model, env.ModelRoots, false)
 	if err != nil {
@@ -278,7 +291,7 @@ func (c Config) resolveProcess(env Env, r *resolved) error {
 	}
 	r.model = m
 	if c.MMProj == "" {
-		return fmt.Errorf("mmproj: missing; llama-server needs the vision projector .gguf (mmproj-*.gguf next to the model) to accept images")
+		return fmt.Errorf("mmproj: missing; %s needs the vision projector .gguf (mmproj-*.gguf next to the model) to accept images", map[string]string{KindLlamaCpp: "llama-server", KindOllama: "Ollama"}[c.Kind])
 	}
 	if !strings.HasSuffix(strings.ToLower(c.MMProj), ".gguf") {
 		return fmt.Errorf("mmproj: %q is not a .gguf file", c.MMProj)
@@ -289,8 +302,65 @@ func (c Config) resolveProcess(env Env, r *resolved) error {
 	r.served = c.ServedName
 	if r.served == "" {
 		r.served = strings.TrimSuffix(baseName(c.Model), ".gguf")
+		if c.Kind == KindOllama {
+			r.served = ollamaDefaultName(r.served)
+		}
+	}
+	if c.Kind == KindOllama {
+		// The Modelfile quotes the paths; a quote or a line break would end them.
+		for field, p := range map[string]string{"model": r.model, "mmproj": r.mmproj} {
+			if strings.ContainsAny(p, "\"\n\r") {
+				return fmt.Errorf("%s: %q: a path with a double quote or a line break cannot be written in an Ollama Modelfile", field, p)
+			}
+		}
 	}
 	return nil
+}
+
+// checkOllama refuses what Ollama takes no part in or vlmfleet sets itself.
+func (c Config) checkOllama() error {
+	if len(c.ExtraArgs) > 0 {
+		return fmt.Errorf("extra_args: ollama serve takes its settings from the environment; use env (for example OLLAMA_FLASH_ATTENTION: \"1\")")
+	}
+	if c.GPULayers != nil {
+		return fmt.Errorf("gpu_layers: Ollama decides the offload itself; remove it")
+	}
+	if c.APIKey != "" {
+		return fmt.Errorf("api_key: Ollama has no API key; vlmfleet starts it on loopback only")
+	}
+	for k := range c.Env {
+		if field, ok := ollamaManagedEnv[k]; ok {
+			if field == "" {
+				return fmt.Errorf("env: %s is set by vlmfleet (from the port it picks, its own model store or the workload); remove it", k)
+			}
+			return fmt.Errorf("env: %s is set by vlmfleet; use the %q setting instead", k, field)
+		}
+	}
+	if c.ServedName != "" && !ollamaName.MatchString(c.ServedName) {
+		return fmt.Errorf("served_name: %q is not an Ollama model name; want lower-case letters, digits, '_', '-', '.', optionally :tag (e.g. qwen3-vl-4b:q8_0)", c.ServedName)
+	}
+	return nil
+}
+
+// ollamaDefaultName makes an Ollama model name of a file name.
+func ollamaDefaultName(base string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(base) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	name := strings.TrimLeft(b.String(), "_-.")
+	if len(name) > 80 {
+		name = name[:80]
+	}
+	if name == "" {
+		name = "model"
+	}
+	return name
 }
 
 func (c Config) resolveExternal(r *resolved) error {

@@ -87,6 +87,77 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// Ollama takes its settings from the environment: its own port, store and
+// home, one sequence per camera, each with the context of the largest
+// request; the Modelfile names the model and then its projector.
+func TestOllamaArgsAndEnv(t *testing.T) {
+	env := newTestEnv(t)
+	root := env.root
+	needs := Needs{MaxCameras: 3, MaxImages: 2, MaxTokens: 64, MaxWidth: 1280, MaxHeight: 720}
+	cfg := Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf",
+		Env: map[string]string{"OLLAMA_FLASH_ATTENTION": "1"}}
+	r, err := cfg.resolve(env.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.served != "qwen3-vl-4b-q8_0" || strings.Join(r.command, " ") != "ollama" {
+		t.Errorf("served %q, command %q", r.served, r.command)
+	}
+	args, props := ollamaAdapter{}.args(r, 8123, needs.normalized(), zerolog.Nop())
+	if strings.Join(args, " ") != "serve" {
+		t.Errorf("args %q, want [serve]", args)
+	}
+	per := slotTokens(needs.normalized())
+	if props["num_parallel"] != "3" || props["context_length"] != itoa(per) || props["env.OLLAMA_FLASH_ATTENTION"] != "1" {
+		t.Errorf("props %v", props)
+	}
+	logDir := t.TempDir()
+	pe, err := ollamaAdapter{}.processEnv(r, 8123, needs.normalized(), logDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"OLLAMA_HOST": "127.0.0.1:8123", "OLLAMA_MODELS": filepath.Join(logDir, "ollama", "models"),
+		"HOME": filepath.Join(logDir, "ollama", "home"), "OLLAMA_NUM_PARALLEL": "3",
+		"OLLAMA_CONTEXT_LENGTH": itoa(per), "OLLAMA_KEEP_ALIVE": "-1",
+	}
+	for k, v := range want {
+		if pe[k] != v {
+			t.Errorf("%s=%q, want %q", k, pe[k], v)
+		}
+	}
+	for _, d := range []string{pe["OLLAMA_MODELS"], pe["HOME"]} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v; want a private directory", d, fi, err)
+		}
+	}
+	r.CtxSize = 4096
+	if pe, _ := (ollamaAdapter{}).processEnv(r, 8123, needs.normalized(), logDir); pe["OLLAMA_CONTEXT_LENGTH"] != "4096" {
+		t.Errorf("ctx_size 4096 gave OLLAMA_CONTEXT_LENGTH=%s", pe["OLLAMA_CONTEXT_LENGTH"])
+	}
+	mf := ollamaModelfile(r)
+	if mf != "FROM \""+root+"/qwen3-vl-4b-q8_0.gguf\"\nFROM \""+root+"/mmproj-qwen3-vl-4b-f16.gguf\"\n" {
+		t.Errorf("Modelfile:\n%s", mf)
+	}
+	if got := ollamaClient([]string{"/opt/ollama", "serve"}); strings.Join(got, " ") != "/opt/ollama" {
+		t.Errorf("client of [/opt/ollama serve] = %q", got)
+	}
+	if ollamaDefaultName("Qwen3-VL 4B+Q8_0") != "qwen3-vl-4b-q8_0" {
+		t.Errorf("default name %q", ollamaDefaultName("Qwen3-VL 4B+Q8_0"))
+	}
+	for out, want := range map[string]string{
+		"ollama version is 0.17.4\n": "0.17.4",
+		"Warning: could not connect to a running Ollama instance\nWarning: client version is 0.17.4\n": "0.17.4",
+	} {
+		if got := (ollamaAdapter{}).parseVersion(out); got != want {
+			t.Errorf("parseVersion(%q) = %q, want %q", out, got, want)
+		}
+	}
+	if !ollamaSame("tiny:latest", "tiny") || ollamaSame("tiny:q8", "tiny") {
+		t.Error("ollamaSame does not treat no tag as :latest")
+	}
+}
+
 // Per-slot context: 5 images at 2K as 28-pixel tokens, plus prompt,
 // answer and margin, rounded up to 256.
 func TestSlotTokens(t *testing.T) {
@@ -175,8 +246,20 @@ func TestValidate(t *testing.T) {
 		cfg  Config
 		want string // "" means valid
 	}{
-		{"no kind", Config{}, "kind: missing; want one of vllm, llamacpp, external, sim"},
-		{"bad kind", Config{Kind: "ollama"}, `kind: "ollama"; want one of`},
+		{"no kind", Config{}, "kind: missing; want one of vllm, llamacpp, ollama, external, sim"},
+		{"bad kind", Config{Kind: "tgi"}, `kind: "tgi"; want one of`},
+		{"ollama ok", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"OLLAMA_FLASH_ATTENTION": "1"}}, ""},
+		{"ollama no mmproj", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf"}, "mmproj: missing; Ollama needs the vision projector"},
+		{"ollama not gguf", Config{Kind: KindOllama, Model: "Qwen3-VL-4B-Instruct", MMProj: mm}, "not a .gguf file"},
+		{"ollama model escapes", Config{Kind: KindOllama, Model: "escape.gguf", MMProj: mm}, "resolves to"},
+		{"ollama managed env", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"OLLAMA_NUM_PARALLEL": "4"}}, "env: OLLAMA_NUM_PARALLEL is set by vlmfleet"},
+		{"ollama context env", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"OLLAMA_CONTEXT_LENGTH": "4096"}}, `use the "ctx_size" setting`},
+		{"ollama home env", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"HOME": "/root"}}, "env: HOME is set by vlmfleet"},
+		{"ollama extra args", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, ExtraArgs: []string{"--verbose"}}, "extra_args: ollama serve takes its settings from the environment"},
+		{"ollama gpu layers", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, GPULayers: intp(10)}, "gpu_layers: Ollama decides"},
+		{"ollama api key", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, APIKey: "k"}, "api_key: Ollama has no API key"},
+		{"ollama served name", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, ServedName: "Qwen VL"}, `served_name: "Qwen VL" is not an Ollama model name`},
+		{"ollama vllm setting", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, MaxModelLen: 4096}, "only for kind vllm"},
 		{"vllm ok", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct"}, ""},
 		{"vllm no model", Config{Kind: KindVLLM}, "model: missing"},
 		{"empty command", Config{Kind: KindVLLM, Command: []string{""}, Model: "Qwen3-VL-4B-Instruct"}, "command[0]: empty"},

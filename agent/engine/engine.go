@@ -1,5 +1,5 @@
 // Package engine starts, watches and stops the serving engine an agent
-// measures: vLLM and llama.cpp's llama-server as child processes, an
+// measures: vLLM, llama.cpp's llama-server and Ollama as child processes, an
 // external server vlmfleet only talks to, and the in-process simulated
 // engine. Every adapter waits until its engine really answers, records how
 // it ran (argv, version, properties), and turns failures into errors that
@@ -155,6 +155,8 @@ func New(cfg Config, env Env) (Engine, error) {
 		return newProcEngine(r, env, vllmAdapter{}), nil
 	case KindLlamaCpp:
 		return newProcEngine(r, env, llamaAdapter{}), nil
+	case KindOllama:
+		return newProcEngine(r, env, ollamaAdapter{}), nil
 	case KindExternal:
 		return newExternal(r, env), nil
 	default:

@@ -33,6 +33,32 @@ type adapter interface {
 	parseVersion(out string) string
 }
 
+// envAdapter is an adapter whose engine takes settings from its
+// environment (Ollama) as well as from argv.
+type envAdapter interface {
+	processEnv(r *resolved, port int, needs Needs, logDir string) (map[string]string, error)
+}
+
+// afterReadyAdapter is an adapter with work between "the server answers"
+// and "the model serves" (Ollama imports and loads the model then).
+type afterReadyAdapter interface {
+	afterReady(ctx context.Context, s afterReadyEnv) (map[string]string, error)
+	// checkLog records and warns about what the engine logged while
+	// starting that contradicts the configuration.
+	checkLog(tail string, props map[string]string, log zerolog.Logger)
+}
+
+// afterReadyEnv is what afterReady may use: the engine's root URL, the
+// environment it was started with, and its log.
+type afterReadyEnv struct {
+	r      *resolved
+	root   string
+	env    []string
+	logf   *os.File
+	logDir string
+	getenv func(string) string
+}
+
 // procEngine runs an adapter's engine as a child process group.
 type procEngine struct {
 	r      *resolved
@@ -121,6 +147,7 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 	timeout := e.r.timeout
 	var run *running
 	var root string
+	var penv []string
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
@@ -135,8 +162,17 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 		e.info.Command = redact(argv)
 		e.info.Props = copyProps(props)
 		e.mu.Unlock()
+		penv = mergeEnv(os.Environ(), e.r.Env)
+		if ea, ok := e.ad.(envAdapter); ok {
+			extra, err := ea.processEnv(e.r, port, needs, filepath.Dir(f.Name()))
+			if err != nil {
+				return Endpoint{}, fmt.Errorf("%s: %w", e.ad.kind(), err)
+			}
+			penv = mergeEnv(penv, extra)
+			fmt.Fprintf(f, "vlmfleet: environment %s\n", strings.Join(envLine(extra), " "))
+		}
 		fmt.Fprintf(f, "vlmfleet: starting %s\n", strings.Join(redact(argv), " "))
-		run, err = e.spawn(argv, f)
+		run, err = e.spawn(argv, f, penv)
 		if err != nil {
 			return Endpoint{}, fmt.Errorf("%s: start %s: %w", e.ad.kind(), argv[0], err)
 		}
@@ -165,6 +201,25 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 		}
 		e.stopAfterFailure(run)
 		return Endpoint{}, err
+	}
+
+	if ar, ok := e.ad.(afterReadyAdapter); ok {
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		more, err := ar.afterReady(actx, afterReadyEnv{r: e.r, root: root, env: penv, logf: f, logDir: filepath.Dir(f.Name()), getenv: e.env.Getenv})
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				e.stopAfterFailure(run)
+				return Endpoint{}, fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), ctx.Err())
+			}
+			ferr := e.failure(run, PhaseStartup, "answered but could not serve the model: "+err.Error())
+			e.stopAfterFailure(run)
+			return Endpoint{}, ferr
+		}
+		for k, v := range more {
+			props[k] = v
+		}
+		ar.checkLog(readTail(f.Name(), 400, 256<<10), props, log)
 	}
 
 	version, more := e.ad.describe(ctx, newProber(e.r.APIKey, e.env.probeTimeout), root, e.r)
@@ -220,7 +275,7 @@ func copyProps(m map[string]string) map[string]string {
 }
 
 // spawn starts argv with the log file as stdout and stderr.
-func (e *procEngine) spawn(argv []string, logf *os.File) (*running, error) {
+func (e *procEngine) spawn(argv []string, logf *os.File, env []string) (*running, error) {
 	path, err := lookPath(argv[0], e.env.Getenv)
 	if err != nil {
 		return nil, err
@@ -230,7 +285,7 @@ func (e *procEngine) spawn(argv []string, logf *os.File) (*running, error) {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.Stdin = nil
-	cmd.Env = mergeEnv(os.Environ(), e.r.Env)
+	cmd.Env = env
 	// A hub id that happens to name a directory in the agent's working
 	// directory would be read from there; the log dir holds no models.
 	cmd.Dir = filepath.Dir(logf.Name())
@@ -469,6 +524,16 @@ func mergeEnv(base []string, extra map[string]string) []string {
 	for _, k := range keys {
 		out = append(out, k+"="+extra[k])
 	}
+	return out
+}
+
+// envLine writes variables as NAME=value, sorted, for the log.
+func envLine(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
 	return out
 }
 
