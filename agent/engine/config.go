@@ -336,7 +336,7 @@ func (c Config) checkOllama() error {
 			return fmt.Errorf("env: %s is set by vlmfleet; use the %q setting instead", k, field)
 		}
 	}
-	if c.ServedName != "" && !ollamaName.MatchString(c.ServedName) {
+	if c.ServedName != "" && !ollamaModelName.MatchString(c.ServedName) {
 		return fmt.Errorf("served_name: %q is not an Ollama model name; want lower-case letters, digits, '_', '-', '.', optionally :tag (e.g. qwen3-vl-4b:q8_0)", c.ServedName)
 	}
 	return nil

@@ -119,8 +119,6 @@ type serverID struct {
 	props         map[string]string
 }
 
-// ollamaName is Ollama's display name.
-const ollamaName = "Ollama"
 
 // identify asks the places common servers say what they are, most
 // specific first: the simulator's model list, llama.cpp's /props
@@ -140,7 +138,7 @@ func identify(ctx context.Context, p *prober, base string, listed modelList, mod
 		return id
 	}
 	if v := versionAt(ctx, p, root+"/api/version"); v != "" {
-		return serverID{name: ollamaName, version: v}
+		return serverID{name: protocol.EngineNameOllama, version: v}
 	}
 	v := versionAt(ctx, p, root+"/version")
 	switch owner {

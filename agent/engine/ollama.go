@@ -41,8 +41,8 @@ var ollamaManagedEnv = map[string]string{
 	"OLLAMA_MAX_LOADED_MODELS": "",
 }
 
-// ollamaName is a model name `ollama create` accepts, with an optional tag.
-var ollamaName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,79}(:[a-z0-9_][a-z0-9_.-]{0,79})?$`)
+// ollamaModelName is a model name `ollama create` accepts, with an optional tag.
+var ollamaModelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,79}(:[a-z0-9_][a-z0-9_.-]{0,79})?$`)
 
 // ollamaSizing is the parallelism and per-sequence context for the needs.
 // Ollama 0.17.4 gives the runner OLLAMA_CONTEXT_LENGTH × OLLAMA_NUM_PARALLEL
