@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -109,23 +110,53 @@ func TestFaultAgentKilledMidJob(t *testing.T) {
 	}
 }
 
+// natsPause is how long the NATS tests keep the server down.
+func natsPause(t *testing.T) time.Duration {
+	v := os.Getenv(natsPauseEnv)
+	if v == "" {
+		return 30 * time.Second
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		t.Fatalf("%s=%q: want a positive duration such as 30s", natsPauseEnv, v)
+	}
+	return d
+}
+
 // An external NATS server stopped (SIGSTOP: connections stay open, nothing
 // answers) for $VLMFLEET_FAULT_NATS_PAUSE mid-sweep and continued loses
 // nothing: the agents and the controller wait and retry, and the sweep ends
 // with every combination stored once.
 func TestFaultNATSServerStopped(t *testing.T) {
 	needFaults(t)
-	pause := 30 * time.Second
-	if v := os.Getenv(natsPauseEnv); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			t.Fatalf("%s=%q: want a positive duration such as 30s", natsPauseEnv, v)
-		}
-		pause = d
-	}
+	natsOutage(t, "ns", func(ns *natsServer, pause time.Duration) {
+		ns.proc.signal(syscall.SIGSTOP)
+		// The outage's length is the scenario, not a wait for something.
+		time.Sleep(pause)
+		ns.proc.signal(syscall.SIGCONT)
+	})
+}
+
+// An external NATS server killed (SIGKILL: connections drop, JetStream
+// recovers its file store on the next start) and started again after
+// $VLMFLEET_FAULT_NATS_PAUSE loses nothing either.
+func TestFaultNATSServerKilled(t *testing.T) {
+	needFaults(t)
+	natsOutage(t, "nk", func(ns *natsServer, pause time.Duration) {
+		ns.proc.kill()
+		time.Sleep(pause) // the outage's length is the scenario
+		ns.start()
+	})
+}
+
+// natsOutage runs a sweep over three agents on an external NATS server and
+// takes the server away with outage once the first job has measured a
+// combination.
+func natsOutage(t *testing.T, prefix string, outage func(ns *natsServer, pause time.Duration)) {
+	pause := natsPause(t)
 	ctx := testContext(t, 3*time.Minute+pause)
-	agents := ids("ns", 3)
-	ns := startNATS(t, ctx, agents)
+	agents := ids(prefix, 3)
+	ns := newNATS(t, ctx, agents)
 	l := newLab(t, ctx, labOptions{
 		natsURL:  "nats://controller:" + natsPassword("controller") + "@" + ns.addr,
 		agentURL: func(id string) string { return "nats://" + id + ":" + natsPassword(id) + "@" + ns.addr },
@@ -134,17 +165,14 @@ func TestFaultNATSServerStopped(t *testing.T) {
 	s := l.submit(workload(60), agents...)
 	l.waitMeasuring(s.Jobs[0])
 
-	ns.proc.signal(syscall.SIGSTOP)
-	stopped := time.Now()
-	// The outage's length is the scenario, not a wait for something.
-	time.Sleep(pause)
-	ns.proc.signal(syscall.SIGCONT)
-	resumed := time.Now()
+	down := time.Now()
+	outage(ns, pause)
+	back := time.Now()
 	l.waitHealthy()
-	healthy := time.Since(resumed)
+	healthy := time.Since(back)
 	l.waitDone(s)
-	recovery(t, "nats-server stopped for %v mid-sweep: controller healthy %v after it continued, sweep done %v after it continued",
-		resumed.Sub(stopped).Round(time.Millisecond), healthy.Round(time.Millisecond), time.Since(resumed).Round(time.Millisecond))
+	recovery(t, "nats-server down for %v mid-sweep: controller healthy %v after it was back, sweep done %v after it was back",
+		back.Sub(down).Round(time.Millisecond), healthy.Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
 	l.outcome(s, nil).check(t)
 }
 
@@ -152,17 +180,20 @@ func TestFaultNATSServerStopped(t *testing.T) {
 // deploy/nats-server.conf shows: JetStream on a file store, one account
 // with a controller user and one confined user per agent.
 type natsServer struct {
-	proc *proc
+	t    *testing.T
+	ctx  context.Context
+	dir  string
+	conf string
 	addr string
+	proc *proc
 }
 
 // natsPassword is the test's password of a NATS user.
 func natsPassword(user string) string { return "pw-" + user }
 
-func startNATS(t *testing.T, ctx context.Context, agents []string) natsServer {
-	dir := t.TempDir()
-	addr := testutil.ClosedAddr(t)
-	host, port, _ := strings.Cut(addr, ":")
+func newNATS(t *testing.T, ctx context.Context, agents []string) *natsServer {
+	ns := &natsServer{t: t, ctx: ctx, dir: t.TempDir(), addr: testutil.ClosedAddr(t)}
+	host, port, _ := strings.Cut(ns.addr, ":")
 	var users strings.Builder
 	fmt.Fprintf(&users, "      { user: controller, password: %q }\n", natsPassword("controller"))
 	for _, id := range agents {
@@ -181,23 +212,30 @@ accounts {
 %s    ]
   }
 }
-`, host, port, filepath.Join(dir, "js"), users.String())
-	path := testutil.WriteFile(t, filepath.Join(dir, "nats-server.conf"), conf)
-	p := start(t, dir, "nats-server", bin.natsServer, "-c", path)
-	err := poll.Retry(ctx, func(int) error {
-		if p.exited() {
-			return fmt.Errorf("nats-server exited")
+`, host, port, filepath.Join(ns.dir, "js"), users.String())
+	ns.conf = testutil.WriteFile(t, filepath.Join(ns.dir, "nats-server.conf"), conf)
+	ns.start()
+	return ns
+}
+
+// start starts (or restarts) the server and returns once it takes
+// connections.
+func (ns *natsServer) start() {
+	ns.t.Helper()
+	ns.proc = start(ns.t, ns.dir, "nats-server", bin.natsServer, "-c", ns.conf)
+	err := poll.Retry(ns.ctx, func(int) error {
+		if ns.proc.exited() {
+			return backoff.Permanent(fmt.Errorf("nats-server exited"))
 		}
-		c, err := dialTCP(addr)
+		c, err := dialTCP(ns.addr)
 		if err == nil {
 			_ = c.Close()
 		}
 		return err
 	})
 	if err != nil {
-		t.Fatalf("nats-server at %s: %v", addr, err)
+		ns.t.Fatalf("nats-server at %s: %v", ns.addr, err)
 	}
-	return natsServer{proc: p, addr: addr}
 }
 
 func quoteList(s []string) string {
