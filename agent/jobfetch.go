@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,23 +35,50 @@ const (
 	jobPullHeartbeat = 5 * time.Second
 )
 
-// jobQueue is the agent's open pull on its durable job consumer.
+// handBackDelay is how long a job handed back by a stopping agent waits
+// before the server delivers it again: longer than the agent takes to
+// close its connection.
+const handBackDelay = 2 * time.Second
+
+// jobQueue is the agent's open pull on its durable job consumer, read by
+// one goroutine for as long as the agent runs, a job running or not.
 //
-// It asks for one job at a time, only when the agent is ready for the next:
-// a pull is sent by next and ends with the job it delivers, so no job is
-// taken (and its ack wait started) while another runs. The consumer's
-// MaxAckPending of 1 holds the server to that as well.
+// The iterator must be read all the time: it buffers one message, so a
+// heartbeat or status of a pull still open (one sent again after a missed
+// heartbeat, when the first was only late) fills it while nobody reads,
+// and a job delivered then is dropped as a slow consumer's message, to
+// wait out its ack wait and run as attempt 2 (the likely cause of 3 jobs of
+// 200 that did so in a soak of 200 agents, the iterator read only between
+// jobs and not while the consumer was checked). Reading all the time also
+// keeps a pull
+// open while a job runs; that costs nothing: the consumer's MaxAckPending
+// of 1 keeps the server from delivering the next job before this one is
+// acknowledged, so no job waits, its ack wait running, behind another.
 type jobQueue struct {
-	a  *Agent
+	a    *Agent
+	jobs chan jetstream.Msg
+	// done is closed when the reader has ended; err says why.
+	done chan struct{}
+	err  error
+
+	// checking is set while a missed heartbeat's check of the consumer runs.
+	checking atomic.Bool
+
+	mu sync.Mutex
 	it jetstream.MessagesContext
 }
 
-// openJobs binds the agent's consumer and opens the pull on it.
+// openJobs binds the agent's consumer, opens the pull on it and starts its
+// reader, which runs until ctx ends.
 func (a *Agent) openJobs(ctx context.Context) (*jobQueue, error) {
-	q := &jobQueue{a: a}
+	q := &jobQueue{a: a, jobs: make(chan jetstream.Msg), done: make(chan struct{})}
 	if err := q.open(ctx); err != nil {
 		return nil, err
 	}
+	go func() {
+		defer close(q.done)
+		q.err = q.read(ctx)
+	}()
 	return q, nil
 }
 
@@ -63,38 +92,70 @@ func (q *jobQueue) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pull jobs from %s: %w", protocol.JobConsumerName(q.a.cfg.ID), err)
 	}
+	q.mu.Lock()
 	q.it = it
+	q.mu.Unlock()
 	return nil
 }
 
-// stop ends the pull: the server delivers no more jobs to it.
+func (q *jobQueue) iterator() jetstream.MessagesContext {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.it
+}
+
+// stop ends the pull: the server delivers no more jobs to it once its
+// unsubscription arrives (the iterator sends it from a goroutine of its own).
 func (q *jobQueue) stop() {
-	if q.it != nil {
-		q.it.Stop()
+	if it := q.iterator(); it != nil {
+		it.Stop()
 	}
 }
 
-// next waits for the agent's next job until ctx ends, binding the consumer
-// again where it is gone.
+// next waits for the agent's next job until ctx ends.
 func (q *jobQueue) next(ctx context.Context) (jetstream.Msg, error) {
+	select {
+	case msg := <-q.jobs:
+		return msg, nil
+	case <-q.done:
+		return nil, q.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// read hands every job the pull delivers to next, binding the consumer
+// again where it is gone, until ctx ends.
+func (q *jobQueue) read(ctx context.Context) error {
 	wait := backoff.Default.Start()
 	for {
-		msg, err := q.it.Next(jetstream.NextContext(ctx))
+		msg, err := q.iterator().Next(jetstream.NextContext(ctx))
 		if err == nil {
-			return msg, nil
+			wait.Reset()
+			select {
+			case q.jobs <- msg:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			// The server has not answered the pull for two heartbeats: it
-			// is stopped or unreachable, or the consumer is gone without a
-			// word. The iterator pulls again on the same inbox; the
-			// consumer is made again if it is gone (a no-op otherwise), and
-			// the pull names it, so the iterator goes on with the new one.
+			// is busy, stopped or unreachable, or the consumer is gone
+			// without a word. The iterator pulls again on the same inbox;
+			// the consumer is made again if it is gone (a no-op otherwise),
+			// and the pull names it, so the iterator goes on with the new
+			// one. That is done aside: a reader that stops reading drops
+			// the job a late server delivers meanwhile (see jobQueue).
 			q.a.log.Warn().Err(err).Msg("no answer to the pull for jobs; checking the job consumer")
-			if _, err := q.a.bindJobs(ctx); err != nil {
-				return nil, err
+			if q.checking.CompareAndSwap(false, true) {
+				go func() {
+					defer q.checking.Store(false)
+					_, _ = q.a.bindJobs(ctx) // it fails only once ctx ends
+				}()
 			}
 			continue
 		}
@@ -103,11 +164,11 @@ func (q *jobQueue) next(ctx context.Context) (jetstream.Msg, error) {
 		// from a consumer bound again.
 		q.a.log.Warn().Err(err).Msg("pulling jobs failed; binding the job consumer again")
 		if wait.Wait(ctx) != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		q.stop()
+		q.iterator().Stop()
 		if err := q.open(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 }
@@ -188,14 +249,14 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	defer cancel()
 	if err != nil && ctx.Err() != nil {
 		// Stopping mid-job: hand the job back at once, so that the agent
-		// gets it again when it returns instead of after the ack wait. No
-		// pull is open while a job runs (next asks for one job at a time);
-		// one left over from a missed heartbeat is ended first, so that
-		// the job handed back is unlikely to go to it on the way out (the
-		// unsubscribe is asynchronous; such a job waits out its ack wait).
+		// gets it again when it returns instead of after the ack wait. The
+		// pull open meanwhile may still be subscribed when the server reads
+		// the hand-back: a job delivered to it now would be lost on the way
+		// out and wait out its ack wait. Handed back for a moment later, it
+		// goes to no one until the agent's connection is closed.
 		a.log.Warn().Str("job", job.ID).Msg("agent stopping mid-job; the job will be delivered again")
 		q.stop()
-		_ = msg.Nak()
+		_ = msg.NakWithDelay(handBackDelay)
 		_ = a.nc.FlushWithContext(actx)
 		return
 	}

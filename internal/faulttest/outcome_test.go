@@ -2,6 +2,7 @@ package faulttest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/controller/client"
@@ -21,8 +22,10 @@ type outcome struct {
 	// falselyFailed counts failed runs of attempts that no agent was
 	// stopped during (the test knows which agents it killed).
 	falselyFailed int
-	// secondAttempts counts jobs that needed more than one delivery.
+	// secondAttempts counts jobs that needed more than one delivery;
+	// retried names their agents.
 	secondAttempts int
+	retried        []string
 	rejected       int
 	// problems says what each count above is made of.
 	problems []string
@@ -67,8 +70,13 @@ func (l *lab) outcome(s protocol.Sweep, interrupted map[string]bool) outcome {
 		}
 		if last > 1 {
 			o.secondAttempts++
+			o.retried = append(o.retried, j.AgentID)
 			if !interrupted[j.ID] {
-				o.problem("job %s needed attempt %d", j.ID, last)
+				var hist []string
+				for _, h := range j.History {
+					hist = append(hist, fmt.Sprintf("%s@%d %s", h.State, h.Attempt, h.Time.Format("15:04:05.000")))
+				}
+				o.problem("job %s of agent %s needed attempt %d: %s", j.ID, j.AgentID, last, strings.Join(hist, ", "))
 			}
 		}
 		if j.State != protocol.JobCompleted {

@@ -53,6 +53,9 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: jobs lost %d, combinations duplicated %d, runs falsely failed %d, jobs that needed a second attempt %d, messages rejected %d",
 		o.lost, o.duplicated, o.falselyFailed, o.secondAttempts, o.rejected)
 	o.check(t)
+	for _, id := range o.retried[:min(len(o.retried), 3)] {
+		l.agents[id].showLog()
+	}
 }
 
 // controllerWatch samples the controller process and times /api/agents
