@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,8 @@ type jobQueue struct {
 	done chan struct{}
 	err  error
 
+	// endedIDs are the last jobs that ended here, oldest first.
+	endedIDs []string
 	// checking is set while a missed heartbeat's check of the consumer runs.
 	checking atomic.Bool
 
@@ -232,6 +235,17 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 		_ = msg.TermWithReason("addressed to another agent")
 		return
 	}
+	if q.ended(job.ID) {
+		// Its acknowledgement reached the server after the ack wait had
+		// run out (the server was stopped, or unreachable, while the job
+		// ran), so the server delivered it again: it is done, not to be
+		// measured twice.
+		a.log.Info().Str("job", job.ID).Int("attempt", attempt).Msg("job delivered again after it ended here; acknowledging it")
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_ = msg.DoubleAck(actx)
+		return
+	}
 	// The job's context ends with the agent's, or with a cancel from the
 	// controller (onControl), whose cause says so.
 	jobCtx, stop := context.WithCancelCause(ctx)
@@ -260,7 +274,28 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 		_ = a.nc.FlushWithContext(actx)
 		return
 	}
+	q.end(job.ID)
 	if err := msg.DoubleAck(actx); err != nil {
 		a.log.Warn().Err(err).Str("job", job.ID).Msg("acknowledge job")
 	}
+}
+
+// endedJobs is how many ended jobs the agent remembers (see jobQueue.ended).
+const endedJobs = 64
+
+// end remembers that the job ended here and was acknowledged.
+func (q *jobQueue) end(id string) {
+	if len(q.endedIDs) == endedJobs {
+		q.endedIDs = q.endedIDs[1:]
+	}
+	q.endedIDs = append(q.endedIDs, id)
+}
+
+// ended says whether the job ended here. The pull stays open while a job
+// runs, so the server's redelivery of a job whose ack wait ran out while
+// it ran (the server stopped meanwhile: its clock went on) reaches the
+// agent as soon as the job ends, even when the job's acknowledgement then
+// arrives first. Only the main loop calls end and ended.
+func (q *jobQueue) ended(id string) bool {
+	return slices.Contains(q.endedIDs, id)
 }
