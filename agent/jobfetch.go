@@ -31,9 +31,18 @@ const maxJobDeliveries = 5
 // jetstream's Messages iterator every pull is answered on the same inbox,
 // subscribed until the agent stops, so a late delivery still arrives. The
 // heartbeats tell a server that stopped answering from an empty queue.
+//
+// The iterator's buffer is as long as its batch, and what arrives while it
+// is full is dropped (nats.go's slow consumer); heartbeats and the pulls'
+// status messages share it with the jobs. With a batch of 1, a job that
+// arrived in one read with a heartbeat, before the reader had emptied the
+// buffer, was dropped and waited out its ack wait (a soak of 200 agents
+// under a load average of 80). A batch of jobPullBatch leaves room; the
+// consumer's MaxAckPending of 1 still hands out one job at a time.
 const (
 	jobPullExpiry    = 30 * time.Second
 	jobPullHeartbeat = 5 * time.Second
+	jobPullBatch     = 16
 )
 
 // handBackDelay is how long a job handed back by a stopping agent waits
@@ -44,13 +53,12 @@ const handBackDelay = 2 * time.Second
 // jobQueue is the agent's open pull on its durable job consumer, read by
 // one goroutine for as long as the agent runs, a job running or not.
 //
-// The iterator must be read all the time: it buffers one message, so a
-// heartbeat or status of a pull still open (one sent again after a missed
-// heartbeat, when the first was only late) fills it while nobody reads,
-// and a job delivered then is dropped as a slow consumer's message, to
-// wait out its ack wait and run as attempt 2 (the likely cause of 3 jobs of
-// 200 that did so in a soak of 200 agents, the iterator read only between
-// jobs and not while the consumer was checked). Reading all the time also
+// The iterator must be read all the time: its buffer is short (see
+// jobPullBatch), so heartbeats and statuses of a pull still open fill it
+// while nobody reads, and a job delivered then is dropped as a slow
+// consumer's message, to wait out its ack wait and run as attempt 2 (the
+// likely cause of 3 jobs of 200 that did so in a soak of 200 agents, when
+// the iterator was read only between jobs). Reading all the time also
 // keeps a pull
 // open while a job runs; that costs nothing: the consumer's MaxAckPending
 // of 1 keeps the server from delivering the next job before this one is
@@ -90,7 +98,7 @@ func (q *jobQueue) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(1), jetstream.PullExpiry(jobPullExpiry),
+	it, err := cons.Messages(jetstream.PullMaxMessages(jobPullBatch), jetstream.PullExpiry(jobPullExpiry),
 		jetstream.PullHeartbeat(jobPullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("pull jobs from %s: %w", protocol.JobConsumerName(q.a.cfg.ID), err)

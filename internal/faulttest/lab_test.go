@@ -80,7 +80,10 @@ func newLab(t *testing.T, ctx context.Context, opt labOptions) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.cl, err = client.New("http://"+l.httpAddr, client.WithToken(strings.TrimSpace(string(tok)))); err != nil {
+	// A controller starved of CPU (the soak: hundreds of processes on two
+	// cores) may take a minute to store and publish a large sweep.
+	if l.cl, err = client.New("http://"+l.httpAddr, client.WithToken(strings.TrimSpace(string(tok))),
+		client.WithTimeout(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	return l

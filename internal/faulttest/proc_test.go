@@ -70,20 +70,6 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-// stop ends the process as an operator does (SIGTERM), killing it if it
-// has not ended within d.
-func (p *proc) stop(d time.Duration) {
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(d):
-		p.t.Errorf("%s did not stop within %v of SIGTERM; killing it", p.name, d)
-		p.kill()
-	}
-}
-
 func (p *proc) signal(sig syscall.Signal) {
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatalf("signal %s to %s: %v", sig, p.name, err)
