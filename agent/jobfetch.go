@@ -75,8 +75,9 @@ type jobQueue struct {
 	// checking is set while a missed heartbeat's check of the consumer runs.
 	checking atomic.Bool
 
-	mu sync.Mutex
-	it jetstream.MessagesContext
+	mu   sync.Mutex
+	cons jetstream.Consumer
+	it   jetstream.MessagesContext
 }
 
 // openJobs binds the agent's consumer, opens the pull on it and starts its
@@ -104,9 +105,15 @@ func (q *jobQueue) open(ctx context.Context) error {
 		return fmt.Errorf("pull jobs from %s: %w", protocol.JobConsumerName(q.a.cfg.ID), err)
 	}
 	q.mu.Lock()
-	q.it = it
+	q.cons, q.it = cons, it
 	q.mu.Unlock()
 	return nil
+}
+
+func (q *jobQueue) consumer() jetstream.Consumer {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cons
 }
 
 func (q *jobQueue) iterator() jetstream.MessagesContext {
@@ -165,7 +172,7 @@ func (q *jobQueue) read(ctx context.Context) error {
 			if q.checking.CompareAndSwap(false, true) {
 				go func() {
 					defer q.checking.Store(false)
-					_, _ = q.a.bindJobs(ctx) // it fails only once ctx ends
+					q.check(ctx)
 				}()
 			}
 			continue
@@ -182,6 +189,19 @@ func (q *jobQueue) read(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// check makes the consumer again if the server says it is gone. It looks
+// first: a busy server misses heartbeats of many agents at once, and a
+// lookup costs it less than each of them writing its consumer again.
+func (q *jobQueue) check(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := q.consumer().Info(cctx)
+	if err == nil || !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return // there, or no answer: the next missed heartbeat asks again
+	}
+	_, _ = q.a.bindJobs(ctx) // it fails only once ctx ends
 }
 
 // serveJobs binds the agent's durable consumer and runs its jobs one at a
