@@ -179,7 +179,9 @@ func (j *jobRun) measure(ctx context.Context) error {
 
 // closePrevious closes the run of the previous attempt, which ended with
 // its agent (it never sent a final message), so that it does not stay
-// "running" for ever.
+// "running" for ever. The agent cannot know whether that attempt reached
+// an agent at all; the controller drops the message if no agent reported it
+// (store.ErrUnreportedAttempt).
 func (j *jobRun) closePrevious(ctx context.Context) error {
 	prev := j.header()
 	prev.ID = fmt.Sprintf("%s-a%d", j.job.ID, j.attempt-1)

@@ -242,7 +242,11 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 		if err != nil {
 			return err
 		}
-		if err := c.store.ApplyResult(*m, now); err != nil {
+		if err := c.store.ApplyResult(*m, now); errors.Is(err, store.ErrUnreportedAttempt) {
+			c.log.Info().Str("run", m.Run.ID).Str("agent", m.AgentID).
+				Msg("not closing a run: its attempt never reached an agent (the job's delivery was lost and made again)")
+			return nil
+		} else if err != nil {
 			return err
 		}
 		ev := ResultEvent{RunID: m.Run.ID, JobID: m.Run.JobID, SweepID: m.Run.SweepID, AgentID: m.AgentID, Final: m.Final, Status: m.Run.Status, Simulated: m.Run.Simulated}

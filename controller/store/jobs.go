@@ -369,3 +369,13 @@ func (j *JobRecord) lastAttempt() int {
 	}
 	return n
 }
+
+// reported says whether the job's agent reported the attempt at all.
+func (j *JobRecord) reported(attempt int) bool {
+	for _, h := range j.History {
+		if h.Attempt == attempt {
+			return true
+		}
+	}
+	return false
+}

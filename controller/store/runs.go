@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -34,12 +35,19 @@ type RunQuery struct {
 	Requests bool
 }
 
+// ErrUnreportedAttempt is ApplyResult's answer to a final message closing
+// an attempt that no agent ever reported (see ApplyResult): nothing is
+// stored, and nothing is wrong with the message either.
+var ErrUnreportedAttempt = errors.New("closes an attempt no agent reported: nothing to close")
+
 // ApplyResult stores one result message. The run header is upserted, the
 // combination written at run/combination so a redelivery rewrites the same
 // record, and a final message sets the run's closing header. A non-final
 // message that arrives after it (a redelivered "running" after the final
 // "failed") adds its combination but leaves the header as the final message
-// wrote it. A message about a run that belongs to another agent
+// wrote it. A final message closing an attempt that its job never
+// reported is not stored (ErrUnreportedAttempt). A message about a run that
+// belongs to another agent
 // or was imported is refused with a RejectError, and so is one about a run
 // that is not a reported attempt of a job of the sending agent (see
 // checkLabRun): nothing is made up for it. Imports (ImportRuns) do not come
@@ -59,7 +67,8 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 	// Everything that arrives over the lab's NATS was measured by the lab.
 	run.Source = protocol.SourceLab
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := checkLabRun(tx, run); err != nil {
+		job, attempt, err := checkLabRun(tx, run)
+		if err != nil {
 			return err
 		}
 		rb := tx.Bucket(bucketRuns)
@@ -67,6 +76,15 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 		exists, err := getJSON(rb, run.ID, &rec)
 		if err != nil {
 			return err
+		}
+		if !exists && m.Final && m.Combination == nil && !job.reported(attempt) {
+			// An agent that takes a job again closes the previous
+			// attempt's run, not knowing whether that attempt ever reached
+			// an agent: a delivery can be lost on its way (to a pull its
+			// agent gave up on) and the job delivered again after the ack
+			// wait. No agent reported this attempt, so it measured nothing:
+			// a failed run for it would be false.
+			return ErrUnreportedAttempt
 		}
 		if exists {
 			if rec.Run.Source != protocol.SourceLab {
@@ -302,29 +320,28 @@ func RunIDFor(jobID string, attempt int) string {
 // attempt's first results, which are then refused and recorded. That needs
 // a store failing for one write and not the next; the refusal keeps the
 // message under /api/rejected, where an operator sees it.
-func checkLabRun(tx *bolt.Tx, run protocol.Run) error {
+func checkLabRun(tx *bolt.Tx, run protocol.Run) (job JobRecord, attempt int, err error) {
 	if run.JobID == "" {
-		return Rejectf("run %s names no job: a lab run is the run of a job this controller made", run.ID)
+		return job, 0, Rejectf("run %s names no job: a lab run is the run of a job this controller made", run.ID)
 	}
-	var job JobRecord
 	ok, err := getJSON(tx.Bucket(bucketJobs), run.JobID, &job)
 	if err != nil {
-		return err
+		return job, 0, err
 	}
 	if !ok {
-		return Rejectf("run %s: unknown job %s: this controller never made it", run.ID, run.JobID)
+		return job, 0, Rejectf("run %s: unknown job %s: this controller never made it", run.ID, run.JobID)
 	}
 	if job.Job.AgentID != run.AgentID {
-		return Rejectf("run %s: job %s belongs to agent %s, not %s", run.ID, run.JobID, job.Job.AgentID, run.AgentID)
+		return job, 0, Rejectf("run %s: job %s belongs to agent %s, not %s", run.ID, run.JobID, job.Job.AgentID, run.AgentID)
 	}
-	attempt, ok := runAttempt(run.ID, run.JobID)
+	attempt, ok = runAttempt(run.ID, run.JobID)
 	if !ok {
-		return Rejectf("run id %s is not the run of an attempt of job %s (%s-a<attempt>)", run.ID, run.JobID, run.JobID)
+		return job, 0, Rejectf("run id %s is not the run of an attempt of job %s (%s-a<attempt>)", run.ID, run.JobID, run.JobID)
 	}
 	if last := job.lastAttempt(); attempt > last {
-		return Rejectf("run %s: job %s has not reported attempt %d (its last is %d)", run.ID, run.JobID, attempt, last)
+		return job, 0, Rejectf("run %s: job %s has not reported attempt %d (its last is %d)", run.ID, run.JobID, attempt, last)
 	}
-	return nil
+	return job, attempt, nil
 }
 
 // runAttempt is the attempt whose run id (RunIDFor) is runID, and whether

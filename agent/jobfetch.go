@@ -1,0 +1,329 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
+	"github.com/vlmfleet/vlmfleet/internal/tick"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// maxJobDeliveries bounds how often one job is delivered: a job that takes
+// its agent down every time (say, an engine that brings the host to its
+// knees) is not retried forever.
+const maxJobDeliveries = 5
+
+// Pulls for jobs are long and answered on one inbox for the agent's life.
+//
+// A pull that the client gives up on while the server still holds it loses
+// the job the server then delivers: it goes to an inbox nobody reads and
+// waits out the ack wait, to run as a second attempt (issue 11 item 1). A
+// short Fetch gave up on its pull every 3 s, and a server too busy to read
+// its clients at once (200 agents on two cores) still held it then. Through
+// jetstream's Messages iterator every pull is answered on the same inbox,
+// subscribed until the agent stops, so a late delivery still arrives. The
+// heartbeats tell a server that stopped answering from an empty queue.
+//
+// The iterator's buffer is as long as its batch, and what arrives while it
+// is full is dropped (nats.go's slow consumer); heartbeats and the pulls'
+// status messages share it with the jobs. With a batch of 1, a job that
+// arrived in one read with a heartbeat, before the reader had emptied the
+// buffer, was dropped and waited out its ack wait (a soak of 200 agents
+// under a load average of 80). A batch of jobPullBatch leaves room; the
+// consumer's MaxAckPending of 1 still hands out one job at a time.
+const (
+	jobPullExpiry    = 30 * time.Second
+	jobPullHeartbeat = 5 * time.Second
+	jobPullBatch     = 16
+)
+
+// handBackDelay is how long a job handed back by a stopping agent waits
+// before the server delivers it again: longer than the agent takes to
+// close its connection.
+const handBackDelay = 2 * time.Second
+
+// jobQueue is the agent's open pull on its durable job consumer, read by
+// one goroutine for as long as the agent runs, a job running or not.
+//
+// The iterator must be read all the time: its buffer is short (see
+// jobPullBatch), so heartbeats and statuses of a pull still open fill it
+// while nobody reads, and a job delivered then is dropped as a slow
+// consumer's message, to wait out its ack wait and run as attempt 2 (the
+// likely cause of 3 jobs of 200 that did so in a soak of 200 agents, when
+// the iterator was read only between jobs). Reading all the time also
+// keeps a pull
+// open while a job runs; that costs nothing: the consumer's MaxAckPending
+// of 1 keeps the server from delivering the next job before this one is
+// acknowledged, so no job waits, its ack wait running, behind another.
+type jobQueue struct {
+	a    *Agent
+	jobs chan jetstream.Msg
+	// done is closed when the reader has ended; err says why.
+	done chan struct{}
+	err  error
+
+	// endedIDs are the last jobs that ended here, oldest first.
+	endedIDs []string
+	// checking is set while a missed heartbeat's check of the consumer runs.
+	checking atomic.Bool
+
+	mu   sync.Mutex
+	cons jetstream.Consumer
+	it   jetstream.MessagesContext
+}
+
+// openJobs binds the agent's consumer, opens the pull on it and starts its
+// reader, which runs until ctx ends.
+func (a *Agent) openJobs(ctx context.Context) (*jobQueue, error) {
+	q := &jobQueue{a: a, jobs: make(chan jetstream.Msg), done: make(chan struct{})}
+	if err := q.open(ctx); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(q.done)
+		q.err = q.read(ctx)
+	}()
+	return q, nil
+}
+
+func (q *jobQueue) open(ctx context.Context) error {
+	cons, err := q.a.bindJobs(ctx)
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(jobPullBatch), jetstream.PullExpiry(jobPullExpiry),
+		jetstream.PullHeartbeat(jobPullHeartbeat))
+	if err != nil {
+		return fmt.Errorf("pull jobs from %s: %w", protocol.JobConsumerName(q.a.cfg.ID), err)
+	}
+	q.mu.Lock()
+	q.cons, q.it = cons, it
+	q.mu.Unlock()
+	return nil
+}
+
+func (q *jobQueue) consumer() jetstream.Consumer {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cons
+}
+
+func (q *jobQueue) iterator() jetstream.MessagesContext {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.it
+}
+
+// stop ends the pull: the server delivers no more jobs to it once its
+// unsubscription arrives (the iterator sends it from a goroutine of its own).
+func (q *jobQueue) stop() {
+	if it := q.iterator(); it != nil {
+		it.Stop()
+	}
+}
+
+// next waits for the agent's next job until ctx ends.
+func (q *jobQueue) next(ctx context.Context) (jetstream.Msg, error) {
+	select {
+	case msg := <-q.jobs:
+		return msg, nil
+	case <-q.done:
+		return nil, q.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// read hands every job the pull delivers to next, binding the consumer
+// again where it is gone, until ctx ends.
+func (q *jobQueue) read(ctx context.Context) error {
+	wait := backoff.Default.Start()
+	for {
+		msg, err := q.iterator().Next(jetstream.NextContext(ctx))
+		if err == nil {
+			wait.Reset()
+			select {
+			case q.jobs <- msg:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// The server has not answered the pull for two heartbeats: it
+			// is busy, stopped or unreachable, or the consumer is gone
+			// without a word. The iterator pulls again on the same inbox;
+			// the consumer is made again if it is gone (a no-op otherwise),
+			// and the pull names it, so the iterator goes on with the new
+			// one. That is done aside: a reader that stops reading drops
+			// the job a late server delivers meanwhile (see jobQueue).
+			q.a.log.Warn().Err(err).Msg("no answer to the pull for jobs; checking the job consumer")
+			if q.checking.CompareAndSwap(false, true) {
+				go func() {
+					defer q.checking.Store(false)
+					q.check(ctx)
+				}()
+			}
+			continue
+		}
+		// Anything else ends the iterator (the consumer was deleted, the
+		// connection closed): back off rather than spin, and pull again
+		// from a consumer bound again.
+		q.a.log.Warn().Err(err).Msg("pulling jobs failed; binding the job consumer again")
+		if wait.Wait(ctx) != nil {
+			return ctx.Err()
+		}
+		q.iterator().Stop()
+		if err := q.open(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// check makes the consumer again if the server says it is gone. It looks
+// first: a busy server misses heartbeats of many agents at once, and a
+// lookup costs it less than each of them writing its consumer again.
+func (q *jobQueue) check(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := q.consumer().Info(cctx)
+	if err == nil || !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return // there, or no answer: the next missed heartbeat asks again
+	}
+	_, _ = q.a.bindJobs(ctx) // it fails only once ctx ends
+}
+
+// serveJobs binds the agent's durable consumer and runs its jobs one at a
+// time. A job is acknowledged only after its results are stored by the
+// stream, so an agent that dies mid-job gets the job again when it returns.
+func (a *Agent) serveJobs(ctx context.Context) error {
+	q, err := a.openJobs(ctx)
+	if err != nil {
+		return err
+	}
+	defer q.stop()
+	for {
+		msg, err := q.next(ctx)
+		if err != nil {
+			return err
+		}
+		a.handleJob(ctx, msg, q)
+	}
+}
+
+// bindJobs creates (or finds) the agent's durable job consumer, waiting for
+// the controller to have made the stream.
+func (a *Agent) bindJobs(ctx context.Context) (jetstream.Consumer, error) {
+	var cons jetstream.Consumer
+	err := backoff.Default.Retry(ctx, func(int) error {
+		var err error
+		cons, err = a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+			Durable:       protocol.JobConsumerName(a.cfg.ID),
+			FilterSubject: protocol.JobSubject(a.cfg.ID),
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       a.opt.JobAckWait,
+			MaxAckPending: 1,
+			MaxDeliver:    maxJobDeliveries,
+		})
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn().Err(err).Msg("job consumer not ready (is the controller up?); retrying")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bind job consumer %s: %w", protocol.JobConsumerName(a.cfg.ID), err)
+	}
+	return cons, nil
+}
+
+func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
+	attempt := 1
+	if md, err := msg.Metadata(); err == nil {
+		attempt = int(md.NumDelivered)
+	}
+	job, err := protocol.DecodeJob(msg.Data())
+	if err != nil {
+		a.log.Error().Err(err).Msg("rejecting a malformed job")
+		_ = msg.TermWithReason(err.Error())
+		return
+	}
+	if job.AgentID != a.cfg.ID {
+		a.log.Error().Str("job", job.ID).Str("for", job.AgentID).Msg("rejecting a job addressed to another agent")
+		_ = msg.TermWithReason("addressed to another agent")
+		return
+	}
+	if q.ended(job.ID) {
+		// Its acknowledgement reached the server after the ack wait had
+		// run out (the server was stopped, or unreachable, while the job
+		// ran), so the server delivered it again: it is done, not to be
+		// measured twice.
+		a.log.Info().Str("job", job.ID).Int("attempt", attempt).Msg("job delivered again after it ended here; acknowledging it")
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_ = msg.DoubleAck(actx)
+		return
+	}
+	// The job's context ends with the agent's, or with a cancel from the
+	// controller (onControl), whose cause says so.
+	jobCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	a.setState(protocol.AgentBusy, job.ID, stop)
+	defer a.setState(protocol.AgentIdle, "", nil)
+
+	// Keep JetStream from redelivering a long job to nobody while it runs.
+	go tick.Every(jobCtx, a.opt.JobAckWait/3, func() { _ = msg.InProgress() })
+	err = a.runJob(ctx, jobCtx, job, attempt)
+	stop(nil)
+	// The acknowledgement outlives a shutdown that began after the job ended:
+	// a finished (or cancelled) job must not run again.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err != nil && ctx.Err() != nil {
+		// Stopping mid-job: hand the job back at once, so that the agent
+		// gets it again when it returns instead of after the ack wait. The
+		// pull open meanwhile may still be subscribed when the server reads
+		// the hand-back: a job delivered to it now would be lost on the way
+		// out and wait out its ack wait. Handed back for a moment later, it
+		// goes to no one until the agent's connection is closed.
+		a.log.Warn().Str("job", job.ID).Msg("agent stopping mid-job; the job will be delivered again")
+		q.stop()
+		_ = msg.NakWithDelay(handBackDelay)
+		_ = a.nc.FlushWithContext(actx)
+		return
+	}
+	q.end(job.ID)
+	if err := msg.DoubleAck(actx); err != nil {
+		a.log.Warn().Err(err).Str("job", job.ID).Msg("acknowledge job")
+	}
+}
+
+// endedJobs is how many ended jobs the agent remembers (see jobQueue.ended).
+const endedJobs = 64
+
+// end remembers that the job ended here and was acknowledged.
+func (q *jobQueue) end(id string) {
+	if len(q.endedIDs) == endedJobs {
+		q.endedIDs = q.endedIDs[1:]
+	}
+	q.endedIDs = append(q.endedIDs, id)
+}
+
+// ended says whether the job ended here. The pull stays open while a job
+// runs, so the server's redelivery of a job whose ack wait ran out while
+// it ran (the server stopped meanwhile: its clock went on) reaches the
+// agent as soon as the job ends, even when the job's acknowledgement then
+// arrives first. Only the main loop calls end and ended.
+func (q *jobQueue) ended(id string) bool {
+	return slices.Contains(q.endedIDs, id)
+}
