@@ -207,11 +207,17 @@ func overall(worse, better, known int) string {
 	return VerdictSame
 }
 
-// workloadWarnings names what the two workloads differ in that changes the
-// figures themselves (not merely which combinations were measured).
+// workloadWarnings names a run that did not complete and what the two
+// workloads differ in that changes the figures themselves (not merely which
+// combinations were measured).
 func workloadWarnings(a, b *protocol.Run) []string {
 	wa, wb := a.Workload, b.Workload
 	var out []string
+	for _, r := range []*protocol.Run{a, b} {
+		if r.Status != protocol.RunCompleted {
+			out = append(out, fmt.Sprintf("run %s is %s: its figures may be partial", r.ID, r.Status))
+		}
+	}
 	if wa.MaxTokens != wb.MaxTokens {
 		out = append(out, fmt.Sprintf("max tokens differ: %d in A, %d in B", wa.MaxTokens, wb.MaxTokens))
 	}
