@@ -264,7 +264,7 @@ func metrics() []metric {
 		{key: "tps_p50", label: "TPS p50", unit: "tok/s", higherIsBetter: true, stat: quantile(0.5), minChange: relative,
 			// 0 is "not measurable" (nothing came after the first read), not a rate.
 			value: func(r *protocol.RequestRecord) (float64, bool) { return r.TPS, r.Error == "" && r.TPS > 0 }},
-		{key: "success", label: "success", unit: "%", higherIsBetter: true, stat: mean,
+		{key: "success", label: "success rate", unit: "%", higherIsBetter: true, stat: mean,
 			// Percent, so that the mean is the success rate as shown.
 			value: func(r *protocol.RequestRecord) (float64, bool) {
 				if r.Error != "" {
