@@ -26,7 +26,7 @@ Exit status: 0 when the comparison is shown; with --fail-on-worse, 1 when B
 is worse than A (as on any error: the last line on stderr says which); 2 on
 a usage error.
 
-Example: vlmfleet results diff lab-j3-a1 lab-j9-a1 --fail-on-worse`
+Example: vlmfleet results diff sw-20261102-101500-3f9a2c1e-j1-a1 sw-20261130-091200-b7d40e55-j1-a1 --fail-on-worse`
 
 // resultsDiff prints the controller's comparison of two runs.
 func resultsDiff(ctx context.Context, c *cli, args []string) error {
