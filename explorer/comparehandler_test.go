@@ -119,3 +119,38 @@ func TestDatasetFlagsRegression(t *testing.T) {
 		}
 	}
 }
+
+// The exported file works offline, where the compare page a marker links
+// does not exist: the export carries no marker.
+func TestExportLeavesOutRegressionMarkers(t *testing.T) {
+	srv := serve(t, comparedRuns())
+	var ds Dataset
+	get(t, srv, "GET", PathData, &ds)
+	flagged := 0
+	for _, r := range ds.Rows {
+		if r.Regression != nil {
+			flagged++
+		}
+	}
+	if flagged == 0 {
+		t.Fatal("no row is flagged; the test checks nothing")
+	}
+	var buf strings.Builder
+	if err := Export(&buf, ds); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `"regression"`) || strings.Contains(buf.String(), "/compare?") {
+		t.Error("the exported file carries a regression marker linking the compare page")
+	}
+	if !strings.Contains(buf.String(), "Qwen3-VL-4B-Instruct") {
+		t.Error("the exported file lacks the rows")
+	}
+	for _, r := range ds.Rows {
+		if r.Regression != nil {
+			flagged--
+		}
+	}
+	if flagged != 0 {
+		t.Error("Export changed the caller's dataset")
+	}
+}
