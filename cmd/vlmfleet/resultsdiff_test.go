@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -107,5 +108,16 @@ func TestResultsDiff(t *testing.T) {
 	code, _, errOut = cliRun(t, nil, append(base, ids[0])...)
 	if code != 2 || !strings.Contains(errOut, "want two run ids") {
 		t.Fatalf("one id: exit %d, %s", code, errOut)
+	}
+
+	// The page the output's runs can also be compared on is the controller's.
+	resp, err := http.Get(l.Ctl.HTTPURL() + explorer.ComparePage(ids[1], ids[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Compare two runs") {
+		t.Fatalf("the controller's compare page: %d %.200s", resp.StatusCode, page)
 	}
 }
