@@ -12,6 +12,14 @@ import (
 // Export writes the explorer page with ds inside: one self-contained HTML
 // file that works offline.
 func Export(w io.Writer, ds Dataset) error {
+	// A regression marker links the compare page, which needs a controller
+	// and its per-request records; the offline file has neither.
+	rows := make([]Row, len(ds.Rows))
+	copy(rows, ds.Rows)
+	for i := range rows {
+		rows[i].Regression = nil
+	}
+	ds.Rows = rows
 	data, err := json.Marshal(ds)
 	if err != nil {
 		return fmt.Errorf("encoding the dataset: %w", err)

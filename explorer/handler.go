@@ -21,16 +21,21 @@ type handler struct {
 	src RunSource
 	log zerolog.Logger
 	now func() time.Time
+	// regressions remembers the verdicts of the rows' run pairs.
+	regressions regressionCache
 }
 
 // NewHandler serves GET /api/explorer/data (the Dataset), GET
-// /api/explorer/rows (the table at a Query, for scripts) and hands everything
-// else (the page and its static files) to web.Handler.
+// /api/explorer/rows (the table at a Query, for scripts), GET
+// /api/explorer/compare (two runs side by side, when src is also a
+// RunLoader) and hands everything else (the pages and their static files)
+// to web.Handler.
 func NewHandler(src RunSource, log zerolog.Logger) http.Handler {
 	h := &handler{src: src, log: log.With().Str("component", "explorer").Logger(), now: time.Now}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathData, h.data)
 	mux.HandleFunc("GET "+PathRows, h.rows)
+	mux.HandleFunc("GET "+PathCompare, h.compare)
 	mux.HandleFunc("/api/explorer/", h.other)
 	mux.Handle("/", web.Handler())
 	return mux
@@ -41,7 +46,14 @@ func (h *handler) dataset(r *http.Request) (Dataset, error) {
 	if err != nil {
 		return Dataset{}, err
 	}
-	return Aggregate(runs, h.now()), nil
+	ds := Aggregate(runs, h.now())
+	if load, ok := h.src.(RunLoader); ok {
+		if err := h.regressions.flagRegressions(r.Context(), &ds, load); err != nil {
+			// The table is still right; only a marker may be missing.
+			h.log.Warn().Err(err).Msg("comparing rows' runs with the ones before")
+		}
+	}
+	return ds, nil
 }
 
 func (h *handler) data(w http.ResponseWriter, r *http.Request) {
@@ -69,11 +81,11 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) other(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case PathData, PathRows:
+	case PathData, PathRows, PathCompare:
 		w.Header().Set("Allow", "GET, HEAD")
 		h.writeJSON(w, r, http.StatusMethodNotAllowed, errorBody{Error: r.Method + " " + r.URL.Path + ": only GET is allowed"})
 	default:
-		h.writeJSON(w, r, http.StatusNotFound, errorBody{Error: r.URL.Path + ": not found; the explorer serves " + PathData + " and " + PathRows})
+		h.writeJSON(w, r, http.StatusNotFound, errorBody{Error: r.URL.Path + ": not found; the explorer serves " + PathData + ", " + PathRows + " and " + PathCompare})
 	}
 }
 

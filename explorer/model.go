@@ -36,6 +36,9 @@ type Row struct {
 
 	Run       RunMeta   `json:"run"`
 	OtherRuns []RunMeta `json:"other_runs,omitempty"`
+	// Regression is set when Run got worse than OtherRuns[0] (only where the
+	// explorer can load per-request records: served by a controller).
+	Regression *Regression `json:"regression,omitempty"`
 
 	// Explanation is the row in plain language at the default settings
 	// (720p, one image per camera, 3 s target), in the seed's sentences.

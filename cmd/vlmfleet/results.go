@@ -14,7 +14,7 @@ import (
 
 // cmdResults dispatches `vlmfleet results import`.
 func cmdResults(ctx context.Context, c *cli, args []string) error {
-	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"import": resultsImport},
+	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"import": resultsImport, "diff": resultsDiff},
 		"import FILE [FILE...]", "Usage: vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]")
 }
 

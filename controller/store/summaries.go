@@ -64,3 +64,13 @@ func sortRuns(runs []protocol.Run) {
 		return runs[i].ID < runs[j].ID
 	})
 }
+
+// LoadRun returns one run with its per-request records, for the explorer's
+// comparison of two runs; ok is false when there is no run id.
+func (src SummarySource) LoadRun(ctx context.Context, id string) (r protocol.Run, ok bool, err error) {
+	r, err = src.s.Run(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return protocol.Run{}, false, nil
+	}
+	return r, err == nil, err
+}

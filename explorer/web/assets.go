@@ -85,7 +85,7 @@ func loadAssets() (map[string]asset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("explorer page assets: %w", err)
 	}
-	for _, need := range append(moduleOrder(), "index.html", "style.css", chartLibPath) {
+	for _, need := range append(moduleOrder(), "index.html", "style.css", chartLibPath, "compare.html", "compare.js", "compare.css") {
 		if _, ok := out[need]; !ok {
 			return nil, fmt.Errorf("explorer page assets: static/%s is missing", need)
 		}

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Handler serves the page at "/" and its files under "/static/". Every
+// Handler serves the page at "/", the compare page at "/compare" and their
+// files under "/static/". Every
 // response carries a content-hash ETag (If-None-Match answers 304). Files the
 // page links with ?v=<hash> are cached for a year, since a new build changes
 // the link; everything else revalidates on each use.
@@ -30,10 +31,15 @@ func Handler() http.Handler {
 		w.Header().Set("Content-Security-Policy", pagePolicy)
 		serveAsset(w, r, "index.html", index)
 	})
+	// The compare page loads its comparison from /api/explorer/compare.
+	mux.HandleFunc("GET /compare", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", pagePolicy)
+		serveAsset(w, r, "compare.html", assets["compare.html"])
+	})
 	mux.HandleFunc("GET /static/{file...}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("file")
 		a, ok := assets[name]
-		if !ok || name == "index.html" {
+		if !ok || name == "index.html" || name == "compare.html" {
 			http.NotFound(w, r)
 			return
 		}

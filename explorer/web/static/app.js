@@ -130,6 +130,8 @@ function createExplorer(ds) {
       td[0].className = 'c-model';
       td[0].append(btn);
       if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+      // The latest run got worse than the one before: link the two runs' comparison.
+      if (r.regression) td[0].append(el('a', { class: 'badge badge-worse', href: r.regression.compare, text: `worse than ${formatDate(r.regression.date).slice(0, 10)}`, title: `The latest run is worse than run ${r.regression.than} in ${plural(r.regression.worse, 'figure', 'figures')}: open the comparison` }));
       td[1].className = 'num';
       td[1].textContent = formatParams(r.params_b);
       td[2].textContent = r.quantization;

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+const resultsDiffUsage = `Usage: vlmfleet results diff A B [--controller URL] [--token-file FILE] [--json] [--fail-on-worse]
+
+Sets run B against the earlier run A of the same configuration (model,
+quantization, engine, device): each combination's TTFT p50 and p90, E2E p50,
+TPS p50 and success rate, with a verdict that weighs the spread of the
+requests (docs/compare.md). Runs of different configurations are refused,
+naming the parts that differ.
+
+Exit status: 0 when the comparison is shown; with --fail-on-worse, 1 when B
+is worse than A (as on any error: the last line on stderr says which); 2 on
+a usage error.
+
+Example: vlmfleet results diff sw-20261102-101500-3f9a2c1e-j1-a1 sw-20261130-091200-b7d40e55-j1-a1 --fail-on-worse`
+
+// resultsDiff prints the controller's comparison of two runs.
+func resultsDiff(ctx context.Context, c *cli, args []string) error {
+	fs := newFlagSet(c, "results diff")
+	controller := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
+	tokenFile := tokenFileFlag(fs)
+	asJSON := fs.Bool("json", false, "print the comparison as GET "+explorer.PathCompare+" answers it")
+	failOnWorse := fs.Bool("fail-on-worse", false, "exit 1 when B is worse than A in any figure (for scripts and CI)")
+	setUsage(fs, resultsDiffUsage)
+	ids, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 2 {
+		return usageError{fmt.Errorf("want two run ids, A (before) and B (after); got %d", len(ids))}
+	}
+	cl, err := newClient(c, *controller, *tokenFile)
+	if err != nil {
+		return err
+	}
+	cmp, err := cl.Compare(ctx, ids[0], ids[1])
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(cmp); err != nil {
+			return fmt.Errorf("write the comparison: %w", err)
+		}
+	} else {
+		printComparison(c.stdout, cmp)
+	}
+	if *failOnWorse && cmp.Verdict == explorer.VerdictWorse {
+		return fmt.Errorf("run %s is worse than run %s in %d figures (--fail-on-worse)", cmp.B.ID, cmp.A.ID, cmp.Worse)
+	}
+	return nil
+}
+
+func printComparison(w io.Writer, cmp explorer.Comparison) {
+	cfg := cmp.Config
+	sim := ""
+	if cmp.Simulated {
+		sim = " (simulated)"
+	}
+	fmt.Fprintf(w, "%s %sB %s · %s · %s%s\n", cfg.Model, explorer.FormatParams(cfg.ParamsB), cfg.Quantization, cfg.Engine, cfg.Device, sim)
+	for _, side := range []struct {
+		name string
+		m    explorer.RunMeta
+	}{{"A", cmp.A}, {"B", cmp.B}} {
+		parts := []string{side.m.ID, side.m.Date.UTC().Format("2006-01-02 15:04 UTC")}
+		for _, p := range []string{side.m.EngineVersion, side.m.Platform, side.m.PowerMode} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		fmt.Fprintf(w, "%s  %s\n", side.name, strings.Join(parts, " · "))
+	}
+	fmt.Fprintf(w, "\nB against A: %s (%d worse, %d better)\n\n", cmp.Verdict, cmp.Worse, cmp.Better)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"combination"}
+	if len(cmp.Combos) > 0 {
+		for _, m := range cmp.Combos[0].Metrics {
+			header = append(header, m.Label)
+		}
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, cc := range cmp.Combos {
+		cells := []string{comboName(cc.Size, cc.Images, cc.Cameras)}
+		for _, m := range cc.Metrics {
+			cells = append(cells, metricCell(m))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	_ = tw.Flush()
+	for _, only := range []struct {
+		side string
+		keys []string
+	}{{"A", keyNames(cmp.OnlyA)}, {"B", keyNames(cmp.OnlyB)}} {
+		if len(only.keys) > 0 {
+			fmt.Fprintf(w, "\nmeasured in %s only: %s\n", only.side, strings.Join(only.keys, "; "))
+		}
+	}
+	for _, warn := range cmp.Warnings {
+		fmt.Fprintf(w, "\nwarning: %s\n", warn)
+	}
+	fmt.Fprintf(w, "\nrule: %s\n", cmp.Rule)
+}
+
+// metricCell: "0.25 → 0.38 s +52% worse"; a figure that could not be
+// compared shows why.
+func metricCell(m explorer.MetricChange) string {
+	if m.Verdict == explorer.VerdictUnknown {
+		return fmt.Sprintf("— (%d/%d requests)", m.NA, m.NB)
+	}
+	var s string
+	switch m.Metric {
+	case "success":
+		s = fmt.Sprintf("%.0f → %.0f%% %s pt", m.A, m.B, signed(m.Change))
+	case "tps_p50":
+		s = fmt.Sprintf("%s → %s %s %s%%", explorer.FormatTPS(m.A), explorer.FormatTPS(m.B), m.Unit, signed(m.RelChange*100))
+	default:
+		s = fmt.Sprintf("%s → %s %s %s%%", explorer.FormatSeconds(m.A), explorer.FormatSeconds(m.B), m.Unit, signed(m.RelChange*100))
+	}
+	if m.Verdict != explorer.VerdictSame {
+		s += " " + m.Verdict
+	}
+	return s
+}
+
+// signed is v rounded to a whole number with its sign, "+0" for no change
+// (never "-0").
+func signed(v float64) string {
+	r := math.Round(v)
+	if r == 0 {
+		return "+0"
+	}
+	return fmt.Sprintf("%+.0f", r)
+}
+
+func comboName(size string, images, cameras int) string {
+	return fmt.Sprintf("%s %d img %d cam", size, images, cameras)
+}
+
+func keyNames(keys []protocol.ComboKey) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, comboName(k.Size, k.Images, k.Cameras))
+	}
+	return out
+}

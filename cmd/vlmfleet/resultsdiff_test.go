@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// recordedRun is labtest.ResultDoc with 16 request records in each
+// combination, their TTFT around ttft (±10%, the same spread every run).
+func recordedRun(id string, day int, ttft float64) protocol.Run {
+	r := labtest.ResultDoc(id, "Qwen3-VL-4B-Instruct")
+	r.CreatedAt = r.CreatedAt.AddDate(0, 0, day)
+	r.FinishedAt = r.CreatedAt.Add(time.Minute)
+	for i := range r.Combinations {
+		c := &r.Combinations[i]
+		c.Requests = nil
+		for j := range 16 {
+			f := 1 + 0.1*math.Sin(float64(j*7+day))
+			c.Requests = append(c.Requests, protocol.RequestRecord{Seq: j, TTFT: ttft * f, LastToken: 4 * f, E2E: 4 * f, TPS: 30 / f, CompletionTokens: 100})
+		}
+		c.Completed = len(c.Requests)
+	}
+	return r
+}
+
+// diffLab is a controller serving the explorer, holding three runs of one
+// configuration (the third slower) and one of another quantization; it
+// returns the imported ids in that order.
+func diffLab(t *testing.T) (*labtest.Lab, []string) {
+	t.Helper()
+	l := labtest.Start(t, controller.Options{Explorer: func(runs controller.RunSource) http.Handler {
+		return explorer.NewHandler(runs, zerolog.Nop())
+	}})
+	q4 := recordedRun("q4", 3, 0.25)
+	q4.Config.Quantization = "Q4_K_M"
+	cl, err := client.New(l.Ctl.HTTPURL(), client.WithToken(l.Ctl.APIToken()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Import(context.Background(), []store.ImportEntry{
+		{Origin: "t", Run: recordedRun("r1", 0, 0.25)}, {Origin: "t", Run: recordedRun("r2", 1, 0.25)},
+		{Origin: "t", Run: recordedRun("r3", 2, 0.40)}, {Origin: "t", Run: q4},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, res.IDs
+}
+
+func TestResultsDiff(t *testing.T) {
+	l, ids := diffLab(t)
+	base := []string{"results", "diff", "--controller", l.Ctl.HTTPURL()}
+
+	code, out, errOut := cliRun(t, nil, append(base, ids[0], ids[1])...)
+	if code != 0 || !strings.Contains(out, "B against A: same (0 worse, 0 better)") || !strings.Contains(out, "720p 1 img 2 cam") {
+		t.Fatalf("two equal runs: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"Qwen3-VL-4B-Instruct 4.4B Q8_0 · llama.cpp · Jetson AGX Orin", "TTFT p50", "success", "rule: worse or better only when"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Worse: shown with exit 0, unless --fail-on-worse.
+	code, out, errOut = cliRun(t, nil, append(base, ids[1], ids[2])...)
+	if code != 0 || !strings.Contains(out, "B against A: worse") || !strings.Contains(out, "0.25 → 0.39 s +58% worse") {
+		t.Fatalf("a slower run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = cliRun(t, nil, append(base, "--fail-on-worse", ids[1], ids[2])...)
+	if code != 1 || !strings.Contains(errOut, "is worse than run "+ids[1]) {
+		t.Fatalf("--fail-on-worse on a slower run: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut = cliRun(t, nil, append(base, "--fail-on-worse", ids[2], ids[1])...); code != 0 {
+		t.Fatalf("--fail-on-worse on a faster run: exit %d, %s", code, errOut)
+	}
+
+	// --json is the API's answer.
+	code, out, _ = cliRun(t, nil, append(base, "--json", ids[1], ids[2])...)
+	var c explorer.Comparison
+	if err := json.Unmarshal([]byte(out), &c); code != 0 || err != nil || c.Verdict != explorer.VerdictWorse || c.B.ID != ids[2] {
+		t.Fatalf("--json: exit %d, %v, %+v", code, err, c)
+	}
+
+	// Another configuration is refused, naming what differs.
+	code, _, errOut = cliRun(t, nil, append(base, ids[2], ids[3])...)
+	if code != 1 || !strings.Contains(errOut, `quantization "Q8_0" vs "Q4_K_M"`) {
+		t.Fatalf("another quantization: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = cliRun(t, nil, append(base, ids[0], "nosuch")...)
+	if code != 1 || !strings.Contains(errOut, `no run "nosuch"`) {
+		t.Fatalf("unknown run: exit %d, %s", code, errOut)
+	}
+	code, _, errOut = cliRun(t, nil, append(base, ids[0])...)
+	if code != 2 || !strings.Contains(errOut, "want two run ids") {
+		t.Fatalf("one id: exit %d, %s", code, errOut)
+	}
+
+	// The page the output's runs can also be compared on is the controller's.
+	resp, err := http.Get(l.Ctl.HTTPURL() + explorer.ComparePage(ids[1], ids[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "Compare two runs") {
+		t.Fatalf("the controller's compare page: %d %.200s", resp.StatusCode, page)
+	}
+}

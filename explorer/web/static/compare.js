@@ -1,0 +1,132 @@
+// The compare page: reads ?a=RUN&b=RUN, asks the explorer for the two
+// runs' comparison (the verdicts are the server's, the same as
+// `vlmfleet results diff`) and draws it. window.vlmfleetCompare says when
+// it is done, for the browser tests.
+
+const state = { ready: false, error: '' };
+window.vlmfleetCompare = state;
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v == null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+function formatDate(iso) {
+  const d = new Date(iso);
+  if (!iso || isNaN(d) || d.getUTCFullYear() < 1970) return '—';
+  return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+// Seconds to 0.01 and tok/s to 0.1 with trailing zeros trimmed, as the explorer writes them.
+function trimmed(v, decimals) {
+  let s = v.toFixed(decimals);
+  if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
+  return s === '-0' ? '0' : s;
+}
+
+function signed(v) {
+  const r = Math.round(v);
+  return r === 0 ? '+0' : (r > 0 ? `+${r}` : `${r}`);
+}
+
+function figure(m, v) {
+  if (m.metric === 'success') return `${Math.round(v)}%`;
+  if (m.metric === 'tps_p50') return `${trimmed(v, 1)} tok/s`;
+  return `${trimmed(v, 2)} s`;
+}
+
+function comboName(c) {
+  return `${c.size}, ${c.images} ${c.images === 1 ? 'image' : 'images'}, ${c.cameras} ${c.cameras === 1 ? 'camera' : 'cameras'}`;
+}
+
+const verdictClass = { worse: 'v-worse', better: 'v-better', same: 'v-same', 'not comparable': 'v-unknown' };
+
+function metricCell(m) {
+  const td = el('td', { class: `metric ${verdictClass[m.verdict] || ''}`, 'data-metric': m.metric, 'data-verdict': m.verdict });
+  if (m.verdict === 'not comparable') {
+    td.append(`— (${m.n_a} / ${m.n_b} requests)`);
+    td.title = 'Too few completed requests on one side to compare';
+    return td;
+  }
+  const change = m.metric === 'success' ? `${signed(m.change)} pt` : `${signed(m.rel_change * 100)}%`;
+  td.append(`${figure(m, m.a)} → ${figure(m, m.b)} `, el('span', { class: 'change', text: change }));
+  td.append(el('span', { class: 'word', text: m.verdict === 'same' ? 'same within noise' : m.verdict }));
+  td.title = `Mann-Whitney p = ${m.p.toPrecision(2)}; ${m.n_a} and ${m.n_b} requests`;
+  return td;
+}
+
+function showError(msg, differences) {
+  const box = $('error');
+  box.replaceChildren(msg);
+  if (differences && differences.length) {
+    box.append(el('ul', {}, ...differences.map((d) => el('li', {}, `${d.field}: A is “${d.a}”, B is “${d.b}”`))));
+  }
+  box.hidden = false;
+  state.error = msg;
+}
+
+function draw(c, a, b) {
+  const cfg = c.config;
+  $('config').textContent = `${cfg.model} ${cfg.params_b}B ${cfg.quantization} · ${cfg.engine} · ${cfg.device}${c.simulated ? ' (simulated)' : ''}`;
+  $('runs').replaceChildren(...[['A', c.a], ['B', c.b]].map(([name, m]) => el('tr', {},
+    el('th', { text: name }), el('td', {}, el('code', { text: m.id })), el('td', { text: formatDate(m.date) }),
+    el('td', { text: m.engine_version || '—' }), el('td', { text: m.platform || '—' }), el('td', { text: m.power_mode || '—' }))));
+  const v = $('verdict');
+  v.className = `verdict ${verdictClass[c.verdict] || ''}`;
+  v.textContent = c.verdict === 'worse' ? `B is worse than A in ${c.worse} ${c.worse === 1 ? 'figure' : 'figures'}${c.better ? ` (better in ${c.better})` : ''}.`
+    : c.verdict === 'better' ? `B is better than A in ${c.better} ${c.better === 1 ? 'figure' : 'figures'}, worse in none.`
+      : c.verdict === 'same' ? 'B is the same as A within noise.' : 'Nothing could be compared: too few request records.';
+  $('warnings').replaceChildren(...(c.warnings || []).map((w) => el('li', { text: w })));
+  const head = $('changes-head');
+  head.replaceChildren(el('th', { text: 'Combination' }));
+  if (c.combinations.length) for (const m of c.combinations[0].metrics) head.append(el('th', { text: m.label }));
+  $('changes').replaceChildren(...c.combinations.map((cc) => el('tr', { 'data-combo': `${cc.size}/${cc.images}/${cc.cameras}`, 'data-verdict': cc.verdict },
+    el('th', { text: comboName(cc) }), ...cc.metrics.map(metricCell))));
+  const only = [];
+  if (c.only_a && c.only_a.length) only.push(`Measured in A only: ${c.only_a.map(comboName).join('; ')}.`);
+  if (c.only_b && c.only_b.length) only.push(`Measured in B only: ${c.only_b.map(comboName).join('; ')}.`);
+  $('only').textContent = only.join(' ');
+  $('rule').textContent = c.rule;
+  $('swap').href = `/compare?${new URLSearchParams({ a: b, b: a })}`;
+  $('json').href = `/api/explorer/compare?${new URLSearchParams({ a, b })}`;
+  $('result').hidden = false;
+}
+
+async function main() {
+  const q = new URLSearchParams(location.search);
+  const a = q.get('a') || '';
+  const b = q.get('b') || '';
+  $('in-a').value = a;
+  $('in-b').value = b;
+  if (!a || !b) {
+    state.ready = true;
+    return;
+  }
+  document.title = `${a} → ${b} · Compare · vlmfleet`;
+  let resp;
+  let body;
+  try {
+    resp = await fetch(`/api/explorer/compare?${new URLSearchParams({ a, b })}`, { credentials: 'same-origin', cache: 'no-store' });
+    body = await resp.json();
+  } catch (e) {
+    showError(`Could not load the comparison: ${e.message}`);
+    return;
+  }
+  if (!resp.ok) {
+    showError(body && body.error ? body.error : `The controller answered ${resp.status}.`, body && body.differences);
+    return;
+  }
+  draw(body, a, b);
+  state.ready = true;
+}
+
+main();
