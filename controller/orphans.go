@@ -26,13 +26,22 @@ const defaultOrphanCheck = 30 * time.Second
 // row, so that the report of an agent that took and finished it just then
 // (an agent acknowledges a job, which removes it, after reporting on it)
 // is ingested first, and a cancel that removed it has marked it cancelled.
+//
+// Two checks are not enough on their own when ingestion lags (a busy
+// controller, hundreds of agents): the agent's report may still wait in the
+// events stream at the second check, and the job was failed although it
+// completed. So a job is also ended only once the controller has taken in
+// everything the events stream held when the job was first found missing.
 type orphanWatch struct {
 	missing map[string]uint64 // job id → the stream sequence found empty
+	// eventsAt is the events stream's last sequence when the job was first
+	// found missing: its report, if any, is at or before it.
+	eventsAt map[string]uint64
 }
 
 // watchOrphans runs checkOrphans every OrphanCheckInterval until ctx ends.
 func (c *Controller) watchOrphans(ctx context.Context) {
-	w := &orphanWatch{missing: map[string]uint64{}}
+	w := &orphanWatch{missing: map[string]uint64{}, eventsAt: map[string]uint64{}}
 	tick.Every(ctx, c.opt.OrphanCheckInterval, func() {
 		if err := c.checkOrphans(ctx, w); err != nil && ctx.Err() == nil {
 			c.log.Warn().Err(err).Msg("looking for queued jobs gone from the jobs stream failed; trying again at the next check")
@@ -64,20 +73,32 @@ func (c *Controller) checkOrphans(ctx context.Context, w *orphanWatch) error {
 	}
 	if len(candidates) == 0 {
 		clear(w.missing)
+		clear(w.eventsAt)
 		return nil
 	}
 	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
 	}
-	missing := map[string]uint64{}
+	eventsLast, err := c.eventsLastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	// ingested is asked for once, and only if some job is at its second
+	// check: it is a request to the server.
+	var ingested *eventsProgress
+	missing, eventsAt := map[string]uint64{}, map[string]uint64{}
+	keep := func(id string, seq uint64) {
+		missing[id] = seq
+		eventsAt[id] = w.eventsAt[id]
+	}
 	var errs []error
 	for _, j := range candidates {
 		gone, err := jobMsgGone(ctx, stream, j)
 		if err != nil {
 			errs = append(errs, err)
 			if seq, ok := w.missing[j.Job.ID]; ok {
-				missing[j.Job.ID] = seq // undecided: keep what the last check saw
+				keep(j.Job.ID, seq) // undecided: keep what the last check saw
 			}
 			continue
 		}
@@ -85,16 +106,69 @@ func (c *Controller) checkOrphans(ctx context.Context, w *orphanWatch) error {
 			continue
 		}
 		if seq, ok := w.missing[j.Job.ID]; !ok || seq != j.StreamSeq {
-			missing[j.Job.ID] = j.StreamSeq
+			missing[j.Job.ID], eventsAt[j.Job.ID] = j.StreamSeq, eventsLast
+			continue
+		}
+		if ingested == nil {
+			p, err := c.eventsIngested(ctx)
+			if err != nil {
+				errs = append(errs, err)
+				keep(j.Job.ID, j.StreamSeq)
+				continue
+			}
+			ingested = &p
+		}
+		if !ingested.covers(w.eventsAt[j.Job.ID]) {
+			// Its agent's report may be among what is still to ingest.
+			keep(j.Job.ID, j.StreamSeq)
 			continue
 		}
 		if err := c.failOrphan(j); err != nil {
 			errs = append(errs, err)
-			missing[j.Job.ID] = j.StreamSeq
+			keep(j.Job.ID, j.StreamSeq)
 		}
 	}
-	w.missing = missing
+	w.missing, w.eventsAt = missing, eventsAt
 	return errors.Join(errs...)
+}
+
+// eventsProgress is how far the controller has taken in the events stream.
+type eventsProgress struct {
+	ackFloor uint64 // every message up to this stream sequence is ingested
+	caughtUp bool   // nothing is waiting or unacknowledged
+}
+
+// covers reports whether every event up to seq has been ingested. A consumer
+// with nothing left covers every sequence, also after the stream was
+// recreated and numbers its messages afresh.
+func (p eventsProgress) covers(seq uint64) bool {
+	return p.caughtUp || p.ackFloor >= seq
+}
+
+// eventsLastSeq is the events stream's last sequence.
+func (c *Controller) eventsLastSeq(ctx context.Context) (uint64, error) {
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	stream, err := c.js.Stream(ictx, protocol.StreamEvents)
+	if err != nil {
+		return 0, fmt.Errorf("events stream: %w", err)
+	}
+	return stream.CachedInfo().State.LastSeq, nil
+}
+
+// eventsIngested asks the server how far the events consumer has got.
+func (c *Controller) eventsIngested(ctx context.Context) (eventsProgress, error) {
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cons, err := c.js.Consumer(ictx, protocol.StreamEvents, EventsConsumerConfig().Durable)
+	if err != nil {
+		return eventsProgress{}, fmt.Errorf("events consumer: %w", err)
+	}
+	info := cons.CachedInfo()
+	return eventsProgress{
+		ackFloor: info.AckFloor.Stream,
+		caughtUp: info.NumPending == 0 && info.NumAckPending == 0,
+	}, nil
 }
 
 // jobMsgGone reports whether the jobs stream no longer holds the job's

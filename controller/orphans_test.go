@@ -62,3 +62,71 @@ func TestQueuedJobGoneFromTheStreamFails(t *testing.T) {
 		t.Errorf("jobs stream holds %d messages, want the kept job's 1", n)
 	}
 }
+
+// A job its agent took and reported on, whose report still waits in the
+// events stream when the job's message is gone (ingestion lagging behind a
+// busy lab), is not failed: the agent's report is taken in first. Without
+// the events-progress rule the two checks below fail it.
+func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), OrphanCheckInterval: time.Hour})
+	ev, a := announced(t, c, "busy", "d1")
+	jobs := submitJobs(t, c, "busy")
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs, want 1", len(jobs))
+	}
+	job := jobs[0]
+
+	// Ingestion stops (as if far behind); the agent reports and then
+	// acknowledges the job, which removes its message.
+	var events *binding
+	for _, b := range c.consumers {
+		if b.stream == protocol.StreamEvents {
+			events = b
+		}
+	}
+	if events == nil {
+		t.Fatal("no events consumer")
+	}
+	if cc := events.stop(); cc != nil {
+		cc.Stop()
+	}
+	a.state(t, job, protocol.JobAccepted, 1, true)
+	rec, err := c.store.Job(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, js := adminConn(t, c)
+	stream, err := js.Stream(waitCtx(t), protocol.StreamJobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.DeleteMsg(waitCtx(t), rec.StreamSeq); err != nil {
+		t.Fatal(err)
+	}
+
+	w := &orphanWatch{missing: map[string]uint64{}, eventsAt: map[string]uint64{}}
+	for i := range 3 {
+		if err := c.checkOrphans(waitCtx(t), w); err != nil {
+			t.Fatalf("check %d: %v", i+1, err)
+		}
+	}
+	if rec, err := c.store.Job(job); err != nil || rec.State != protocol.JobQueued {
+		t.Fatalf("after three checks with the report still to ingest: %s %v, want queued", rec.State, err)
+	}
+
+	// Ingestion resumes: the agent's report moves the job on, and the
+	// watch has nothing to fail.
+	events.mu.Lock()
+	events.stopped = false
+	events.mu.Unlock()
+	if err := events.bind(waitCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ev.waitFor(t, 1, stateIs(job, protocol.JobAccepted))
+	if err := c.checkOrphans(waitCtx(t), w); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := c.store.Job(job); err != nil || rec.State != protocol.JobAccepted {
+		t.Fatalf("after ingestion resumed: %s %v, want accepted", rec.State, err)
+	}
+}
