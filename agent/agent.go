@@ -217,11 +217,19 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 		}
 	}
 	var nc *nats.Conn
+	refusals := 0
 	err := backoff.Default.Retry(ctx, func(attempt int) error {
 		var err error
 		nc, err = nats.Connect(a.cfg.NATSURL, opts...)
 		if authError(err) {
-			return backoff.Permanent(refused(err))
+			// The embedded server refuses a known key for a moment while
+			// it reloads its users (another agent being enrolled), so a
+			// refusal ends the agent only when it is repeated (1.75 s).
+			if refusals++; refusals >= connectRefusals {
+				return backoff.Permanent(refused(err))
+			}
+			a.log.Warn().Err(err).Int("refusal", refusals).Msg("NATS refused the credentials; trying again in case the server was reloading its users")
+			return err
 		}
 		if untrusted(err) {
 			return backoff.Permanent(&UntrustedError{AgentID: a.cfg.ID, URL: a.cfg.NATSURL, CAFile: a.cfg.NATSCA, Pin: a.cfg.NATSCAPin, Err: err})
@@ -245,6 +253,11 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 	}
 	return nc, nil
 }
+
+// connectRefusals is how many refusals in a row of the agent's credentials
+// at connect end it: a revoked agent stops within two seconds, and one
+// refused during a reload of the server's users connects.
+const connectRefusals = 4
 
 // onNATSError logs what the server reports on the connection. A refused
 // operation most likely means credentials made for another agent id.

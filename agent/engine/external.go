@@ -119,7 +119,6 @@ type serverID struct {
 	props         map[string]string
 }
 
-
 // identify asks the places common servers say what they are, most
 // specific first: the simulator's model list, llama.cpp's /props
 // (build_info, total_slots), Ollama's /api/version, vLLM's /version; the
