@@ -18,6 +18,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
 	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
 	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
+	mux.HandleFunc("/api/agents/{id}/drain", serveJSON(c.handleDrain))
 	mux.HandleFunc("GET /api/runs", serveJSON(c.handleRuns))
 	mux.HandleFunc("GET /api/runs/{id}", serveJSON(c.handleRun))
 	mux.HandleFunc("POST /api/runs/import", c.handleImport)

@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// DrainAgent drains the agent (drained true) or takes it back: a drained
+// agent gets no new jobs from new sweeps and is told, on its control
+// subject, to finish its current job and fetch no more. The drain is
+// stored, so it outlives a restart of the controller or the agent.
+func (c *Controller) DrainAgent(ctx context.Context, id string, drained bool) (AgentView, error) {
+	if err := protocol.ValidateAgentID(id); err != nil {
+		return AgentView{}, &requestError{http.StatusBadRequest, err}
+	}
+	a, err := c.store.SetDrained(id, drained, time.Now().UTC())
+	if err != nil {
+		return AgentView{}, err
+	}
+	c.sendDrain(id, drained)
+	v := c.viewOf(a, time.Now())
+	c.log.Info().Str("agent", id).Bool("drained", drained).Msg("agent drain changed")
+	c.emit(EventAgent, id, v)
+	return v, ctx.Err()
+}
+
+// sendDrain tells the agent its drain on core NATS; a lost message is
+// repeated by reconcileDrain at the agent's next heartbeat.
+func (c *Controller) sendDrain(id string, drained bool) {
+	data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: drained})
+	if err != nil {
+		c.log.Error().Err(err).Msg("encode drain")
+		return
+	}
+	if err := c.nc.Publish(protocol.ControlSubject(id), data); err != nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("sending a drain failed")
+	}
+}
+
+// reconcileDrain repeats the stored drain to an agent whose heartbeat says
+// otherwise (it was offline, restarted, or the message was lost), and
+// records what the heartbeats say.
+func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
+	c.live.setDrained(hb.AgentID, hb.Drained)
+	a, err := c.store.Agent(hb.AgentID)
+	if err != nil || a.Drained == hb.Drained {
+		return
+	}
+	c.sendDrain(hb.AgentID, a.Drained)
+}
+
+func (l *liveState) setDrained(id string, drained bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a := l.agents[id]; a != nil {
+		a.drained = drained
+	}
+}
+
+// handleDrain serves POST (drain) and DELETE (take back) on one route.
+func (c *Controller) handleDrain(r *http.Request) (AgentView, error) {
+	switch r.Method {
+	case http.MethodPost, http.MethodDelete:
+		return c.DrainAgent(r.Context(), r.PathValue("id"), r.Method == http.MethodPost)
+	}
+	return AgentView{}, &requestError{http.StatusMethodNotAllowed,
+		fmt.Errorf("%s %s: want POST to drain the agent or DELETE to take it back", r.Method, r.URL.Path)}
+}
+
+// drainedRefusal says why a sweep may not name a drained agent.
+func drainedRefusal(i int, id string) error {
+	return badSweep("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
+}
+
+// selectOnline picks the agents a sweep that names none runs on: those
+// online, carrying the sweep's agent_labels and not drained. When none is
+// left, the error says which step left none.
+func (c *Controller) selectOnline(agents []AgentView, labels map[string]string) ([]AgentView, error) {
+	var online, labelled, chosen []AgentView
+	for _, a := range agents {
+		if !a.Online {
+			continue
+		}
+		online = append(online, a)
+		if !protocol.LabelsMatch(a.Labels, labels) {
+			continue
+		}
+		labelled = append(labelled, a)
+		if a.Drained {
+			c.log.Info().Str("agent", a.ID).Msg("sweep skips a drained agent")
+			continue
+		}
+		chosen = append(chosen, a)
+	}
+	switch {
+	case len(online) == 0:
+		return nil, badSweep("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
+	case len(labelled) == 0:
+		have := make([]string, len(online))
+		for i, a := range online {
+			have[i] = a.ID + " " + formatLabels(a.Labels)
+		}
+		return nil, badSweep("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
+	case len(chosen) == 0:
+		return nil, badSweep("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
+	}
+	return chosen, nil
+}
+
+// formatLabels writes labels as {k=v, ...}, keys sorted, for errors.
+func formatLabels(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
