@@ -301,6 +301,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
 		Int("broken_deployments", len(a.broken)).Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
 
+	a.askDrain(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -3,12 +3,16 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -54,6 +58,36 @@ func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
 		return
 	}
 	c.sendDrain(hb.AgentID, a.Drained)
+}
+
+// answerDrain wraps the heartbeat handler: a heartbeat sent as a request
+// (an agent's first, before it fetches a job) is answered with the agent's
+// stored drain, so that an agent drained while it was away takes no job
+// before it learns so.
+func (c *Controller) answerDrain(next nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		next(m)
+		if m.Reply == "" {
+			return
+		}
+		id, _, err := parseAgentSubject(m.Subject)
+		if err != nil {
+			return
+		}
+		// An agent whose hello is not stored yet was never drained.
+		a, err := c.store.Agent(id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			c.log.Warn().Err(err).Str("agent", id).Msg("reading the agent's drain failed; its first heartbeat goes unanswered")
+			return
+		}
+		data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: a.Drained})
+		if err == nil {
+			err = m.Respond(data)
+		}
+		if err != nil {
+			c.log.Warn().Err(err).Str("agent", id).Msg("answering a heartbeat with the drain failed")
+		}
+	}
 }
 
 func (l *liveState) setDrained(id string, drained bool) {

@@ -161,7 +161,7 @@ func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.Telem
 // startLive subscribes to the live-only subjects on core NATS.
 func (c *Controller) startLive() error {
 	handlers := map[string]nats.MsgHandler{
-		protocol.KindHeartbeat: onLive(c, "a heartbeat", func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema }, c.onHeartbeat),
+		protocol.KindHeartbeat: c.answerDrain(onLive(c, "a heartbeat", func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema }, c.onHeartbeat)),
 		protocol.KindProgress:  onLive(c, "a progress message", func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, c.onProgress),
 		protocol.KindTelemetry: onLive(c, "a telemetry tick", func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, c.onTelemetry),
 	}
