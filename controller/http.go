@@ -38,6 +38,7 @@ func (c *Controller) routes() *http.ServeMux {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
 	mux.HandleFunc("GET /live", c.handleLivePage)
+	mux.HandleFunc("GET /fleet", c.handleFleetPage)
 	if c.opt.Explorer != nil {
 		ex := c.opt.Explorer(c.store.Summaries())
 		mux.Handle("/", ex)
