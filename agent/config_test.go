@@ -16,7 +16,7 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ID != "agx-orin-01" || len(cfg.Deployments) != 2 {
+	if cfg.ID != "agx-orin-01" || len(cfg.Deployments) != 2 || cfg.Labels["site"] != "lab1" {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	if cfg.Deployments[0].Engine.Kind != "llamacpp" || cfg.Deployments[1].Engine.Kind != "vllm" {
