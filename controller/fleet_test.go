@@ -12,6 +12,14 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
+// startFleetController starts a controller whose agents stay online for
+// the whole test: they send heartbeats only when the test says, and a slow
+// host must not take them offline between the hello and a sweep.
+func startFleetController(t *testing.T) *Controller {
+	t.Helper()
+	return startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 10 * time.Minute})
+}
+
 // helloLabelled announces the agent with labels and waits until it is stored.
 func helloLabelled(t *testing.T, c *Controller, id string, labels map[string]string, deployments ...string) *fakeAgent {
 	t.Helper()
@@ -92,7 +100,7 @@ func agentByID(t *testing.T, c *Controller, id string) AgentView {
 // otherwise; new sweeps skip it, or refuse it when they name it; taking it
 // back lets sweeps use it again.
 func TestDrainAgentAPI(t *testing.T) {
-	c := startController(t, t.TempDir())
+	c := startFleetController(t)
 	a1 := helloLabelled(t, c, "a1", nil, "d1")
 	helloLabelled(t, c, "a2", nil, "d1")
 	ctl := a1.controlMessages(t)
@@ -163,7 +171,7 @@ func TestDrainAgentAPI(t *testing.T) {
 
 // Every agent drained: a sweep naming none is refused, saying so.
 func TestSweepWithEveryAgentDrained(t *testing.T) {
-	c := startController(t, t.TempDir())
+	c := startFleetController(t)
 	helloLabelled(t, c, "a1", nil, "d1")
 	if _, err := c.DrainAgent(waitCtx(t), "a1", true); err != nil {
 		t.Fatal(err)
@@ -195,7 +203,7 @@ func TestDrainSurvivesControllerRestart(t *testing.T) {
 // A heartbeat sent as a request (an agent's first) is answered with the
 // agent's drain, and with "not drained" for an agent not stored yet.
 func TestFirstHeartbeatIsAnsweredWithTheDrain(t *testing.T) {
-	c := startController(t, t.TempDir())
+	c := startFleetController(t)
 	a1 := helloLabelled(t, c, "a1", nil, "d1")
 	ask := func(a *fakeAgent) protocol.Drain {
 		t.Helper()
@@ -228,7 +236,7 @@ func TestFirstHeartbeatIsAnsweredWithTheDrain(t *testing.T) {
 // agent fits, a named agent without them and a malformed key are refused
 // with the field and what is there.
 func TestSweepSelectsAgentsByLabels(t *testing.T) {
-	c := startController(t, t.TempDir())
+	c := startFleetController(t)
 	helloLabelled(t, c, "a1", map[string]string{"site": "lab1", "rack": "3"}, "d1")
 	helloLabelled(t, c, "a2", map[string]string{"site": "lab2"}, "d1")
 	base := c.HTTPURL()
@@ -269,7 +277,7 @@ func TestSweepSelectsAgentsByLabels(t *testing.T) {
 // the samples of the job it ran last are not the figures of an idle device
 // ("65 %, 399.2 W" on idle simulated agents).
 func TestIdleAgentHasNoLiveTelemetry(t *testing.T) {
-	c := startController(t, t.TempDir())
+	c := startFleetController(t)
 	ev, a := announced(t, c, "a1", "d1")
 	a.heartbeat(t, "job-1")
 	util, power := 65.0, 399.2

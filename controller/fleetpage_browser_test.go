@@ -18,7 +18,9 @@ import (
 // the page (without it, it says so and changes nothing).
 func TestFleetPageInBrowser(t *testing.T) {
 	path := chromium(t)
-	c := startController(t, t.TempDir())
+	// Agents here send heartbeats only when the test says; a long timeout
+	// keeps them online however slowly the browser starts.
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 10 * time.Minute})
 	busy := helloLabelled(t, c, "orin-1", map[string]string{"site": "lab1"}, "qwen-q8")
 	ev := watchEvents(t, c)
 	idle := newFakeAgent(t, c, "orin-2")
