@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,7 +18,7 @@ import (
 // agent gets no new jobs from new sweeps and is told, on its control
 // subject, to finish its current job and fetch no more. The drain is
 // stored, so it outlives a restart of the controller or the agent.
-func (c *Controller) DrainAgent(ctx context.Context, id string, drained bool) (AgentView, error) {
+func (c *Controller) DrainAgent(_ context.Context, id string, drained bool) (AgentView, error) {
 	if err := protocol.ValidateAgentID(id); err != nil {
 		return AgentView{}, &requestError{http.StatusBadRequest, err}
 	}
@@ -32,7 +30,7 @@ func (c *Controller) DrainAgent(ctx context.Context, id string, drained bool) (A
 	v := c.viewOf(a, time.Now())
 	c.log.Info().Str("agent", id).Bool("drained", drained).Msg("agent drain changed")
 	c.emit(EventAgent, id, v)
-	return v, ctx.Err()
+	return v, nil
 }
 
 // sendDrain tells the agent its drain on core NATS; a lost message is
@@ -111,53 +109,4 @@ func (c *Controller) handleDrain(r *http.Request) (AgentView, error) {
 // drainedRefusal says why a sweep may not name a drained agent.
 func drainedRefusal(i int, id string) error {
 	return badSweep("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
-}
-
-// selectOnline picks the agents a sweep that names none runs on: those
-// online, carrying the sweep's agent_labels and not drained. When none is
-// left, the error says which step left none.
-func (c *Controller) selectOnline(agents []AgentView, labels map[string]string) ([]AgentView, error) {
-	var online, labelled, chosen []AgentView
-	for _, a := range agents {
-		if !a.Online {
-			continue
-		}
-		online = append(online, a)
-		if !protocol.LabelsMatch(a.Labels, labels) {
-			continue
-		}
-		labelled = append(labelled, a)
-		if a.Drained {
-			c.log.Info().Str("agent", a.ID).Msg("sweep skips a drained agent")
-			continue
-		}
-		chosen = append(chosen, a)
-	}
-	switch {
-	case len(online) == 0:
-		return nil, badSweep("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
-	case len(labelled) == 0:
-		have := make([]string, len(online))
-		for i, a := range online {
-			have[i] = a.ID + " " + formatLabels(a.Labels)
-		}
-		return nil, badSweep("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
-	case len(chosen) == 0:
-		return nil, badSweep("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
-	}
-	return chosen, nil
-}
-
-// formatLabels writes labels as {k=v, ...}, keys sorted, for errors.
-func formatLabels(labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + labels[k]
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
 }
