@@ -75,6 +75,14 @@ type Agent struct {
 	seq   uint64
 	// cancelJob ends the job jobID on a cancel from the controller.
 	cancelJob context.CancelCauseFunc
+	// drained is set by a Drain from the controller: the agent finishes its
+	// job and fetches no more; undrain, made by the first wait, is closed
+	// when it is undrained.
+	drained bool
+	undrain chan struct{}
+	// jobQueue is the open pull for jobs while jobs are served; a drain
+	// stops it.
+	jobQueue *jobQueue
 }
 
 // New checks the configuration; Run connects.
@@ -308,6 +316,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
 		Int("broken_deployments", len(a.broken)).Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
 
+	a.askDrain(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -332,6 +341,7 @@ func (a *Agent) announce(ctx context.Context) error {
 		Simulated:   a.cfg.Simulate != "",
 		Device:      a.device,
 		Deployments: a.Deployments(),
+		Labels:      a.cfg.Labels,
 		// Broken deployments (issue 9): what the configuration names but
 		// the agent cannot serve, and why.
 		BrokenDeployments: a.BrokenDeployments(),
@@ -355,9 +365,13 @@ func (e *cancelledError) Error() string { return e.reason }
 // onControl handles the controller's commands. A cancel of a job this agent
 // is not running is ignored: a queued job is the controller's to remove.
 func (a *Agent) onControl(m *nats.Msg) {
-	c, err := protocol.DecodeCancel(m.Data)
+	c, drain, err := protocol.DecodeControl(m.Data)
 	if err != nil {
 		a.log.Warn().Err(err).Str("subject", m.Subject).Msg("ignoring a malformed control message")
+		return
+	}
+	if drain != nil {
+		a.setDrained(drain.Drained)
 		return
 	}
 	a.mu.Lock()
@@ -384,7 +398,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		a.seq++
 		hb := protocol.Heartbeat{
 			Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(),
-			State: a.state, JobID: a.jobID, Seq: a.seq,
+			State: a.state, JobID: a.jobID, Seq: a.seq, Drained: a.drained,
 		}
 		a.mu.Unlock()
 		a.publishLive(protocol.KindHeartbeat, hb)

@@ -55,6 +55,11 @@ type Config struct {
 
 	Deployments []DeploymentConfig `yaml:"deployments"`
 
+	// Labels describe the agent to the lab ("site: lab1", "rack: 3"); they
+	// are announced in its hello, shown on /fleet and selectable in a
+	// sweep's agent_labels.
+	Labels map[string]string `yaml:"labels"`
+
 	// Simulate names a simulated device ("Jetson AGX Orin"); set by --simulate,
 	// never from YAML alone, so a lab agent cannot be simulated by accident.
 	Simulate   string  `yaml:"-"`
@@ -155,7 +160,7 @@ func (c Config) validateAgent() error {
 	if !slices.Contains(telemetry.Sources(), c.Telemetry.Source) {
 		return fmt.Errorf("telemetry.source: %q, want one of %s", c.Telemetry.Source, strings.Join(telemetry.Sources(), ", "))
 	}
-	return nil
+	return protocol.ValidateLabels("labels", c.Labels)
 }
 
 // CheckDeployments splits the configured deployments into those the agent

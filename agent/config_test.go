@@ -16,7 +16,7 @@ func TestExampleConfigParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ID != "agx-orin-01" || len(cfg.Deployments) != 2 {
+	if cfg.ID != "agx-orin-01" || len(cfg.Deployments) != 2 || cfg.Labels["site"] != "lab1" {
 		t.Fatalf("parsed %+v", cfg)
 	}
 	if cfg.Deployments[0].Engine.Kind != "llamacpp" || cfg.Deployments[1].Engine.Kind != "vllm" {
@@ -57,6 +57,9 @@ func TestConfigValidation(t *testing.T) {
 		"dup":       {func(c *Config) { c.Deployments = append(c.Deployments, c.Deployments[0]) }, "ids must be unique"},
 		"model":     {func(c *Config) { c.Deployments[0].Model = "" }, "deployments[0].model"},
 		"telemetry": {func(c *Config) { c.Telemetry.Source = "gpu" }, "telemetry.source"},
+		"label key": {func(c *Config) { c.Labels = map[string]string{"my site": "x"} }, `labels: key "my site": want 1-63 letters`},
+		"label value": {func(c *Config) { c.Labels = map[string]string{"site": strings.Repeat("x", 300)} },
+			"labels.site: 300 bytes, at most 256"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -153,4 +156,17 @@ func FuzzParseConfig(f *testing.F) {
 			_ = cfg.withDefaults("h").Validate(engine.Env{})
 		}
 	})
+}
+
+// Labels come from the configuration's "labels" map.
+func TestConfigLabels(t *testing.T) {
+	cfg, err := ParseConfig([]byte("id: a1\nlabels:\n  site: lab1\n  rack: \"3\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Labels["site"] != "lab1" || cfg.Labels["rack"] != "3" || len(cfg.Labels) != 2 {
+		t.Fatalf("labels %v", cfg.Labels)
+	}
+	_, err = ParseConfig([]byte("id: a1\nlabels: [site]\n"))
+	testutil.WantError(t, err, "[2:")
 }

@@ -177,6 +177,17 @@ func (q *jobQueue) read(ctx context.Context) error {
 			}
 			continue
 		}
+		if q.a.isDrained() {
+			// The pull was stopped for the drain (setDrained): pull again
+			// once the agent is taken back.
+			if err := q.a.waitWhileDrained(ctx); err != nil {
+				return err
+			}
+			if err := q.open(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		// Anything else ends the iterator (the consumer was deleted, the
 		// connection closed): back off rather than spin, and pull again
 		// from a consumer bound again.
@@ -207,16 +218,33 @@ func (q *jobQueue) check(ctx context.Context) {
 // serveJobs binds the agent's durable consumer and runs its jobs one at a
 // time. A job is acknowledged only after its results are stored by the
 // stream, so an agent that dies mid-job gets the job again when it returns.
+//
+// A drained agent pulls nothing: a drain stops the pull (setDrained), and
+// one drained before the pull opens waits here. A pull kept open would have
+// the server deliver the next job into it, where its ack wait would run out
+// again and again while the agent stays drained, until the job was dropped.
 func (a *Agent) serveJobs(ctx context.Context) error {
+	if err := a.waitWhileDrained(ctx); err != nil {
+		return err
+	}
 	q, err := a.openJobs(ctx)
 	if err != nil {
 		return err
 	}
+	a.setJobQueue(q)
+	defer a.setJobQueue(nil)
 	defer q.stop()
 	for {
 		msg, err := q.next(ctx)
 		if err != nil {
 			return err
+		}
+		if a.isDrained() {
+			// Delivered as the drain arrived: back to the stream, for this
+			// agent once it is taken back.
+			a.log.Info().Msg("drained: handing back a job delivered as the drain arrived")
+			_ = msg.NakWithDelay(handBackDelay)
+			continue
 		}
 		a.handleJob(ctx, msg, q)
 	}

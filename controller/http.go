@@ -18,6 +18,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
 	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
 	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
+	mux.HandleFunc("/api/agents/{id}/drain", serveJSON(c.handleDrain))
 	mux.HandleFunc("GET /api/runs", serveJSON(c.handleRuns))
 	mux.HandleFunc("GET /api/runs/{id}", serveJSON(c.handleRun))
 	mux.HandleFunc("POST /api/runs/import", c.handleImport)
@@ -37,6 +38,7 @@ func (c *Controller) routes() *http.ServeMux {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
 	mux.HandleFunc("GET /live", c.handleLivePage)
+	mux.HandleFunc("GET /fleet", c.handleFleetPage)
 	if c.opt.Explorer != nil {
 		ex := c.opt.Explorer(c.store.Summaries())
 		mux.Handle("/", ex)

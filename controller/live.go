@@ -31,6 +31,8 @@ type liveAgent struct {
 	stateSince time.Time
 	persisted  time.Time
 	online     bool
+	// drained is what the heartbeats say of the agent's drain.
+	drained bool
 }
 
 // liveState is the in-memory view fed by core NATS: lost on restart, and
@@ -66,6 +68,11 @@ func (l *liveState) seen(id string, t time.Time, state, jobID string) (persist b
 	}
 	if state != "" && (state != a.state || jobID != a.jobID || a.stateSince.IsZero()) {
 		a.state, a.jobID, a.stateSince = state, jobID, t
+		// Agents sample telemetry only while they run a job: the last job's
+		// samples must not read as the figures of an idle device.
+		if state != protocol.AgentBusy {
+			delete(l.telemetry, id)
+		}
 	}
 	if t.Sub(a.persisted) >= persistSeenEvery {
 		a.persisted = t
@@ -154,7 +161,7 @@ func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.Telem
 // startLive subscribes to the live-only subjects on core NATS.
 func (c *Controller) startLive() error {
 	handlers := map[string]nats.MsgHandler{
-		protocol.KindHeartbeat: onLive(c, "a heartbeat", func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema }, c.onHeartbeat),
+		protocol.KindHeartbeat: c.answerDrain(onLive(c, "a heartbeat", func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema }, c.onHeartbeat)),
 		protocol.KindProgress:  onLive(c, "a progress message", func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, c.onProgress),
 		protocol.KindTelemetry: onLive(c, "a telemetry tick", func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, c.onTelemetry),
 	}
@@ -226,6 +233,7 @@ func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 			c.log.Warn().Err(err).Msg("persisting last-seen failed")
 		}
 	}
+	c.reconcileDrain(hb)
 	c.emit(EventHeartbeat, hb.AgentID, hb)
 }
 

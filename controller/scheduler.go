@@ -44,6 +44,9 @@ func ValidateSweep(s protocol.Sweep) error {
 			return badSweep("deployments[%d]: empty deployment id", i)
 		}
 	}
+	if err := protocol.ValidateLabels("agent_labels", s.AgentLabels); err != nil {
+		return &BadSweepError{Err: err}
+	}
 	if len(s.Name) > 200 {
 		return badSweep("name: %d characters, at most 200", len(s.Name))
 	}
@@ -76,13 +79,8 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	}
 	var chosen []AgentView
 	if len(s.Agents) == 0 {
-		for _, a := range agents {
-			if a.Online {
-				chosen = append(chosen, a)
-			}
-		}
-		if len(chosen) == 0 {
-			return protocol.Sweep{}, badSweep("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
+		if chosen, err = c.selectOnline(agents, s.AgentLabels); err != nil {
+			return protocol.Sweep{}, err
 		}
 	} else {
 		for i, id := range s.Agents {
@@ -92,6 +90,13 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 			}
 			if slices.ContainsFunc(chosen, func(x AgentView) bool { return x.ID == id }) {
 				continue
+			}
+			if a.Drained {
+				return protocol.Sweep{}, drainedRefusal(i, id)
+			}
+			if !protocol.LabelsMatch(a.Labels, s.AgentLabels) {
+				return protocol.Sweep{}, badSweep("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
+					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))
 			}
 			if !a.Online {
 				c.log.Warn().Str("agent", id).Msg("sweep names an offline agent; its jobs wait until it returns")

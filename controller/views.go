@@ -30,6 +30,16 @@ type AgentView struct {
 	JobID     string    `json:"job_id,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	FirstSeen time.Time `json:"first_seen"`
+
+	// Labels are the agent's from its configuration (its hello's).
+	Labels map[string]string `json:"labels"`
+	// Drained is true once an operator drained the agent: it gets no new
+	// jobs. DrainConfirmed says its heartbeats report the drain, so it
+	// fetches no more jobs (it may still finish the one it runs).
+	Drained        bool      `json:"drained"`
+	DrainedAt      time.Time `json:"drained_at,omitzero"`
+	DrainConfirmed bool      `json:"drain_confirmed"`
+
 	// stateSince is when the heartbeats last changed State or JobID
 	// (controller time; zero without heartbeats), for stalledSince.
 	stateSince time.Time
@@ -49,11 +59,17 @@ func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
 	if v.BrokenDeployments == nil {
 		v.BrokenDeployments = []protocol.BrokenDeployment{}
 	}
+	v.Labels = h.Labels
+	if v.Labels == nil {
+		v.Labels = map[string]string{}
+	}
+	v.Drained, v.DrainedAt = a.Drained, a.DrainedAt
 	if l, ok := c.live.agent(h.AgentID); ok {
 		if l.lastSeen.After(v.LastSeen) {
 			v.LastSeen = l.lastSeen
 		}
 		v.State, v.JobID, v.stateSince = l.state, l.jobID, l.stateSince
+		v.DrainConfirmed = a.Drained && l.drained
 	}
 	v.Online = !v.LastSeen.IsZero() && now.Sub(v.LastSeen) < c.opt.HeartbeatTimeout
 	if !v.Online {

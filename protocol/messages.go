@@ -26,6 +26,10 @@ type AgentHello struct {
 	Device      DeviceFacts  `json:"device"`
 	Deployments []Deployment `json:"deployments"`
 
+	// Labels are the agent's from its configuration ("site: lab1"); a
+	// sweep may select agents by them (Sweep.AgentLabels).
+	Labels map[string]string `json:"labels,omitempty"`
+
 	// ---- Broken deployments (issue 9, item 5) ----
 	// BrokenDeployments are the deployments of the agent's configuration
 	// that it cannot serve, each with the reason. The agent offers only
@@ -62,6 +66,10 @@ type Heartbeat struct {
 	State   string    `json:"state"`
 	JobID   string    `json:"job_id,omitempty"`
 	Seq     uint64    `json:"seq"`
+
+	// Drained says the agent takes no new jobs (a Drain on its control
+	// subject); the controller compares it with what it asked.
+	Drained bool `json:"drained,omitempty"`
 }
 
 // Job asks one agent to measure one deployment over one workload.
@@ -186,4 +194,9 @@ type Sweep struct {
 	Workload    Workload  `json:"workload"`
 	CreatedAt   time.Time `json:"created_at"`
 	Jobs        []string  `json:"jobs,omitempty"`
+
+	// AgentLabels selects the agents carrying every one of these labels
+	// (their configuration's "labels"); with Agents, each named agent must
+	// carry them too.
+	AgentLabels map[string]string `json:"agent_labels,omitempty"`
 }

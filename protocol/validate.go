@@ -163,6 +163,9 @@ func (h *AgentHello) validate() error {
 	if err := h.Device.validate("device."); err != nil {
 		return err
 	}
+	if err := ValidateLabels("labels", h.Labels); err != nil {
+		return err
+	}
 	if len(h.Deployments) > MaxListLen {
 		return fmt.Errorf("deployments: %d, at most %d", len(h.Deployments), MaxListLen)
 	}

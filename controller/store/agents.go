@@ -17,6 +17,11 @@ type Agent struct {
 	FirstSeen time.Time           `json:"first_seen"`
 	HelloAt   time.Time           `json:"hello_at"`
 	LastSeen  time.Time           `json:"last_seen"`
+
+	// Drained is set by an operator (POST /api/agents/{id}/drain): the
+	// agent gets no new jobs and is told to fetch none; a new hello keeps it.
+	Drained   bool      `json:"drained,omitempty"`
+	DrainedAt time.Time `json:"drained_at,omitzero"`
 }
 
 // PutAgentHello upserts the agent from its announcement, received at at.

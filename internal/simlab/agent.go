@@ -31,6 +31,8 @@ type Device struct {
 	// AddAgent enrols the agent with the controller (when the controller
 	// issues credentials: its default), as an operator would.
 	NATSSeed string
+	// Labels are the agent's configuration labels.
+	Labels map[string]string
 }
 
 // Agent is a simulated agent running in the lab.
@@ -67,7 +69,7 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 	}
 	a, err := agent.New(agent.Config{
 		ID: d.ID, NATSURL: url, NATSSeed: seed, NATSCAPin: pin, Deployments: deps,
-		Simulate: d.Device, SimSpeedup: d.Speedup, LogDir: l.opt.DataDir,
+		Simulate: d.Device, SimSpeedup: d.Speedup, LogDir: l.opt.DataDir, Labels: d.Labels,
 	}, agent.Options{
 		Log: l.opt.Log, Version: l.opt.Version, Getenv: l.opt.Getenv,
 		Images: l.opt.Images, JobAckWait: l.opt.JobAckWait,

@@ -1,0 +1,112 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// DrainAgent drains the agent (drained true) or takes it back: a drained
+// agent gets no new jobs from new sweeps and is told, on its control
+// subject, to finish its current job and fetch no more. The drain is
+// stored, so it outlives a restart of the controller or the agent.
+func (c *Controller) DrainAgent(_ context.Context, id string, drained bool) (AgentView, error) {
+	if err := protocol.ValidateAgentID(id); err != nil {
+		return AgentView{}, &requestError{http.StatusBadRequest, err}
+	}
+	a, err := c.store.SetDrained(id, drained, time.Now().UTC())
+	if err != nil {
+		return AgentView{}, err
+	}
+	c.sendDrain(id, drained)
+	v := c.viewOf(a, time.Now())
+	c.log.Info().Str("agent", id).Bool("drained", drained).Msg("agent drain changed")
+	c.emit(EventAgent, id, v)
+	return v, nil
+}
+
+// sendDrain tells the agent its drain on core NATS; a lost message is
+// repeated by reconcileDrain at the agent's next heartbeat.
+func (c *Controller) sendDrain(id string, drained bool) {
+	data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: drained})
+	if err != nil {
+		c.log.Error().Err(err).Msg("encode drain")
+		return
+	}
+	if err := c.nc.Publish(protocol.ControlSubject(id), data); err != nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("sending a drain failed")
+	}
+}
+
+// reconcileDrain repeats the stored drain to an agent whose heartbeat says
+// otherwise (it was offline, restarted, or the message was lost), and
+// records what the heartbeats say.
+func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
+	c.live.setDrained(hb.AgentID, hb.Drained)
+	a, err := c.store.Agent(hb.AgentID)
+	if err != nil || a.Drained == hb.Drained {
+		return
+	}
+	c.sendDrain(hb.AgentID, a.Drained)
+}
+
+// answerDrain wraps the heartbeat handler: a heartbeat sent as a request
+// (an agent's first, before it fetches a job) is answered with the agent's
+// stored drain, so that an agent drained while it was away takes no job
+// before it learns so.
+func (c *Controller) answerDrain(next nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		next(m)
+		if m.Reply == "" {
+			return
+		}
+		id, _, err := parseAgentSubject(m.Subject)
+		if err != nil {
+			return
+		}
+		// An agent whose hello is not stored yet was never drained.
+		a, err := c.store.Agent(id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			c.log.Warn().Err(err).Str("agent", id).Msg("reading the agent's drain failed; its first heartbeat goes unanswered")
+			return
+		}
+		data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: a.Drained})
+		if err == nil {
+			err = m.Respond(data)
+		}
+		if err != nil {
+			c.log.Warn().Err(err).Str("agent", id).Msg("answering a heartbeat with the drain failed")
+		}
+	}
+}
+
+func (l *liveState) setDrained(id string, drained bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a := l.agents[id]; a != nil {
+		a.drained = drained
+	}
+}
+
+// handleDrain serves POST (drain) and DELETE (take back) on one route.
+func (c *Controller) handleDrain(r *http.Request) (AgentView, error) {
+	switch r.Method {
+	case http.MethodPost, http.MethodDelete:
+		return c.DrainAgent(r.Context(), r.PathValue("id"), r.Method == http.MethodPost)
+	}
+	return AgentView{}, &requestError{http.StatusMethodNotAllowed,
+		fmt.Errorf("%s %s: want POST to drain the agent or DELETE to take it back", r.Method, r.URL.Path)}
+}
+
+// drainedRefusal says why a sweep may not name a drained agent.
+func drainedRefusal(i int, id string) error {
+	return badSweep("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
+}

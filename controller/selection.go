@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// selectOnline picks the agents a sweep that names none runs on: those
+// online, carrying the sweep's agent_labels and not drained. When none is
+// left, the error says which step left none.
+func (c *Controller) selectOnline(agents []AgentView, labels map[string]string) ([]AgentView, error) {
+	var online, labelled, chosen []AgentView
+	for _, a := range agents {
+		if !a.Online {
+			continue
+		}
+		online = append(online, a)
+		if !protocol.LabelsMatch(a.Labels, labels) {
+			continue
+		}
+		labelled = append(labelled, a)
+		if a.Drained {
+			c.log.Info().Str("agent", a.ID).Msg("sweep skips a drained agent")
+			continue
+		}
+		chosen = append(chosen, a)
+	}
+	switch {
+	case len(online) == 0:
+		return nil, badSweep("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
+	case len(labelled) == 0:
+		have := make([]string, len(online))
+		for i, a := range online {
+			have[i] = a.ID + " " + formatLabels(a.Labels)
+		}
+		return nil, badSweep("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
+	case len(chosen) == 0:
+		return nil, badSweep("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
+	}
+	return chosen, nil
+}
+
+// formatLabels writes labels as {k=v, ...}, keys sorted, for errors.
+func formatLabels(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

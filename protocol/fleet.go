@@ -1,0 +1,73 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// MaxLabels bounds how many labels an agent carries or a sweep selects by.
+const MaxLabels = 64
+
+// labelKeyPattern keeps label keys plain, so that they read the same in
+// YAML, JSON, a URL and on a page.
+var labelKeyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,62}$`)
+
+// ValidateLabels checks labels (an agent's from its configuration, or a
+// sweep's selection); field names the map in errors ("labels",
+// "agent_labels").
+func ValidateLabels(field string, labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return fmt.Errorf("%s: %d labels, at most %d", field, len(labels), MaxLabels)
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !labelKeyPattern.MatchString(k) {
+			return fmt.Errorf("%s: key %.70q: want 1-63 letters, digits, '.', '_', '/' or '-', starting with a letter or digit", field, k)
+		}
+		if err := checkLen(field+"."+k, labels[k], MaxNameLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LabelsMatch reports whether have carries every label of want with the
+// same value (an empty want matches everything).
+func LabelsMatch(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Drain tells an agent, on its control subject, whether to take new jobs:
+// a drained agent finishes the job it runs and fetches no more until it is
+// undrained. The controller repeats it while the agent's heartbeats say
+// otherwise, so an agent that missed it (offline, restarted) learns it at
+// its next heartbeat.
+type Drain struct {
+	Schema  int  `json:"schema"`
+	Drained bool `json:"drained"`
+}
+
+// DecodeControl reads a message of an agent's control subject: a Drain
+// when it carries "drained", else a Cancel.
+func DecodeControl(data []byte) (*Cancel, *Drain, error) {
+	var probe struct {
+		Drained *bool `json:"drained"`
+	}
+	if err := json.Unmarshal(data, &probe); err == nil && probe.Drained != nil {
+		d, err := decode("drain", data, func(d *Drain) int { return d.Schema }, func(*Drain) error { return nil })
+		return nil, d, err
+	}
+	c, err := DecodeCancel(data)
+	return c, nil, err
+}
