@@ -37,6 +37,8 @@ func (c *Controller) routes() *http.ServeMux {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
 	mux.HandleFunc("GET /live", c.handleLivePage)
+	mux.HandleFunc("GET /sweeps", c.handleSweepsPage)
+	mux.HandleFunc("GET /sweeps/{id}", c.handleSweepPage)
 	if c.opt.Explorer != nil {
 		ex := c.opt.Explorer(c.store.Summaries())
 		mux.Handle("/", ex)
