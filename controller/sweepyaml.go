@@ -142,13 +142,21 @@ func parentField(p string) string {
 func errorBody(err error) map[string]any {
 	body := map[string]any{"error": err.Error()}
 	var in *SweepInputError
-	if errors.As(err, &in) {
+	var bad *BadSweepError
+	switch {
+	case errors.As(err, &in):
 		if in.Line > 0 {
 			body["line"] = in.Line
 			body["column"] = in.Column
 		}
 		if in.Field != "" {
 			body["field"] = in.Field
+		}
+	case errors.As(err, &bad):
+		// A sweep sent as JSON, or refused when scheduled (a deployment no
+		// agent offers): the field its message names, without a line.
+		if f := fieldOf(err.Error()); f != "" {
+			body["field"] = f
 		}
 	}
 	return body

@@ -103,4 +103,9 @@ func TestSubmitSweepYAMLOverAPI(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(answer, `unknown field \"yaml\"`) || strings.Contains(answer, `"line"`) {
 		t.Errorf("a JSON sweep with a yaml field: %d %s", status, answer)
 	}
+	// A sweep in JSON, or one refused when scheduled, names the field.
+	status, answer = postJSON(t, c.HTTPURL()+"/api/sweeps", `{"agents":["a1"],"deployments":["nope"]}`)
+	if status != http.StatusBadRequest || !strings.Contains(answer, `"field": "deployments[0]"`) || strings.Contains(answer, `"line"`) {
+		t.Errorf("a sweep naming a deployment nobody offers: %d %s", status, answer)
+	}
 }
