@@ -60,3 +60,44 @@ func TestSweepPageOrdersJobsAndShowsProgress(t *testing.T) {
 	poll(row + `.querySelector(".combo").textContent === "combination 3 of 5 · 720p · 1 img · 4 cam · 3/8"`)
 	poll(row + `.querySelector(".ttft").textContent === "2.41 s" && ` + row + `.querySelector(".state").textContent.startsWith("running")`)
 }
+
+// /sweeps shows the newest sweeps first, 25 of them, and the rest on "more".
+func TestSweepsPageNewestFirstWithMore(t *testing.T) {
+	path := chromium(t)
+	c := startController(t, t.TempDir())
+	announced(t, c, "orin-1", "d1")
+	var ids []string
+	for i := 0; i < 27; i++ {
+		ids = append(ids, submit(t, c, protocol.Sweep{Name: fmt.Sprintf("n%d", i), Agents: []string{"orin-1"}, Workload: testWorkload()}).ID)
+	}
+	ctx := browsertest.Open(t, path, 60*time.Second)
+	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/sweeps")); err != nil {
+		t.Fatal(err)
+	}
+	rows := func() []string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#sweeps tr[data-sweep]")].map(r => r.dataset.sweep)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	poll := func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v", js, err)
+		}
+	}
+	poll(`document.querySelectorAll("#sweeps tr[data-sweep]").length > 0`)
+	got := rows()
+	if len(got) != 25 || got[0] != ids[26] || got[24] != ids[2] {
+		t.Fatalf("first page %q, want the 25 newest of %q, newest first", got, ids)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`document.getElementById("more").click()`)); err != nil {
+		t.Fatal(err)
+	}
+	poll(`document.querySelectorAll("#sweeps tr[data-sweep]").length === 27 && document.getElementById("more").style.display === "none"`)
+	if got := rows(); got[26] != ids[0] {
+		t.Errorf("after more, the last row is %s, want the oldest %s", got[26], ids[0])
+	}
+}
