@@ -20,7 +20,11 @@ const (
 // DecodeSweep reads a sweep request. Workload fields left out take the
 // method's defaults (protocol.DefaultWorkload); unknown fields are refused
 // so that a misspelt field is not silently ignored. The sweep is validated.
+// A body {"yaml": "..."} carries a sweep file in YAML (DecodeSweepYAML).
 func DecodeSweep(data []byte) (protocol.Sweep, error) {
+	if y, ok := yamlEnvelope(data); ok {
+		return DecodeSweepYAML([]byte(y))
+	}
 	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
 	if err := decodeStrict(data, &s, true); err != nil {
 		return protocol.Sweep{}, &BadSweepError{Err: fmt.Errorf("sweep: %w", err)}

@@ -39,6 +39,8 @@ func (c *Controller) routes() *http.ServeMux {
 	})
 	mux.HandleFunc("GET /live", c.handleLivePage)
 	mux.HandleFunc("GET /fleet", c.handleFleetPage)
+	mux.HandleFunc("GET /sweeps", c.handleSweepsPage)
+	mux.HandleFunc("GET /sweeps/{id}", c.handleSweepPage)
 	if c.opt.Explorer != nil {
 		ex := c.opt.Explorer(c.store.Summaries())
 		mux.Handle("/", ex)
@@ -73,7 +75,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]string{"error": err.Error()})
+	writeJSON(w, status, errorBody(err))
 }
 
 // requestError is what is wrong with a request, and the status it answers.
