@@ -11,8 +11,9 @@ import (
 )
 
 // TableOrders are the orders of the table by name: "max" (Max Cameras,
-// highest first), "ttft", "model" and "device". Ties compare equal, so a
-// stable sort keeps the dataset's order.
+// highest first), "ttft", "tps" (highest first), "params" (fewest first),
+// "model" and "device". Ties compare equal, so a stable sort keeps the
+// dataset's order.
 func TableOrders() map[string]func(a, b RowView) int {
 	byModel := func(a, b RowView) int {
 		return cmp.Or(strings.Compare(a.Model, b.Model), cmp.Compare(a.ParamsB, b.ParamsB), strings.Compare(a.Quantization, b.Quantization), strings.Compare(a.Engine, b.Engine))
@@ -22,6 +23,8 @@ func TableOrders() map[string]func(a, b RowView) int {
 			return cmp.Or(cmp.Compare(b.MaxCameras, a.MaxCameras), cmpBool(b.Plus, a.Plus), cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b))
 		},
 		"ttft":   func(a, b RowView) int { return cmp.Or(cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b)) },
+		"tps":    func(a, b RowView) int { return cmp.Or(cmp.Compare(tpsOrZero(b), tpsOrZero(a)), byModel(a, b)) },
+		"params": func(a, b RowView) int { return cmp.Or(cmp.Compare(a.ParamsB, b.ParamsB), byModel(a, b), strings.Compare(a.Device, b.Device)) },
 		"model":  func(a, b RowView) int { return cmp.Or(byModel(a, b), strings.Compare(a.Device, b.Device)) },
 		"device": func(a, b RowView) int { return cmp.Or(strings.Compare(a.Device, b.Device), byModel(a, b)) },
 	}
@@ -33,6 +36,14 @@ func ttftOrInf(r RowView) float64 {
 		return math.Inf(1)
 	}
 	return *r.TTFT
+}
+
+// tpsOrZero sorts a row without figures after the others, highest first.
+func tpsOrZero(r RowView) float64 {
+	if r.TPS == nil {
+		return -1
+	}
+	return *r.TPS
 }
 
 // Plural is "1 row", "2 rows".
@@ -67,7 +78,9 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 			ttft, result = "not measured", "-"
 		}
 		if r.TTFT != nil && r.TPS != nil {
-			ttft, tps = FormatSeconds(*r.TTFT)+" s", FormatTPS(*r.TPS)
+			// Fixed decimals in a column, so that figures line up and
+			// read alike ("1.50 s" above "1.71 s").
+			ttft, tps = fmt.Sprintf("%.2f s", RoundSeconds(*r.TTFT)), fmt.Sprintf("%.1f", math.Round(*r.TPS*10)/10)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Model, params, r.Quantization, r.Engine, r.Device,
 			ttft, tps, r.MaxCamerasLabel, result, mark)
