@@ -22,9 +22,11 @@ func TableOrders() map[string]func(a, b RowView) int {
 		"max": func(a, b RowView) int {
 			return cmp.Or(cmp.Compare(b.MaxCameras, a.MaxCameras), cmpBool(b.Plus, a.Plus), cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b))
 		},
-		"ttft":   func(a, b RowView) int { return cmp.Or(cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b)) },
-		"tps":    func(a, b RowView) int { return cmp.Or(cmp.Compare(tpsOrZero(b), tpsOrZero(a)), byModel(a, b)) },
-		"params": func(a, b RowView) int { return cmp.Or(cmp.Compare(a.ParamsB, b.ParamsB), byModel(a, b), strings.Compare(a.Device, b.Device)) },
+		"ttft": func(a, b RowView) int { return cmp.Or(cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b)) },
+		"tps":  func(a, b RowView) int { return cmp.Or(cmp.Compare(tpsOrZero(b), tpsOrZero(a)), byModel(a, b)) },
+		"params": func(a, b RowView) int {
+			return cmp.Or(cmp.Compare(a.ParamsB, b.ParamsB), byModel(a, b), strings.Compare(a.Device, b.Device))
+		},
 		"model":  func(a, b RowView) int { return cmp.Or(byModel(a, b), strings.Compare(a.Device, b.Device)) },
 		"device": func(a, b RowView) int { return cmp.Or(strings.Compare(a.Device, b.Device), byModel(a, b)) },
 	}

@@ -35,8 +35,8 @@ type cli struct {
 	log     zerolog.Logger
 	version string
 	// build is the version, commit and date, as `vlmfleet version` prints them.
-	build   buildInfo
-	getenv  func(string) string
+	build  buildInfo
+	getenv func(string) string
 }
 
 type command struct {
