@@ -150,7 +150,7 @@ func TestExplorerUsage(t *testing.T) {
 		{[]string{"explorer", "table", "--size", "4K", seedRuns}, "size"},
 		{[]string{"explorer", "table", "--images", "0", seedRuns}, "images"},
 		{[]string{"explorer", "table", "--target", "0", seedRuns}, "target"},
-		{[]string{"explorer", "table", "--sort", "params", seedRuns}, "--sort"},
+		{[]string{"explorer", "table", "--sort", "size", seedRuns}, "--sort"},
 		{[]string{"explorer", "table", "--controller", "http://127.0.0.1:1", "--file", seedRuns}, "not both"},
 		{[]string{"explorer", "export", seedRuns}, "--out"},
 	} {
