@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds the table once and then only updates text,
 // classes, visibility and order, so a change costs a few milliseconds even
 // with a thousand rows.
-import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV } from './logic.js';
+import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
 const DATA_URL = '/api/explorer/data';
@@ -271,6 +271,22 @@ function createExplorer(ds) {
     const matchAll = (list, re) => list.filter((v) => re.test(v));
     const findModel = (name) => known.models.filter((m) => m === name || m.endsWith(`/${name}`));
     const exactOr = (list, name, re) => (list.includes(name) ? [name] : matchAll(list, re));
+    // A preset appears only when the rows it shows exist, and its link
+    // names the rows it selects.
+    const quantPair = comparisonPair(ds.rows, 'quantization', SEED_QUANT);
+    const enginePair = comparisonPair(ds.rows, 'engine', SEED_ENGINE);
+    const list = (a) => (a.length > 2 ? `${a.slice(0, -1).join(', ')} and ${a[a.length - 1]}` : a.join(' and '));
+    if (quantPair) setText($('preset-quant-link'), `${quantPair.model} at ${list(quantPair.rows.map((r) => r.quantization))} on ${quantPair.device}`);
+    if (enginePair) setText($('preset-engine-link'), `${enginePair.model} under ${list(enginePair.rows.map((r) => r.engine))} on ${enginePair.device}`);
+    $('preset-quant-link').hidden = !quantPair;
+    $('preset-engine-link').hidden = !enginePair;
+    $('preset-or').hidden = !quantPair || !enginePair;
+    $('start-compare').hidden = !quantPair && !enginePair;
+    $('start-compare').querySelector('button').dataset.preset = quantPair ? 'quant' : 'engine';
+    $('start-agx').hidden = !known.devices.some((d) => /AGX Orin/i.test(d));
+    $('start-1080p').hidden = !ds.rows.some((r) => (r.points || []).some((p) => p.size === '1080p'));
+    setText($('guide-engine'), engineExample(ds.rows));
+    setText($('guide-maxcams'), maxCamerasExample(ds.rows));
     const presets = {
       agx: () => {
         st.filters = emptyFilters();
@@ -288,16 +304,16 @@ function createExplorer(ds) {
       },
       quant: () => {
         st.filters = emptyFilters();
-        st.filters.models = findModel('Qwen3-VL-8B-Instruct');
-        st.filters.devices = exactOr(known.devices, 'Jetson AGX Orin', /AGX Orin/i);
+        st.filters.models = quantPair ? [quantPair.model] : findModel(SEED_QUANT.model);
+        st.filters.devices = quantPair ? [quantPair.device] : exactOr(known.devices, SEED_QUANT.device, /AGX Orin/i);
         st.cameras = 1;
         st.sort = { key: 'quant', dir: 'asc' };
         return $('camera-buttons').querySelector('button');
       },
       engine: () => {
         st.filters = emptyFilters();
-        st.filters.models = findModel('Qwen3-VL-4B-Instruct');
-        st.filters.devices = exactOr(known.devices, 'RTX PRO 6000', /RTX PRO 6000/i);
+        st.filters.models = enginePair ? [enginePair.model] : findModel(SEED_ENGINE.model);
+        st.filters.devices = enginePair ? [enginePair.device] : exactOr(known.devices, SEED_ENGINE.device, /RTX PRO 6000/i);
         st.cameras = 1;
         st.sort = { key: 'engine', dir: 'asc' };
         return $('camera-buttons').querySelector('button');
