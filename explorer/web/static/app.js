@@ -130,6 +130,7 @@ function createExplorer(ds) {
       td[0].className = 'c-model';
       td[0].append(btn);
       if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+      td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
       td[1].className = 'num';
       td[1].textContent = formatParams(r.params_b);
       td[2].textContent = r.quantization;
