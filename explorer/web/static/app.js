@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds the table once and then only updates text,
 // classes, visibility and order, so a change costs a few milliseconds even
 // with a thousand rows.
-import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
+import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
 const DATA_URL = '/api/explorer/data';
@@ -130,6 +130,9 @@ function createExplorer(ds) {
       td[0].className = 'c-model';
       td[0].append(btn);
       if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+      const why = el('span', { class: 'why' });
+      why.hidden = true;
+      td[0].append(why);
       td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
       td[1].className = 'num';
       td[1].textContent = formatParams(r.params_b);
@@ -143,8 +146,8 @@ function createExplorer(ds) {
       const badge = el('span', { class: 'result' });
       td[8].append(badge);
       it.tr = tr;
-      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn };
-      it.cache = { cls: '', rt: null, tps: null, max: null, res: null };
+      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
+      it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
     }
     tbody.addEventListener('click', (e) => {
       const tr = e.target.closest('tr.row');
@@ -403,8 +406,16 @@ function createExplorer(ds) {
   function paintRow(it) {
     const v = it.view;
     const c = it.cache;
-    const rt = formatSeconds(v.rt);
+    // A combination where every request failed says so, and why, instead
+    // of a bare dash.
+    const rt = v.why ? 'all failed' : formatSeconds(v.rt);
     if (c.rt !== rt) { it.cells.rt.textContent = rt; c.rt = rt; }
+    if (c.why !== v.why) {
+      if (v.why) it.cells.rt.title = v.why; else it.cells.rt.removeAttribute('title');
+      setText(it.cells.why, v.why);
+      it.cells.why.hidden = !v.why;
+      c.why = v.why;
+    }
     const tps = formatTPS(v.tps);
     if (c.tps !== tps) { it.cells.tps.textContent = tps; c.tps = tps; }
     const max = maxCamerasLabel(v.mc);
@@ -591,7 +602,7 @@ function createExplorer(ds) {
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
         el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
         el('td', { class: 'num', text: p.completed > 0 ? formatTPS(p.tps) : '—' }),
-        el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}` }),
+        el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}`, title: p.completed === 0 ? failureText(p) : null }),
         el('td', {}, el('span', { class: `result ${ok ? 'result-pass' : 'result-fail'}`, text: ok ? 'PASS' : 'FAIL' })));
     });
     const head = el('h3', { text: `Measurements at ${sel.size}, ${plural(sel.images, 'image', 'images')} per camera, against ${sel.target} s` });

@@ -147,7 +147,16 @@ export function rowView(row, sel) {
     tps: p && p.completed > 0 ? p.tps : null,
     mc,
     result, // true PASS, false FAIL, null not measured
+    // why is the reason when every request at the selection failed.
+    why: p && p.completed === 0 ? failureText(p) : '',
   };
+}
+
+// failureText says why a point has no figures: every request failed, and
+// the error most of them failed with.
+export function failureText(p) {
+  const n = p.failed === 1 ? 'the one request' : `all ${p.failed} requests`;
+  return `${n} failed${p.error ? `: ${p.error}` : ''}`;
 }
 
 export function paramBucket(b) {
