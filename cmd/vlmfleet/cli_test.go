@@ -148,11 +148,11 @@ func TestSweepListAgentsAndExport(t *testing.T) {
 	if code != 0 || !strings.Contains(out, labtest.Agent) || !strings.Contains(out, "d1") {
 		t.Fatalf("agents: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = cliRun(t, env, "sweep", "--sizes", "720p", "--cameras", "1", "--multi-sizes", "none", "--deployments", "nope")
+	code, _, errOut = cliRun(t, env, "sweep", "--sizes", "720p", "--cameras", "1", "--multi-sizes", "none", "--deployments", "nope")
 	if code != 1 || !strings.Contains(errOut, `"nope"`) || !strings.Contains(errOut, "d1") {
 		t.Errorf("unknown deployment: exit %d, stderr %q; want the ids the agents offer (d1)", code, errOut)
 	}
-	code, out, errOut = cliRun(t, env, "sweep", "--name", "first", "--sizes", "720p", "--cameras", "1", "--multi-sizes", "none")
+	code, _, errOut = cliRun(t, env, "sweep", "--name", "first", "--sizes", "720p", "--cameras", "1", "--multi-sizes", "none")
 	if code != 0 {
 		t.Fatalf("sweep: exit %d: %s", code, errOut)
 	}
