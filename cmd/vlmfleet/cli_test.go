@@ -175,3 +175,31 @@ func TestSweepListAgentsAndExport(t *testing.T) {
 		t.Errorf("export json: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestSweepAnswer: `sweep --wait` and `sweep watch` end with the answer for
+// the sweep's runs, read where the sweep measured.
+func TestSweepAnswer(t *testing.T) {
+	l := labtest.Start(t, controller.Options{})
+	env := map[string]string{"VLMFLEET_CONTROLLER": l.Ctl.HTTPURL(), "VLMFLEET_TOKEN": l.Ctl.APIToken()}
+	doc := labtest.ResultDoc("run-s", "Qwen3-VL-4B-Instruct")
+	doc.SweepID = "sw-1"
+	if code, _, errOut := cliRun(t, env, "results", "import", writeJSONFile(t, t.TempDir(), "s.json", doc)); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, errOut)
+	}
+	var out, errb strings.Builder
+	c := &cli{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+	cl, err := newClient(c, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := protocol.DefaultWorkload()
+	w.Sizes, w.Cameras = []string{"720p"}, []int{2, 1}
+	if err := writeSweepAnswer(l.Ctx, c, cl, controller.SweepView{Sweep: protocol.Sweep{ID: "sw-1", Workload: w}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"The answer for the sweep's runs at 720p, 1 camera", "Qwen3-VL-4B-Instruct  4.4B", "1.31 s", "2+", "PASS", "starts answering a single camera"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("answer lacks %q:\n%s", want, out.String())
+		}
+	}
+}
