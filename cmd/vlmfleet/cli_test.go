@@ -29,7 +29,7 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{args: []string{"version"}, code: 0, stdout: []string{"vlmfleet "}},
 		{args: []string{"version", "x"}, code: 2, stderr: []string{`unexpected argument "x"`}},
 		{args: []string{"nope"}, code: 2, stderr: []string{`unknown command "nope"`}},
-		{args: []string{"explorer", "table", "--images", "2"}, code: 2, stderr: []string{"--images 2: want 1, 3 or 5"}},
+		{args: []string{"explorer", "table", "--images", "2"}, code: 2, stderr: []string{"--images 2: want 1, 3 or 5", "Run 'vlmfleet explorer table -h'"}},
 		{args: []string{"explorer", "table", "--size", "4k"}, code: 2, stderr: []string{`--size: "4k" is not one of 480p, 720p, 1080p, 2K`}},
 		{args: []string{"explorer", "table", "--sort", "speed"}, code: 2, stderr: []string{`--sort "speed": want max`, "tps", "params"}},
 		{args: []string{"explorer", "table", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus", "Run 'vlmfleet explorer table -h'"}},

@@ -106,7 +106,7 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
-			fmt.Fprintf(stderr, "Run 'vlmfleet %s -h' for its flags and an example.\n", ue.command(args[0]))
+			fmt.Fprintf(stderr, "Run 'vlmfleet %s -h' for its flags and an example.\n", ue.command(args))
 			return 2
 		}
 		fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
@@ -119,13 +119,19 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 type usageError struct{ error }
 
 // command is the command whose help points at the mistake: the flag set's
-// when the error came from parsing one ("sweep list"), else top.
-func (u usageError) command(top string) string {
+// when the error came from parsing one ("sweep list"), else the subcommand
+// named by the arguments when it has help of its own, else the command.
+func (u usageError) command(args []string) string {
 	var fe flagError
 	if errors.As(u.error, &fe) {
 		return fe.name
 	}
-	return top
+	if len(args) > 1 {
+		if _, ok := helps[args[0]+" "+args[1]]; ok {
+			return args[0] + " " + args[1]
+		}
+	}
+	return args[0]
 }
 
 // flagError is a flag set's parse error, naming the set.
