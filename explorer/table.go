@@ -96,6 +96,16 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 		}
 	}
+	// Why a row's requests all failed, which its "all failed" cannot say.
+	for _, r := range res.Rows {
+		if r.Measured && r.TTFT == nil {
+			why := plural(r.Failed, "request") + " failed"
+			if r.Error != "" {
+				why += ": " + r.Error
+			}
+			fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, r.Device, why)
+		}
+	}
 	fmt.Fprintf(w, "%s at %s", plural(len(res.Rows), "row"), view)
 	if sim > 0 {
 		fmt.Fprintf(w, "; SIM: %d from simulated runs, not real hardware", sim)
