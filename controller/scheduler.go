@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -133,7 +134,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 			if why := brokenReasons(chosen, d); why != "" {
 				return protocol.Sweep{}, badSweep("deployments[%d]: %q cannot run: %s", i, d, why)
 			}
-			return protocol.Sweep{}, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s)", i, d, agentIDs(chosen))
+			return protocol.Sweep{}, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s); they offer: %s", i, d, agentIDs(chosen), strings.Join(slices.Sorted(maps.Keys(offeredIDs(chosen))), ", "))
 		}
 	}
 	if len(jobs) == 0 {
@@ -169,6 +170,18 @@ func brokenReasons(as []AgentView, id string) string {
 		}
 	}
 	return strings.Join(why, "; ")
+}
+
+// offeredIDs is every deployment id the agents offer, for an error that
+// says what a sweep may select.
+func offeredIDs(as []AgentView) map[string]bool {
+	ids := map[string]bool{}
+	for _, a := range as {
+		for _, d := range a.Deployments {
+			ids[d.ID] = true
+		}
+	}
+	return ids
 }
 
 func agentIDs(as []AgentView) string {

@@ -166,7 +166,7 @@ func points(r *protocol.Run) []Point {
 		seen[key] = true
 		if c.Completed == 0 {
 			// The means of no request are not figures: leave them zero.
-			out = append(out, Point{Size: size.Name, Images: c.Images, Cameras: c.Cameras, Failed: c.Failed})
+			out = append(out, Point{Size: size.Name, Images: c.Images, Cameras: c.Cameras, Failed: c.Failed, Error: mostFrequentError(c.Errors)})
 			continue
 		}
 		out = append(out, Point{
@@ -198,4 +198,15 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// mostFrequentError is the error most requests of a combination failed with.
+func mostFrequentError(errs []protocol.ErrorCount) string {
+	best := protocol.ErrorCount{}
+	for _, e := range errs {
+		if e.Count > best.Count {
+			best = e
+		}
+	}
+	return best.Error
 }

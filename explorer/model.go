@@ -76,4 +76,7 @@ type Point struct {
 	Failed    int     `json:"failed"`
 	// Throughput is aggregate output tokens per second.
 	Throughput float64 `json:"throughput"`
+	// Error is why every request failed (Completed 0): the most frequent
+	// error, as the run recorded it ("HTTP 400: ... exceeds largest input").
+	Error string `json:"error,omitempty"`
 }

@@ -111,6 +111,8 @@ type RowView struct {
 	// Pass is whether the response time at the selected cameras meets the target.
 	Pass        bool     `json:"pass"`
 	Explanation []string `json:"explanation"`
+	// Error is why every request at the selection failed (Point.Error).
+	Error string `json:"error,omitempty"`
 }
 
 // RowsResponse is GET /api/explorer/rows and `vlmfleet explorer table --json`.
@@ -156,6 +158,8 @@ func Select(ds Dataset, q Query) RowsResponse {
 		}
 		if p.Completed > 0 {
 			v.TTFT, v.TTFTP90, v.TPS = &p.TTFT, &p.TTFTP90, &p.TPS
+		} else if ok {
+			v.Error = p.Error
 		}
 		out.Rows = append(out.Rows, v)
 	}

@@ -11,8 +11,9 @@ import (
 )
 
 // TableOrders are the orders of the table by name: "max" (Max Cameras,
-// highest first), "ttft", "model" and "device". Ties compare equal, so a
-// stable sort keeps the dataset's order.
+// highest first), "ttft", "tps" (highest first), "params" (fewest first),
+// "model" and "device". Ties compare equal, so a stable sort keeps the
+// dataset's order.
 func TableOrders() map[string]func(a, b RowView) int {
 	byModel := func(a, b RowView) int {
 		return cmp.Or(strings.Compare(a.Model, b.Model), cmp.Compare(a.ParamsB, b.ParamsB), strings.Compare(a.Quantization, b.Quantization), strings.Compare(a.Engine, b.Engine))
@@ -21,7 +22,11 @@ func TableOrders() map[string]func(a, b RowView) int {
 		"max": func(a, b RowView) int {
 			return cmp.Or(cmp.Compare(b.MaxCameras, a.MaxCameras), cmpBool(b.Plus, a.Plus), cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b))
 		},
-		"ttft":   func(a, b RowView) int { return cmp.Or(cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b)) },
+		"ttft": func(a, b RowView) int { return cmp.Or(cmp.Compare(ttftOrInf(a), ttftOrInf(b)), byModel(a, b)) },
+		"tps":  func(a, b RowView) int { return cmp.Or(cmp.Compare(tpsOrZero(b), tpsOrZero(a)), byModel(a, b)) },
+		"params": func(a, b RowView) int {
+			return cmp.Or(cmp.Compare(a.ParamsB, b.ParamsB), byModel(a, b), strings.Compare(a.Device, b.Device))
+		},
 		"model":  func(a, b RowView) int { return cmp.Or(byModel(a, b), strings.Compare(a.Device, b.Device)) },
 		"device": func(a, b RowView) int { return cmp.Or(strings.Compare(a.Device, b.Device), byModel(a, b)) },
 	}
@@ -33,6 +38,14 @@ func ttftOrInf(r RowView) float64 {
 		return math.Inf(1)
 	}
 	return *r.TTFT
+}
+
+// tpsOrZero sorts a row without figures after the others, highest first.
+func tpsOrZero(r RowView) float64 {
+	if r.TPS == nil {
+		return -1
+	}
+	return *r.TPS
 }
 
 // Plural is "1 row", "2 rows".
@@ -67,7 +80,9 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 			ttft, result = "not measured", "-"
 		}
 		if r.TTFT != nil && r.TPS != nil {
-			ttft, tps = FormatSeconds(*r.TTFT)+" s", FormatTPS(*r.TPS)
+			// Fixed decimals in a column, so that figures line up and
+			// read alike ("1.50 s" above "1.71 s").
+			ttft, tps = fmt.Sprintf("%.2f s", RoundSeconds(*r.TTFT)), fmt.Sprintf("%.1f", math.Round(*r.TPS*10)/10)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Model, params, r.Quantization, r.Engine, r.Device,
 			ttft, tps, r.MaxCamerasLabel, result, mark)
@@ -79,6 +94,16 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 	for _, line := range strings.SplitAfter(buf.String(), "\n") {
 		if line != "" {
 			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+		}
+	}
+	// Why a row's requests all failed, which its "all failed" cannot say.
+	for _, r := range res.Rows {
+		if r.Measured && r.TTFT == nil {
+			why := plural(r.Failed, "request") + " failed"
+			if r.Error != "" {
+				why += ": " + r.Error
+			}
+			fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, r.Device, why)
 		}
 	}
 	fmt.Fprintf(w, "%s at %s", plural(len(res.Rows), "row"), view)

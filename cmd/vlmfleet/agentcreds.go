@@ -10,16 +10,11 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/client"
 )
 
-const agentCredsUsage = `Usage: vlmfleet agent-creds create ID [--out FILE] [--force] [--controller URL]
-       vlmfleet agent-creds revoke ID [--controller URL]
-create issues agent ID's NATS credentials, replacing (and disconnecting) any it had, into FILE, readable by you
-only; revoke disconnects the agent and admits it no more. See docs/security.md.`
-
 // cmdAgentCreds dispatches `vlmfleet agent-creds create|revoke`.
 func cmdAgentCreds(ctx context.Context, c *cli, args []string) error {
 	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{
 		"create": agentCredsCreate, "revoke": agentCredsRevoke,
-	}, "create ID | revoke ID", agentCredsUsage)
+	}, "create ID | revoke ID", groupHelp("issue or revoke an agent's NATS credentials (docs/security.md)", "agent-creds create", "agent-creds revoke"))
 }
 
 // agentCredsArgs parses a subcommand's flags and its one argument, the
@@ -27,7 +22,6 @@ func cmdAgentCreds(ctx context.Context, c *cli, args []string) error {
 func agentCredsArgs(c *cli, fs *flag.FlagSet, args []string) (string, *client.Client, error) {
 	ctl := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
 	tokenFile := tokenFileFlag(fs)
-	setUsage(fs, agentCredsUsage)
 	pos, err := parseInterspersed(fs, args)
 	if err == nil && len(pos) != 1 {
 		err = usageError{errors.New("want one agent id")}

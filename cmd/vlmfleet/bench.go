@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -32,35 +31,8 @@ type benchOptions struct {
 	params                    float64
 }
 
-func benchUsage(fs *flag.FlagSet) func() {
-	return func() {
-		w := fs.Output()
-		fmt.Fprint(w, `Usage: vlmfleet bench --url http://HOST:PORT/v1 --model NAME [flags]
-
-Measures an OpenAI-compatible endpoint you already run, with the method of
-the explorer: closed-loop cameras at every level of --cameras and size of
---sizes with one image per request, then one camera at every size of
---multi-sizes with each count of --images. Each combination starts with a
-discarded warm-up of --warmup requests per camera. Prints TTFT and TPS per
-combination and Max Cameras per size: the highest measured number of
-cameras whose mean TTFT is at most --target seconds with no failed request
-("+" when the highest level tested passes, 0 when none does).
-
-It first checks that the endpoint answers and serves --model, and names
-the server (llama.cpp, vLLM, Ollama, the simulator) from what it says of
-itself. A llama.cpp server gets "cache_prompt": false unless --cache-prompt
-says otherwise. Exits 1 when the check fails or when every request of a
-combination failed.
-
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-}
-
 func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	fs := newFlagSet(c, "bench")
-	fs.Usage = benchUsage(fs)
 	o := &benchOptions{workload: protocol.DefaultWorkload()}
 	fs.StringVar(&o.url, "url", "", "endpoint base URL ending in /v1 (required)")
 	fs.StringVar(&o.model, "model", "", "model name the endpoint serves (required)")

@@ -243,9 +243,10 @@ func TestBenchFlagErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
 		}
 	}
-	code, _, errOut := runCLI(t, "bench", "-h")
-	if code != 0 || !strings.Contains(errOut, "Max Cameras") || !strings.Contains(errOut, "-multi-sizes") {
-		t.Errorf("-h: exit %d, %q", code, errOut)
+	// Help is asked for: it goes to standard output.
+	code, out, _ := runCLI(t, "bench", "-h")
+	if code != 0 || !strings.Contains(out, "Max Cameras") || !strings.Contains(out, "-multi-sizes") {
+		t.Errorf("-h: exit %d, %q", code, out)
 	}
 }
 

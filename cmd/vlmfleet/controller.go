@@ -27,7 +27,6 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return controllerBackup(ctx, c, args[1:])
 	}
 	fs := newFlagSet(c, "controller")
-	setUsage(fs, "usage: vlmfleet controller [flags]\n       vlmfleet controller backup --out FILE   (a copy of a running controller's store; -h for more)\n\nflags:")
 	dataDir := fs.String("data-dir", "./vlmfleet-data", "directory for the database (vlmfleet.db) and the embedded NATS store")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
 	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
@@ -63,7 +62,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
-		Str("api", ctl.HTTPURL()+"/api/").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
+		Str("api", ctl.HTTPURL()+"/api/health").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
 		Str("nats_auth", ctl.NATSAuth()).Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " +
 		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == controller.NATSAuthNkeys] +
 		map[bool]string{true: " --nats-ca-pin " + ctl.TLSFingerprint()}[strings.HasPrefix(ctl.NATSURL(), "tls://")])
@@ -72,12 +71,6 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	return ctl.Close()
 }
 
-const controllerBackupUsage = `usage: vlmfleet controller backup --out FILE [--controller URL] [--token-file FILE]
-
-Copies the running controller's store (GET /api/backup, with the API token) into FILE,
-whole or not at all. To restore: stop the controller, copy FILE to <data-dir>/vlmfleet.db,
-start it (docs/operations.md#backup-and-restore).`
-
 // controllerBackup is `vlmfleet controller backup`: a consistent copy of
 // the running controller's store, through its API.
 func controllerBackup(ctx context.Context, c *cli, args []string) error {
@@ -85,7 +78,6 @@ func controllerBackup(ctx context.Context, c *cli, args []string) error {
 	out := fs.String("out", "", "the `FILE` to write the copy of the store to (required; replaced if it exists)")
 	ctl := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
 	tokenFile := tokenFileFlag(fs)
-	setUsage(fs, controllerBackupUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

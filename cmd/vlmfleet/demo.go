@@ -75,6 +75,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	url := lab.Controller().HTTPURL()
 	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", url, url, url)
 	fmt.Fprintf(c.stdout, "API token (changes need it): vlmfleet sweep --controller %s --token-file %s\n", url, lab.Controller().APITokenFile())
+	fmt.Fprintf(c.stdout, "NATS (for more agents): %s\n", protocol.RedactURL(lab.Controller().NATSURL()))
 	if f.exit {
 		return nil
 	}
@@ -94,7 +95,7 @@ func startDemoLab(ctx context.Context, c *cli, f demoFlags) (*simlab.Lab, error)
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info().Dur("took", time.Since(began).Round(time.Millisecond)).Str("cache", cache).
+	c.log.Info().Str("took", time.Since(began).Round(time.Millisecond).String()).Str("cache", cache).
 		Msg("the sixteen pictures are ready at 480p, 720p, 1080p and 2K")
 	// The parts log only what goes wrong, so that the progress bars stay
 	// readable; VLMFLEET_LOG_LEVEL=debug shows everything.
@@ -110,7 +111,8 @@ func startDemoLab(ctx context.Context, c *cli, f demoFlags) (*simlab.Lab, error)
 		return nil, err
 	}
 	url := lab.Controller().HTTPURL()
-	c.log.Info().Str("explorer", url).Str("live", url+"/live").Msg("controller up (embedded NATS)")
+	c.log.Info().Str("explorer", url).Str("live", url+"/live").Str("nats", protocol.RedactURL(lab.Controller().NATSURL())).
+		Msg("controller up (embedded NATS)")
 	for _, d := range simlab.Demo() {
 		if f.speedup != 0 {
 			d.Speedup = f.speedup
@@ -151,7 +153,7 @@ func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error 
 	if err != nil {
 		return err
 	}
-	c.log.Info().Dur("took", time.Since(started).Round(time.Second)).Msg("demo sweep done")
+	c.log.Info().Str("took", time.Since(started).Round(time.Second).String()).Msg("demo sweep done")
 	return nil
 }
 

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
+
+// simulatedDeviceNames are the devices devicefacts.SimProfileFor knows.
+var simulatedDeviceNames = []string{`"Jetson Orin NX"`, `"Jetson AGX Orin"`, `"Jetson Orin Nano"`, `"RTX PRO 6000"`, `"RTX PRO 6000 Max-Q"`}
 
 // deviceReport is what `vlmfleet device --json` prints.
 type deviceReport struct {
@@ -45,6 +49,11 @@ func cmdDevice(ctx context.Context, c *cli, args []string) error {
 	var facts protocol.DeviceFacts
 	src := *source
 	if *simulate != "" {
+		// Made-up telemetry for a device the simulator knows nothing of
+		// would read as a real answer.
+		if devicefacts.SimProfileFor(*simulate) == devicefacts.SimUnknown {
+			return usageError{fmt.Errorf("--simulate %q: not a simulated device; known: %s", *simulate, strings.Join(simulatedDeviceNames, ", "))}
+		}
 		facts = devicefacts.Simulated(*simulate)
 		if src == telemetry.SourceAuto {
 			src = telemetry.SourceSimulated

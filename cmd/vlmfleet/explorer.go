@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // cmdExplorer dispatches `vlmfleet explorer table|export`.
 func cmdExplorer(ctx context.Context, c *cli, args []string) error {
 	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"table": explorerTable, "export": explorerExport},
-		"table or export", "Usage: vlmfleet explorer table [flags]   the table at one view, for scripts\n       vlmfleet explorer export --out FILE [flags]   one self-contained HTML file")
+		"table or export", groupHelp("the explorer for scripts and for publishing", "explorer table", "explorer export"))
 }
 
 // datasetFlags choose where the runs come from: a controller, or local files.
@@ -70,27 +71,34 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	q := def
 	fs.StringVar(&q.Size, "size", def.Size, "image size: 480p, 720p, 1080p or 2K")
 	fs.IntVar(&q.Cameras, "cameras", def.Cameras, "cameras sending at once (the figures are read here)")
-	fs.IntVar(&q.Images, "images", def.Images, "images per camera: 1, 3 or 5")
+	fs.IntVar(&q.Images, "images", def.Images, "images per camera: "+imageCountsText())
 	fs.Float64Var(&q.Target, "target", def.Target, "performance target: seconds until the answer starts")
-	sortBy := fs.String("sort", "max", "sort by max (Max Cameras), ttft, model or device")
+	sortBy := fs.String("sort", "max", "sort by "+sortNamesText)
+	device := fs.String("device", "", "only rows whose device contains this text (any case), e.g. \"AGX Orin\"")
+	model := fs.String("model", "", "only rows whose model contains this text (any case), e.g. qwen3")
 	asJSON := fs.Bool("json", false, "print the rows as GET /api/explorer/rows does")
-	setUsage(fs, "Usage: vlmfleet explorer table [--controller URL | --file run.json... | run.json...] [flags]\n\nPrints the explorer's table at one view: only rows measured at the size, images and cameras.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if err := q.Normalize(); err != nil {
-		return usageError{err}
+		return usageError{fmt.Errorf("--%w", err)}
+	}
+	if !slices.Contains(imageCounts(), q.Images) {
+		return usageError{fmt.Errorf("--images %d: want %s (the image counts the method measures)", q.Images, imageCountsText())}
 	}
 	less, ok := explorer.TableOrders()[*sortBy]
 	if !ok {
-		return usageError{fmt.Errorf("--sort %q: want max, ttft, model or device", *sortBy)}
+		return usageError{fmt.Errorf("--sort %q: want %s", *sortBy, sortNamesText)}
 	}
 	ds, _, err := src.load(ctx, c, files)
 	if err != nil {
 		return err
 	}
 	res := explorer.Select(ds, q)
+	res.Rows = slices.DeleteFunc(res.Rows, func(r explorer.RowView) bool {
+		return !containsFold(r.Device, *device) || !containsFold(r.Model, *model)
+	})
 	slices.SortStableFunc(res.Rows, less)
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)
@@ -100,11 +108,38 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	return explorer.WriteTable(c.stdout, res)
 }
 
+// sortNamesText lists explorer.TableOrders for help and errors.
+const sortNamesText = "max (Max Cameras, highest first), ttft (fastest first), tps (highest first), params (smallest first), model or device"
+
+// imageCounts are the images per camera the method measures: one, and the
+// counts of its one-camera multi-image family.
+func imageCounts() []int {
+	out := []int{1}
+	for _, n := range protocol.DefaultWorkload().ImagesPerRequest {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func imageCountsText() string {
+	var s []string
+	for _, n := range imageCounts() {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// containsFold reports whether s contains sub, in any case; "" matches all.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(strings.TrimSpace(sub)))
+}
+
 func explorerExport(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "explorer export")
 	src := addDatasetFlags(fs)
 	out := fs.String("out", "", "the HTML file to write ('-' for standard output)")
-	setUsage(fs, "Usage: vlmfleet explorer export --out explorer.html [--controller URL | --file run.json... | run.json...]\n\nWrites the explorer as one self-contained HTML file with the data inside; it works offline.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

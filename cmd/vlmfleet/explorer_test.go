@@ -124,7 +124,9 @@ func TestExplorerTableFromController(t *testing.T) {
 	srv2 := httptest.NewServer(explorer.NewHandler(runSlice{real}, zerolog.New(io.Discard)))
 	defer srv2.Close()
 	_, out, _ = cliRun(t, nil, "explorer", "table", "--controller", srv2.URL, "--cameras", "4")
-	if lines := tableLines(out); len(lines) != 3 || !strings.HasSuffix(lines[1], "all failed  -    2            FAIL") {
+	// and a line under the table says how many failed (and why, when the run says).
+	if lines := tableLines(out); len(lines) != 4 || !strings.HasSuffix(lines[1], "all failed  -    2            FAIL") ||
+		lines[2] != "  Qwen3-VL-4B-Instruct (Q8_0, llama.cpp) on Jetson AGX Orin: 8 requests failed" {
 		t.Errorf("all failed at 4 cameras:\n%s", out)
 	}
 	// A controller that is not there.
@@ -150,7 +152,7 @@ func TestExplorerUsage(t *testing.T) {
 		{[]string{"explorer", "table", "--size", "4K", seedRuns}, "size"},
 		{[]string{"explorer", "table", "--images", "0", seedRuns}, "images"},
 		{[]string{"explorer", "table", "--target", "0", seedRuns}, "target"},
-		{[]string{"explorer", "table", "--sort", "params", seedRuns}, "--sort"},
+		{[]string{"explorer", "table", "--sort", "size", seedRuns}, "--sort"},
 		{[]string{"explorer", "table", "--controller", "http://127.0.0.1:1", "--file", seedRuns}, "not both"},
 		{[]string{"explorer", "export", seedRuns}, "--out"},
 	} {

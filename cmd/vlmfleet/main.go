@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -19,8 +20,11 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/client"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, commit and date are set at build time with
+// -ldflags "-X main.version=v1.2.0 -X main.commit=$(git rev-parse HEAD) -X main.date=$(date -u +%FT%TZ)";
+// a plain `go build` in a checkout gets the commit and date from the build
+// info instead (see buildVersion).
+var version, commit, date = "dev", "", ""
 
 // cli carries what every subcommand needs instead of package-level state.
 type cli struct {
@@ -30,7 +34,9 @@ type cli struct {
 	tty     bool
 	log     zerolog.Logger
 	version string
-	getenv  func(string) string
+	// build is the version, commit and date, as `vlmfleet version` prints them.
+	build  buildInfo
+	getenv func(string) string
 }
 
 type command struct {
@@ -44,13 +50,14 @@ func commands() map[string]command {
 		"controller":  {"run the controller: embedded NATS, store, scheduler, API and explorer", cmdController},
 		"agent":       {"run an agent that measures the engines of this device", cmdAgent},
 		"agent-creds": {"create | revoke ID: issue or revoke an agent's NATS credentials", cmdAgentCreds},
-		"sweep":       {"submit a sweep to a controller", cmdSweep},
+		"sweep":       {"sweep [list | watch ID | cancel ID]: submit, list, follow or cancel sweeps", cmdSweep},
+		"agents":      {"list a controller's agents, their state and deployments", cmdAgents},
 		"bench":       {"measure an endpoint you already run (no lab needed)", cmdBench},
 		"device":      {"print the detected device and one telemetry sample", cmdDevice},
 		"sim":         {"serve the simulated engine on its own", cmdSim},
 		"explorer":    {"explorer table | export: the explorer for scripts and for publishing", cmdExplorer},
-		"results":     {"results import FILE...: load result documents into a controller", cmdResults},
-		"version":     {"print the version", cmdVersion},
+		"results":     {"results import FILE... | export --format csv|json | diff A B: move result documents in and out, compare two runs", cmdResults},
+		"version":     {"print the version, commit and build date (also --version)", cmdVersion},
 	}
 }
 
@@ -59,13 +66,25 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	c := &cli{stdout: stdout, stderr: stderr, version: version, getenv: getenv}
+	b := buildVersion(version, commit, date)
+	c := &cli{stdout: stdout, stderr: stderr, version: b.Version, build: b, getenv: getenv}
 	c.tty = isTerminal(stderr)
-	c.log = newLogger(stderr, c.tty, getenv("VLMFLEET_LOG_LEVEL"))
+	name := ""
+	if len(args) > 0 {
+		name = args[0]
+	}
+	c.log = newLogger(stderr, c.tty, logFormat(name, c.tty, getenv("VLMFLEET_LOG_FORMAT")), getenv("VLMFLEET_LOG_LEVEL"))
 
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	switch {
+	case len(args) == 0:
+		// A bare command is a mistake in a script; say how to call it.
+		usage(stderr)
+		return 2
+	case args[0] == "help" || args[0] == "-h" || args[0] == "--help":
 		usage(stdout)
 		return 0
+	case args[0] == "--version" || args[0] == "-version":
+		args = []string{"version"}
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
@@ -76,12 +95,18 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cmd.run(ctx, c, args[1:]); err != nil {
+		var he helpRequest
+		if errors.As(err, &he) {
+			he.write(c.stdout)
+			return 0
+		}
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
+			fmt.Fprintf(stderr, "Run 'vlmfleet %s -h' for its flags and an example.\n", ue.command(args))
 			return 2
 		}
 		fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
@@ -93,6 +118,43 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 // usageError marks a mistake in how a command was called (exit status 2).
 type usageError struct{ error }
 
+// command is the command whose help points at the mistake: the flag set's
+// when the error came from parsing one ("sweep list"), else the subcommand
+// named by the arguments when it has help of its own, else the command.
+func (u usageError) command(args []string) string {
+	var fe flagError
+	if errors.As(u.error, &fe) {
+		return fe.name
+	}
+	if len(args) > 1 {
+		if _, ok := helps[args[0]+" "+args[1]]; ok {
+			return args[0] + " " + args[1]
+		}
+	}
+	return args[0]
+}
+
+// flagError is a flag set's parse error, naming the set.
+type flagError struct {
+	name string
+	err  error
+}
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return e.err }
+
+// helpRequest is -h: the help of the flag set, printed to standard output
+// by run, which ends with status 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (helpRequest) Error() string { return "help requested" }
+
+func (h helpRequest) write(w io.Writer) {
+	name := strings.TrimPrefix(h.fs.Name(), "vlmfleet ")
+	h.fs.SetOutput(w)
+	writeHelp(w, helps[name], h.fs)
+}
+
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "vlmfleet: how many cameras can this device watch with this vision-language model?")
 	fmt.Fprintln(w, "\nUsage: vlmfleet COMMAND [flags]\n\nCommands:")
@@ -103,19 +165,14 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'vlmfleet COMMAND -h' for a command's flags.")
 }
 
-// newFlagSet makes a flag set whose errors come back as usage errors.
-func newFlagSet(c *cli, name string) *flag.FlagSet {
+// newFlagSet makes a flag set whose errors come back as usage errors and
+// whose -h prints the command's help (helps[name]). The flag package's own
+// output is silenced: run prints the one error line and where help is.
+func newFlagSet(_ *cli, name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("vlmfleet "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
-}
-
-// setUsage makes -h print text, then the flags.
-func setUsage(fs *flag.FlagSet, text string) {
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), text)
-		fs.PrintDefaults()
-	}
 }
 
 // subcommand runs the one of subs that args[0] names; want names them in
@@ -138,9 +195,9 @@ func subcommand(ctx context.Context, c *cli, args []string, subs map[string]func
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return helpRequest{fs}
 		}
-		return usageError{err}
+		return usageError{flagError{strings.TrimPrefix(fs.Name(), "vlmfleet "), err}}
 	}
 	return nil
 }
@@ -167,7 +224,14 @@ func tokenFileFlag(fs *flag.FlagSet) *string {
 	return fs.String("token-file", "", "the controller's API token file, <data-dir>/api-token (default $"+client.EnvToken+", else $"+client.EnvTokenFile+", else "+client.DefaultTokenFile+")")
 }
 
-func cmdVersion(_ context.Context, c *cli, _ []string) error {
-	fmt.Fprintln(c.stdout, "vlmfleet", c.version)
+func cmdVersion(_ context.Context, c *cli, args []string) error {
+	fs := newFlagSet(c, "version")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	fmt.Fprintln(c.stdout, c.build)
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 
 // cmdResults dispatches `vlmfleet results import`.
 func cmdResults(ctx context.Context, c *cli, args []string) error {
-	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"import": resultsImport, "diff": resultsDiff},
-		"import FILE [FILE...]", "Usage: vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]")
+	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"import": resultsImport, "export": resultsExport, "diff": resultsDiff},
+		"import FILE..., export --format csv|json, or diff A B", groupHelp("move result documents into and out of a controller", "results import", "results export", "results diff"))
 }
 
 // resultsImport reads every file, checks every result document in them, and
@@ -26,7 +26,6 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 	controller := fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")")
 	origin := fs.String("origin", "", "where the runs came from (default: each file's name)")
 	tokenFile := tokenFileFlag(fs)
-	setUsage(fs, "Usage: vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]\n\nLoads result documents (vlmfleet bench --json, or a JSON array of them) into a controller.\nEvery file is checked first; one bad file imports nothing.")
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

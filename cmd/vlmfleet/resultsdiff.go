@@ -14,20 +14,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-const resultsDiffUsage = `Usage: vlmfleet results diff A B [--controller URL] [--token-file FILE] [--json] [--fail-on-worse]
-
-Sets run B against the earlier run A of the same configuration (model,
-quantization, engine, device): each combination's TTFT p50 and p90, E2E p50,
-TPS p50 and success rate, with a verdict that weighs the spread of the
-requests (docs/compare.md). Runs of different configurations are refused,
-naming the parts that differ.
-
-Exit status: 0 when the comparison is shown; with --fail-on-worse, 1 when B
-is worse than A (as on any error: the last line on stderr says which); 2 on
-a usage error.
-
-Example: vlmfleet results diff sw-20261102-101500-3f9a2c1e-j1-a1 sw-20261130-091200-b7d40e55-j1-a1 --fail-on-worse`
-
 // resultsDiff prints the controller's comparison of two runs.
 func resultsDiff(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "results diff")
@@ -35,7 +21,6 @@ func resultsDiff(ctx context.Context, c *cli, args []string) error {
 	tokenFile := tokenFileFlag(fs)
 	asJSON := fs.Bool("json", false, "print the comparison as GET "+explorer.PathCompare+" answers it")
 	failOnWorse := fs.Bool("fail-on-worse", false, "exit 1 when B is worse than A in any figure (for scripts and CI)")
-	setUsage(fs, resultsDiffUsage)
 	ids, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -26,6 +27,11 @@ type sweepFlags struct {
 }
 
 func cmdSweep(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 {
+		if sub, ok := sweepSubcommands()[args[0]]; ok {
+			return sub(ctx, c, args[1:])
+		}
+	}
 	fs := newFlagSet(c, "sweep")
 	f := sweepFlags{
 		controller:  fs.String("controller", "", "controller URL (default $"+client.EnvURL+", else "+client.DefaultURL+")"),
@@ -42,7 +48,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return usageError{fmt.Errorf("unexpected argument %q: want flags, or a subcommand: list, watch ID, cancel ID", fs.Arg(0))}
 	}
 	var s protocol.Sweep
 	if *f.cancel != "" {
@@ -74,7 +80,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "follow it at %s/live or with --wait; results: %s/api/runs?sweep=%s\n", cl.URL(), cl.URL(), created.ID)
 		return nil
 	}
-	return waitSweep(ctx, c, cl, created)
+	return waitSweep(ctx, c, cl, created.ID)
 }
 
 // sweep builds the sweep: the method's defaults, or the --file sweep, with
@@ -150,9 +156,10 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 }
 
 // waitSweep draws the progress of the sweep's jobs until all have ended,
-// then prints how each ended; the error says whether any failed.
-func waitSweep(ctx context.Context, c *cli, cl *client.Client, s protocol.Sweep) error {
-	first, err := cl.Sweep(ctx, s.ID)
+// then prints how each ended, in natural order (j2 before j10), and the
+// answer for the sweep's runs; the error says whether any failed.
+func waitSweep(ctx context.Context, c *cli, cl *client.Client, id string) error {
+	first, err := cl.Sweep(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -161,7 +168,7 @@ func waitSweep(ctx context.Context, c *cli, cl *client.Client, s protocol.Sweep)
 	for _, j := range first.JobList {
 		w.who[j.ID] = j.AgentID + " " + j.Deployment
 	}
-	v, err := cl.WaitSweep(ctx, s.ID, client.WaitOptions{
+	v, err := cl.WaitSweep(ctx, id, client.WaitOptions{
 		OnEvent: w.show,
 		OnError: func(err error) { w.say("sweep status: " + err.Error()) },
 	})
@@ -171,6 +178,7 @@ func waitSweep(ctx context.Context, c *cli, cl *client.Client, s protocol.Sweep)
 	w.bars.Close()
 	out := c.stdout
 	fmt.Fprintf(out, "sweep %s done: %d jobs, %d completed, %d not\n", v.ID, v.Status.Jobs, v.Status.States[protocol.JobCompleted], v.Status.Failed)
+	slices.SortStableFunc(v.JobList, func(a, b controller.JobView) int { return naturalLess(a.ID, b.ID) })
 	for _, j := range v.JobList {
 		line := fmt.Sprintf("  %s  %-10s agent %s  deployment %s", j.ID, j.State, j.AgentID, j.Deployment)
 		if j.RunID != "" {
@@ -181,7 +189,12 @@ func waitSweep(ctx context.Context, c *cli, cl *client.Client, s protocol.Sweep)
 		}
 		fmt.Fprintln(out, line)
 	}
-	fmt.Fprintf(out, "results: %s/api/runs?sweep=%s\n", cl.URL(), v.ID)
+	if v.Status.States[protocol.JobCompleted] > 0 {
+		if err := writeSweepAnswer(ctx, c, cl, v); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "\nexplorer: %s/   result documents: %s/api/runs?sweep=%s\n", cl.URL(), cl.URL(), v.ID)
 	if v.Status.Failed > 0 {
 		return fmt.Errorf("sweep %s: %d of %d jobs did not complete", v.ID, v.Status.Failed, v.Status.Jobs)
 	}

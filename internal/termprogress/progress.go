@@ -2,6 +2,7 @@ package termprogress
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -19,11 +20,18 @@ func (b *Bars) Progress(id, who string, p protocol.Progress) {
 	}
 	switch p.Phase {
 	case protocol.PhaseDone:
-		b.Set(id, prefix+"done", 1, 1, p.Message)
+		// Set without a total: "done 1/1" would count something that is not
+		// a request.
+		b.Set(id, prefix+"done", 0, 0, p.Message)
 		b.Finish(id)
 		return
 	case protocol.PhaseEngineStart:
-		b.Set(id, prefix+"starting engine", 0, 0, p.Message)
+		// The agent's message names the engine ("starting vLLM").
+		msg := p.Message
+		if msg == "" {
+			msg = "starting the engine"
+		}
+		b.Set(id, strings.TrimSpace(prefix+msg), 0, 0, "")
 		return
 	}
 	// The engine is up: its line gives way to the combinations'.

@@ -182,7 +182,8 @@ func render(it *item, bar bool) string {
 			sb.WriteString("]")
 		}
 		fmt.Fprintf(&sb, " %d/%d", it.done, it.total)
-	} else {
+	} else if it.done > 0 {
+		// A count without a total; nothing counted yet is not "0".
 		fmt.Fprintf(&sb, " %d", it.done)
 	}
 	if it.suffix != "" {

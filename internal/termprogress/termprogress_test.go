@@ -2,6 +2,7 @@ package termprogress
 
 import (
 	"bytes"
+	"github.com/vlmfleet/vlmfleet/protocol"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +45,7 @@ func TestTTYRedrawsInPlace(t *testing.T) {
 	c.t = c.t.Add(200 * time.Millisecond)
 	b.Set("b", "B", 0, 0, "waiting")
 	first := buf.String()
-	if !strings.Contains(first, "A [######------------------] 1/4\n") || !strings.Contains(first, "\x1b[1A") || !strings.Contains(first, "B 0 waiting\n") {
+	if !strings.Contains(first, "A [######------------------] 1/4\n") || !strings.Contains(first, "\x1b[1A") || !strings.Contains(first, "B waiting\n") {
 		t.Fatalf("first draws %q", first)
 	}
 	buf.Reset()
@@ -61,7 +62,7 @@ func TestTTYRedrawsInPlace(t *testing.T) {
 	b.Finish("a")
 	b.Close()
 	out := buf.String()
-	if strings.Count(out, "A [") != 1 || strings.Count(out, "B 0 waiting") != 2 {
+	if strings.Count(out, "A [") != 1 || strings.Count(out, "B waiting") != 2 {
 		t.Errorf("finish and close %q", out)
 	}
 	buf.Reset()
@@ -93,5 +94,25 @@ func TestConcurrentUse(t *testing.T) {
 		if !strings.Contains(buf.String(), string(rune('a'+g))+" [########################] 50/50") {
 			t.Errorf("item %c never drawn complete", 'a'+g)
 		}
+	}
+}
+
+// TestProgressLinesReadAsSentences: the phases of a job read as words, with
+// no count where nothing is counted ("starting vLLM", not "starting
+// engine 0 starting vLLM"; "warm-up", not "warm-up 0"; "done", not "done 1/1").
+func TestProgressLinesReadAsSentences(t *testing.T) {
+	b, buf, _ := newTest(false)
+	combo := protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}
+	for _, p := range []protocol.Progress{
+		{Phase: protocol.PhaseEngineStart, Message: "starting vLLM"},
+		{Phase: protocol.PhaseWarmup, Combo: combo, ComboIdx: 1, ComboN: 3},
+		{Phase: protocol.PhaseMeasure, Combo: combo, ComboIdx: 1, ComboN: 3, Done: 2, Total: 2, MeanTTFT: 1.5},
+		{Phase: protocol.PhaseDone},
+	} {
+		b.Progress("j2", "a1 d1", p)
+	}
+	want := "a1 d1 starting vLLM\na1 d1 [2/3] 720p-1img-2cam warm-up\na1 d1 [2/3] 720p-1img-2cam 2/2 TTFT 1.50 s\na1 d1 done\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }

@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds the table once and then only updates text,
 // classes, visibility and order, so a change costs a few milliseconds even
 // with a thousand rows.
-import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV } from './logic.js';
+import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
 const DATA_URL = '/api/explorer/data';
@@ -132,6 +132,10 @@ function createExplorer(ds) {
       if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
       // The latest run got worse than the one before: link the two runs' comparison.
       if (r.regression) td[0].append(el('a', { class: 'badge badge-worse', href: r.regression.compare, text: `worse than ${formatDate(r.regression.date).slice(0, 10)}`, title: `The latest run is worse than run ${r.regression.than} in ${plural(r.regression.worse, 'figure', 'figures')}: open the comparison` }));
+      const why = el('span', { class: 'why' });
+      why.hidden = true;
+      td[0].append(why);
+      td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
       td[1].className = 'num';
       td[1].textContent = formatParams(r.params_b);
       td[2].textContent = r.quantization;
@@ -144,8 +148,8 @@ function createExplorer(ds) {
       const badge = el('span', { class: 'result' });
       td[8].append(badge);
       it.tr = tr;
-      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn };
-      it.cache = { cls: '', rt: null, tps: null, max: null, res: null };
+      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
+      it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
     }
     tbody.addEventListener('click', (e) => {
       const tr = e.target.closest('tr.row');
@@ -273,6 +277,22 @@ function createExplorer(ds) {
     const matchAll = (list, re) => list.filter((v) => re.test(v));
     const findModel = (name) => known.models.filter((m) => m === name || m.endsWith(`/${name}`));
     const exactOr = (list, name, re) => (list.includes(name) ? [name] : matchAll(list, re));
+    // A preset appears only when the rows it shows exist, and its link
+    // names the rows it selects.
+    const quantPair = comparisonPair(ds.rows, 'quantization', SEED_QUANT);
+    const enginePair = comparisonPair(ds.rows, 'engine', SEED_ENGINE);
+    const list = (a) => (a.length > 2 ? `${a.slice(0, -1).join(', ')} and ${a[a.length - 1]}` : a.join(' and '));
+    if (quantPair) setText($('preset-quant-link'), `${quantPair.model} at ${list(quantPair.rows.map((r) => r.quantization))} on ${quantPair.device}`);
+    if (enginePair) setText($('preset-engine-link'), `${enginePair.model} under ${list(enginePair.rows.map((r) => r.engine))} on ${enginePair.device}`);
+    $('preset-quant-link').hidden = !quantPair;
+    $('preset-engine-link').hidden = !enginePair;
+    $('preset-or').hidden = !quantPair || !enginePair;
+    $('start-compare').hidden = !quantPair && !enginePair;
+    $('start-compare').querySelector('button').dataset.preset = quantPair ? 'quant' : 'engine';
+    $('start-agx').hidden = !known.devices.some((d) => /AGX Orin/i.test(d));
+    $('start-1080p').hidden = !ds.rows.some((r) => (r.points || []).some((p) => p.size === '1080p'));
+    setText($('guide-engine'), engineExample(ds.rows));
+    setText($('guide-maxcams'), maxCamerasExample(ds.rows));
     const presets = {
       agx: () => {
         st.filters = emptyFilters();
@@ -290,16 +310,16 @@ function createExplorer(ds) {
       },
       quant: () => {
         st.filters = emptyFilters();
-        st.filters.models = findModel('Qwen3-VL-8B-Instruct');
-        st.filters.devices = exactOr(known.devices, 'Jetson AGX Orin', /AGX Orin/i);
+        st.filters.models = quantPair ? [quantPair.model] : findModel(SEED_QUANT.model);
+        st.filters.devices = quantPair ? [quantPair.device] : exactOr(known.devices, SEED_QUANT.device, /AGX Orin/i);
         st.cameras = 1;
         st.sort = { key: 'quant', dir: 'asc' };
         return $('camera-buttons').querySelector('button');
       },
       engine: () => {
         st.filters = emptyFilters();
-        st.filters.models = findModel('Qwen3-VL-4B-Instruct');
-        st.filters.devices = exactOr(known.devices, 'RTX PRO 6000', /RTX PRO 6000/i);
+        st.filters.models = enginePair ? [enginePair.model] : findModel(SEED_ENGINE.model);
+        st.filters.devices = enginePair ? [enginePair.device] : exactOr(known.devices, SEED_ENGINE.device, /RTX PRO 6000/i);
         st.cameras = 1;
         st.sort = { key: 'engine', dir: 'asc' };
         return $('camera-buttons').querySelector('button');
@@ -388,8 +408,16 @@ function createExplorer(ds) {
   function paintRow(it) {
     const v = it.view;
     const c = it.cache;
-    const rt = formatSeconds(v.rt);
+    // A combination where every request failed says so, and why, instead
+    // of a bare dash.
+    const rt = v.why ? 'all failed' : formatSeconds(v.rt);
     if (c.rt !== rt) { it.cells.rt.textContent = rt; c.rt = rt; }
+    if (c.why !== v.why) {
+      if (v.why) it.cells.rt.title = v.why; else it.cells.rt.removeAttribute('title');
+      setText(it.cells.why, v.why);
+      it.cells.why.hidden = !v.why;
+      c.why = v.why;
+    }
     const tps = formatTPS(v.tps);
     if (c.tps !== tps) { it.cells.tps.textContent = tps; c.tps = tps; }
     const max = maxCamerasLabel(v.mc);
@@ -576,7 +604,7 @@ function createExplorer(ds) {
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
         el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
         el('td', { class: 'num', text: p.completed > 0 ? formatTPS(p.tps) : '—' }),
-        el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}` }),
+        el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}`, title: p.completed === 0 ? failureText(p) : null }),
         el('td', {}, el('span', { class: `result ${ok ? 'result-pass' : 'result-fail'}`, text: ok ? 'PASS' : 'FAIL' })));
     });
     const head = el('h3', { text: `Measurements at ${sel.size}, ${plural(sel.images, 'image', 'images')} per camera, against ${sel.target} s` });

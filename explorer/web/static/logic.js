@@ -147,7 +147,16 @@ export function rowView(row, sel) {
     tps: p && p.completed > 0 ? p.tps : null,
     mc,
     result, // true PASS, false FAIL, null not measured
+    // why is the reason when every request at the selection failed.
+    why: p && p.completed === 0 ? failureText(p) : '',
   };
+}
+
+// failureText says why a point has no figures: every request failed, and
+// the error most of them failed with.
+export function failureText(p) {
+  const n = p.failed === 1 ? 'the one request' : `all ${p.failed} requests`;
+  return `${n} failed${p.error ? `: ${p.error}` : ''}`;
 }
 
 export function paramBucket(b) {
@@ -341,4 +350,86 @@ export function toCSV(items, sel) {
     ].map(csvField).join(','));
   }
   return lines.join('\r\n') + '\r\n';
+}
+
+// ---- the guide's examples ---------------------------------------------
+// The guide and "Where to start" quote figures; they quote this dataset's
+// rows, never figures the page does not show. The seed's choice of rows is
+// preferred where the dataset has them, so the published page reads as
+// published; otherwise another pair of rows is quoted, or the guide says
+// plainly that the figure is the published seed's.
+
+// comparisonPair finds rows of one model on one device that differ only in
+// `vary` ('quantization' under one engine, or 'engine'): the preferred model and device when
+// present, else the group with the most rows (then the first by name).
+// Returns { model, device, rows } with the rows sorted by `vary`, or null.
+export function comparisonPair(rows, vary, prefer) {
+  const groups = new Map();
+  for (const r of rows) {
+    // Quantizations are compared under one engine; engines differ in
+    // their formats too (llama.cpp serves GGUF, vLLM BF16 or FP8).
+    const k = `${r.model}\u0000${r.device}${vary === 'quantization' ? `\u0000${r.engine}` : ''}`;
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(r);
+  }
+  const usable = [];
+  for (const g of groups.values()) {
+    const values = new Set(g.map((r) => r[vary]));
+    if (values.size < 2) continue;
+    const byValue = new Map();
+    for (const r of g) if (!byValue.has(r[vary])) byValue.set(r[vary], r);
+    const picked = [...byValue.values()].sort((a, b) => String(a[vary]).localeCompare(String(b[vary]), 'en')).slice(0, 2);
+    usable.push({ model: g[0].model, device: g[0].device, rows: picked, n: g.length });
+  }
+  if (usable.length === 0) return null;
+  const pref = usable.find((u) => prefer && u.model === prefer.model && u.device === prefer.device);
+  if (pref) return pref;
+  usable.sort((a, b) => b.n - a.n || a.model.localeCompare(b.model, 'en') || a.device.localeCompare(b.device, 'en'));
+  return usable[0];
+}
+
+// The seed's examples, quoted as the seed's when the dataset lacks them.
+export const SEED_QUANT = { model: 'Qwen3-VL-8B-Instruct', device: 'Jetson AGX Orin' };
+export const SEED_ENGINE = { model: 'Qwen3-VL-4B-Instruct', device: 'RTX PRO 6000' };
+export const SEED_MAXCAMS = { model: 'Cosmos3-Edge', device: 'Jetson AGX Orin' };
+
+// engineExample is the guide's sentence on engines, from the engine pair's
+// figures at 720p with one image: one camera, and the most cameras both
+// rows measured.
+export function engineExample(rows) {
+  const seed = 'In the published seed, Qwen3-VL-4B-Instruct on RTX PRO 6000 at 720p starts answering a single camera after 0.25 s under llama.cpp (Q8_0) and 0.16 s under vLLM (BF16); at 16 cameras the gap is 1.09 s against 0.46 s (those rows are not in this table).';
+  const pair = comparisonPair(rows, 'engine', SEED_ENGINE);
+  if (!pair) return seed;
+  const [a, b] = pair.rows;
+  const one = (r, n) => findPoint(r.points || [], '720p', 1, n);
+  const a1 = one(a, 1);
+  const b1 = one(b, 1);
+  if (!a1 || !b1 || a1.completed === 0 || b1.completed === 0) return seed;
+  let s = `${pair.model} on ${pair.device} at 720p starts answering a single camera after ${formatSeconds(a1.ttft)} s under ${a.engine} (${a.quantization}) and ${formatSeconds(b1.ttft)} s under ${b.engine} (${b.quantization})`;
+  const common = pointsAt(a.points || [], '720p', 1).map((p) => p.cameras)
+    .filter((n) => n > 1 && (one(b, n) || {}).completed > 0 && (one(a, n) || {}).completed > 0);
+  if (common.length > 0) {
+    const n = Math.max(...common);
+    s += `; at ${n} cameras the gap is ${formatSeconds(one(a, n).ttft)} s against ${formatSeconds(one(b, n).ttft)} s`;
+  }
+  return `${s}.`;
+}
+
+// maxCamerasExample is the guide's sentence on how Max Cameras moves with
+// the target: a row (the seed's, else the first) whose Max Cameras at 720p
+// with one image is higher at 3 s than at 1 s.
+export function maxCamerasExample(rows) {
+  const seed = 'It depends on your target and moves with it: in the published seed, at 720p with one image per camera, Cosmos3-Edge on Jetson AGX Orin keeps up with 2 cameras at 1 second and 8 — the highest number measured, so 8+ — at 3 seconds (that row is not in this table).';
+  const moves = (r) => {
+    const at1 = maxCameras(r.points || [], '720p', 1, 1);
+    const at3 = maxCameras(r.points || [], '720p', 1, 3);
+    return at1.max > 0 && at3.max > at1.max ? { at1, at3 } : null;
+  };
+  const candidates = rows.filter((r) => moves(r));
+  const row = candidates.find((r) => r.model === SEED_MAXCAMS.model && r.device === SEED_MAXCAMS.device) || candidates[0];
+  if (!row) return seed;
+  const { at1, at3 } = moves(row);
+  const cams = (n) => (n === 1 ? '1 camera' : `${n} cameras`);
+  const high = at3.plus ? `${at3.max} — the highest number measured, so ${at3.max}+ —` : `${at3.max}`;
+  return `It depends on your target and moves with it: at 720p with one image per camera, ${row.model} on ${row.device} keeps up with ${cams(at1.max)} at 1 second and ${high} at 3 seconds.`;
 }

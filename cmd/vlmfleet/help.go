@@ -1,0 +1,178 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// helpText is what `vlmfleet NAME -h` prints around the flags: every
+// command says what it is for, how it is called and shows an example, so a
+// newcomer needs no other page to run it.
+type helpText struct {
+	purpose string // one line
+	usage   string // one or more "vlmfleet ..." lines
+	details string // optional: a paragraph on what it does
+	example string // one or more command lines
+}
+
+// helps is the help of every flag set, by the name given to newFlagSet.
+var helps = map[string]helpText{
+	"demo": {
+		purpose: "run a controller and three simulated agents, sweep them and serve the explorer",
+		usage:   "vlmfleet demo [flags]",
+		details: "Every result is SIMULATED: the engines are models of the seed's devices, run faster than real time\nand scaled back. It prints the controller's URLs, its NATS URL and the API token file, so that\nother commands (sweep, agents, agent --simulate) can join the demo's lab.",
+		example: "vlmfleet demo --exit-when-done\nvlmfleet demo --http 127.0.0.1:8080 --data-dir ./demo-data",
+	},
+	"controller": {
+		purpose: "run the controller: embedded NATS, store, scheduler, API, live page and explorer",
+		usage:   "vlmfleet controller [flags]\nvlmfleet controller backup --out FILE   (a copy of a running controller's store; -h for more)",
+		example: "vlmfleet controller --data-dir ./vlmfleet-data --nats-listen 0.0.0.0:4222",
+	},
+	"controller backup": {
+		purpose: "copy a running controller's store into a file",
+		usage:   "vlmfleet controller backup --out FILE [--controller URL] [--token-file FILE]",
+		details: "Copies the running controller's store (GET /api/backup, with the API token) into FILE,\nwhole or not at all. To restore: stop the controller, copy FILE to <data-dir>/vlmfleet.db,\nstart it (docs/operations.md#backup-and-restore).",
+		example: "vlmfleet controller backup --out vlmfleet-$(date +%F).db",
+	},
+	"agent": {
+		purpose: "run an agent that measures the engines of this device for a controller",
+		usage:   "vlmfleet agent --config agent.yaml [flags]\nvlmfleet agent --simulate DEVICE --nats-url URL [flags]",
+		example: "vlmfleet agent --config agent.yaml --nats-url nats://controller:4222 --nats-credentials orin1.nk\nvlmfleet agent --simulate \"Jetson AGX Orin\" --sim-speedup 40 --nats-url nats://127.0.0.1:4222 --nats-credentials sim1.nk",
+	},
+	"agent-creds create": {
+		purpose: "issue agent ID's NATS credentials (replacing, and disconnecting, any it had)",
+		usage:   "vlmfleet agent-creds create ID [--out FILE] [--force] [--controller URL] [--token-file FILE]",
+		details: "Writes the credentials into FILE, readable by you only. See docs/security.md.",
+		example: "vlmfleet agent-creds create orin1 --out orin1.nk",
+	},
+	"agent-creds revoke": {
+		purpose: "disconnect agent ID and admit it no more",
+		usage:   "vlmfleet agent-creds revoke ID [--controller URL] [--token-file FILE]",
+		example: "vlmfleet agent-creds revoke orin1",
+	},
+	"agents": {
+		purpose: "list a controller's agents: device, state, current job and deployments",
+		usage:   "vlmfleet agents [--controller URL] [--token-file FILE] [--json]",
+		details: "Broken deployments are listed with the reason the agent gave. Deployment ids are what\n`vlmfleet sweep --deployments` takes.",
+		example: "vlmfleet agents --controller http://127.0.0.1:8080",
+	},
+	"sweep": {
+		purpose: "submit a sweep to a controller: every selected deployment on every selected agent",
+		usage:   "vlmfleet sweep [--file sweep.yaml] [flags]\nvlmfleet sweep list | watch ID | cancel ID   (-h on each for more)",
+		details: "Flags override the --file sweep's fields. With --wait, it follows the jobs until all have ended and\nprints the answer table for the sweep's runs.",
+		example: "vlmfleet sweep --deployments qwen3-vl-4b-q8 --sizes 720p --cameras 1,2,4 --multi-sizes none --wait\nvlmfleet sweep --file sweeps/orin.yaml --agents orin1,orin2",
+	},
+	"sweep list": {
+		purpose: "list a controller's sweeps, newest first, with their progress and outcome",
+		usage:   "vlmfleet sweep list [--controller URL] [--token-file FILE] [--json]",
+		example: "vlmfleet sweep list",
+	},
+	"sweep watch": {
+		purpose: "follow a sweep's jobs until all have ended, then print the answer table",
+		usage:   "vlmfleet sweep watch ID [--controller URL] [--token-file FILE]",
+		example: "vlmfleet sweep watch s-20261201-0405-1a2b",
+	},
+	"sweep cancel": {
+		purpose: "cancel a sweep (every job not ended) or one job",
+		usage:   "vlmfleet sweep cancel ID [--controller URL] [--token-file FILE]",
+		example: "vlmfleet sweep cancel s-20261201-0405-1a2b",
+	},
+	"bench": {
+		purpose: "measure an OpenAI-compatible endpoint you already run (no lab needed)",
+		usage:   "vlmfleet bench --url http://HOST:PORT/v1 --model NAME [flags]",
+		details: `Measures the endpoint with the method of the explorer: closed-loop cameras at every level of
+--cameras and size of --sizes with one image per request, then one camera at every size of
+--multi-sizes with each count of --images. Each combination starts with a discarded warm-up of
+--warmup requests per camera. Prints TTFT and TPS per combination and Max Cameras per size: the
+highest measured number of cameras whose mean TTFT is at most --target seconds with no failed
+request ("+" when the highest level tested passes, 0 when none does).
+
+It first checks that the endpoint answers and serves --model, and names the server (llama.cpp,
+vLLM, Ollama, the simulator) from what it says of itself. A llama.cpp server gets
+"cache_prompt": false unless --cache-prompt says otherwise. Exits 1 when the check fails or when
+every request of a combination failed. Logs go to standard error, the results to standard output.`,
+		example: "vlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --cameras 1,2,4 --json run.json",
+	},
+	"device": {
+		purpose: "print the detected device and one telemetry sample",
+		usage:   "vlmfleet device [--json] [--source SOURCE] [--simulate DEVICE]",
+		example: "vlmfleet device\nvlmfleet device --simulate \"Jetson AGX Orin\" --json",
+	},
+	"sim": {
+		purpose: "serve one simulated engine on its own (OpenAI-compatible), to try a client or bench",
+		usage:   "vlmfleet sim --device DEVICE --model MODEL [flags]\nvlmfleet sim --list",
+		example: "vlmfleet sim --device \"Jetson AGX Orin\" --model Qwen3-VL-4B-Instruct --speedup 20",
+	},
+	"explorer table": {
+		purpose: "print the explorer's table at one view, for scripts",
+		usage:   "vlmfleet explorer table [--controller URL | --file run.json... | run.json...] [flags]",
+		details: "Only rows measured at the size and cameras are shown; --images reads the figures with that many\nimages per camera (the method measures 1, 3 and 5).",
+		example: "vlmfleet explorer table --size 1080p --cameras 4 --sort tps\nvlmfleet explorer table --device \"AGX Orin\" --model qwen3 --json",
+	},
+	"explorer export": {
+		purpose: "write the explorer as one self-contained HTML file, data inside; it works offline",
+		usage:   "vlmfleet explorer export --out explorer.html [--controller URL | --file run.json... | run.json...]",
+		example: "vlmfleet explorer export --out explorer.html",
+	},
+	"results import": {
+		purpose: "load result documents (bench --json, or a JSON array of them) into a controller",
+		usage:   "vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]",
+		details: "Every file is checked first; one bad file imports nothing.",
+		example: "vlmfleet results import run.json lab2/*.json --origin lab2",
+	},
+	"results export": {
+		purpose: "write a controller's runs as CSV (one line per combination) or JSON (result documents)",
+		usage:   "vlmfleet results export --format csv|json [--out FILE] [--sweep ID] [--agent ID] [--controller URL]",
+		details: "JSON is a JSON array of result documents that `vlmfleet results import` reads back.",
+		example: "vlmfleet results export --format csv --sweep s-20261201-0405-1a2b --out sweep.csv",
+	},
+	"results diff": {
+		purpose: "set run B against the earlier run A of the same configuration, with a verdict per figure",
+		usage:   "vlmfleet results diff A B [--controller URL] [--token-file FILE] [--json] [--fail-on-worse]",
+		details: "Each combination's TTFT p50 and p90, E2E p50, TPS p50 and success rate, with a verdict that weighs\nthe spread of the requests (docs/compare.md). Runs of different configurations (model, quantization,\nengine, device) are refused, naming the parts that differ. Exit status: 0 when the comparison is\nshown; with --fail-on-worse, 1 when B is worse than A (as on any error); 2 on a usage error.",
+		example: "vlmfleet results diff sw-20261102-101500-3f9a2c1e-j1-a1 sw-20261130-091200-b7d40e55-j1-a1 --fail-on-worse",
+	},
+	"version": {
+		purpose: "print the version, the commit and the build date",
+		usage:   "vlmfleet version   (or vlmfleet --version)",
+		example: "vlmfleet version",
+	},
+}
+
+// writeHelp prints h with the flags of fs between the usage and the example.
+func writeHelp(w io.Writer, h helpText, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "%s\n\nUsage:\n", h.purpose)
+	for _, l := range strings.Split(h.usage, "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+	if h.details != "" {
+		fmt.Fprintf(w, "\n%s\n", h.details)
+	}
+	hasFlags := false
+	if fs != nil {
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	}
+	if hasFlags {
+		fmt.Fprintln(w, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	fmt.Fprintln(w, "\nExample:")
+	for _, l := range strings.Split(h.example, "\n") {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
+}
+
+// groupHelp is the help of a command made of subcommands (explorer,
+// results, agent-creds): each subcommand's purpose and usage.
+func groupHelp(purpose string, subs ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nUsage:\n", purpose)
+	for _, s := range subs {
+		h := helps[s]
+		fmt.Fprintf(&b, "  %s\n      %s\n", strings.SplitN(h.usage, "\n", 2)[0], h.purpose)
+	}
+	fmt.Fprintf(&b, "\nRun 'vlmfleet %s -h' for its flags and an example.", strings.Fields(subs[0])[0]+" SUBCOMMAND")
+	return b.String()
+}
