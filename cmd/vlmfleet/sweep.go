@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/termprogress"
@@ -138,11 +136,15 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
-		s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
-		if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField()); err != nil {
-			return protocol.Sweep{}, fmt.Errorf("%s:\n%s", path, yaml.FormatError(err, false, true))
+		// The controller's own YAML decoder, so that an error names its
+		// line here as on the sweeps page.
+		s, err := controller.DecodeSweepYAML(data)
+		var in *controller.SweepInputError
+		if errors.As(err, &in) && in.Line > 0 && in.Field != "" {
+			// A validation error names the field; the decoder's names its line.
+			return protocol.Sweep{}, fmt.Errorf("%s:%d: %w", path, in.Line, err)
 		}
-		if err := controller.ValidateSweep(s); err != nil {
+		if err != nil {
 			return protocol.Sweep{}, fmt.Errorf("%s: %w", path, err)
 		}
 		return s, nil

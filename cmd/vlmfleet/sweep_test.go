@@ -35,7 +35,7 @@ func TestReadSweepFile(t *testing.T) {
 		"syntax.json": "{\n  \"workload\": {\"cameras\": [1,]}\n}",
 	} {
 		_, err := readSweepFile(testutil.WriteFile(t, filepath.Join(dir, name), body))
-		want := map[string]string{"typo.yaml": "[3:3]", "bad.yaml": "workload.cameras[0]", "syntax.json": "line 2 column"}[name]
+		want := map[string]string{"typo.yaml": "line 3: unknown field \"camera\"", "bad.yaml": "bad.yaml:2: workload.cameras[0]", "syntax.json": "line 2 column"}[name]
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: got %v, want an error naming the file and %q", name, err, want)
 		}
