@@ -189,6 +189,12 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusTooManyRequests, fmt.Errorf("%d imports are running, the most this controller takes at once; retry in a few seconds", MaxConcurrentImports))
 		return
 	}
+	tooLarge := fmt.Errorf("request body over %d bytes (%d MiB), the most one import may be: import the runs in smaller groups", MaxImportBody, MaxImportBody>>20)
+	if r.ContentLength > MaxImportBody {
+		// Said up front: refused before a byte of it is read and parsed.
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+		return
+	}
 	entries, err := DecodeImportStream(http.MaxBytesReader(w, r.Body, MaxImportBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -196,7 +202,7 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 		status := http.StatusBadRequest
 		switch {
 		case errors.As(err, &tooBig):
-			status, err = http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes (%d MiB), the most one import may be: import the runs in smaller groups", MaxImportBody, MaxImportBody>>20)
+			status, err = http.StatusRequestEntityTooLarge, tooLarge
 		case errors.As(err, &req):
 			status = req.status
 		}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -193,18 +194,43 @@ func TestImportOf20MBDocumentIsRefused(t *testing.T) {
 	}
 }
 
-// An import body over MaxImportBody gets 413 however small its documents.
+// An import body over MaxImportBody gets 413 however small its documents:
+// at once when its length says so, and once the limit is read when it is
+// sent chunked, with no length.
 func TestImportOverTheBodyLimitIsRefused(t *testing.T) {
 	c := startController(t, t.TempDir())
-	var entries []io.Reader
-	for i := range 9 {
-		entries = append(entries, importEntry(fmt.Sprint("r", i), MaxImportBody/8-100))
+	body := func() io.Reader {
+		var entries []io.Reader
+		for i := range 9 {
+			entries = append(entries, importEntry(fmt.Sprint("r", i), MaxImportBody/8-100))
+		}
+		return importBody(entries...)
 	}
-	resp := rawPost(t, c, "/api/runs/import", MaxImportBody+1e6, importBody(entries...))
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(errorOf(string(b)), "the most one import may be") {
-		t.Errorf("a body over %d bytes: %d %s, want 413", MaxImportBody, resp.StatusCode, b)
+	check := func(how string, resp *http.Response) {
+		t.Helper()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(errorOf(string(b)), "the most one import may be") {
+			t.Errorf("a body over %d bytes, %s: %d %s, want 413", MaxImportBody, how, resp.StatusCode, b)
+		}
 	}
+	check("its length said", rawPost(t, c, "/api/runs/import", MaxImportBody+1e6, body()))
+
+	// Reading and parsing 64 MiB takes a while under the race detector.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.HTTPURL()+"/api/runs/import", io.MultiReader(body()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = -1 // chunked
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.APIToken())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	check("chunked", resp)
 }
 
 // At most MaxConcurrentImports imports run at once; one more gets 429 with
