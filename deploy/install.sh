@@ -130,7 +130,11 @@ sys chown "root:$user" "$etc"
 sys chown "$user:$user" /var/lib/vlmfleet /var/log/vlmfleet /var/cache/vlmfleet
 
 # The binary is replaced: that is an upgrade.
-act install -m 0755 "$binary" "$root$bin"
+if [ "$binary" -ef "$root$bin" ]; then
+  note "$root$bin is the binary given: left as it is"
+else
+  act install -m 0755 "$binary" "$root$bin"
+fi
 
 # The configuration is the operator's once it exists.
 had_config=0

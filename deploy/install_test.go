@@ -180,6 +180,11 @@ func TestInstallWritesFilesAndKeepsAnExistingConfig(t *testing.T) {
 	}
 	sameFile(t, "vlmfleet-agent.service", unit)
 
+	// Reinstalling the binary already in place (--binary
+	// /usr/local/bin/vlmfleet) is not an error.
+	out = mustInstall(t, "agent", "--binary", filepath.Join(prefix, "usr/local/bin/vlmfleet"), "--prefix", prefix)
+	wantLines(t, out, "# "+prefix+"/usr/local/bin/vlmfleet is the binary given: left as it is")
+
 	// The controller beside it, in the same tree.
 	out = mustInstall(t, "controller", "--binary", bin, "--prefix", prefix)
 	if strings.Contains(out, "Jetson") || strings.Contains(out, "usermod") {
