@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR]
+#
+# Installs the vlmfleet agent or controller as a systemd service: the system
+# user vlmfleet, its directories, the binary, a configuration skeleton (an
+# existing configuration is never replaced) and the hardened unit. What each
+# setting of the units allows and why: docs/operations.md, "Releases and
+# installing".
+#
+#   --binary PATH  the vlmfleet binary to install (default: ../vlmfleet next
+#                  to this script, as in a release tarball)
+#   --dry-run      print every action, do none
+#   --prefix DIR   write the files under DIR instead of / (a staging tree, an
+#                  image being built); the user, ownership and systemctl
+#                  steps act on the running system, so they are only printed
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+usage() {
+  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR]" >&2
+  exit 2
+}
+
+[ $# -ge 1 ] || usage
+role=$1
+shift
+case $role in
+  agent|controller) ;;
+  *) echo "install.sh: role \"$role\": must be agent or controller" >&2; usage ;;
+esac
+binary="$here/../vlmfleet"
+dry=0
+prefix=/
+while [ $# -gt 0 ]; do
+  case $1 in
+    --binary) [ $# -ge 2 ] || { echo "install.sh: --binary needs a PATH" >&2; usage; }; binary=$2; shift 2 ;;
+    --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a DIR" >&2; usage; }; prefix=$2; shift 2 ;;
+    --dry-run) dry=1; shift ;;
+    *) echo "install.sh: unknown argument $1" >&2; usage ;;
+  esac
+done
+
+if [ ! -f "$binary" ] || [ ! -x "$binary" ]; then
+  echo "install.sh: --binary $binary: no executable file there (give the vlmfleet binary of the release with --binary PATH)" >&2
+  exit 1
+fi
+case $prefix in
+  /*) ;;
+  *) echo "install.sh: --prefix $prefix: must be an absolute path" >&2; exit 2 ;;
+esac
+root=${prefix%/}
+# The system steps (user, ownership, systemctl) belong to the machine this
+# runs on; with a prefix the files land elsewhere, so they are shown only.
+system=1
+[ -z "$root" ] || system=0
+if [ "$dry" = 0 ] && [ "$system" = 1 ] && [ "$(id -u)" -ne 0 ]; then
+  echo "install.sh: run as root (or with --dry-run to see what it would do)" >&2
+  exit 1
+fi
+
+user=vlmfleet
+unit=vlmfleet-$role.service
+bin=/usr/local/bin/vlmfleet
+etc=/etc/vlmfleet
+if [ "$role" = agent ]; then
+  config=$etc/agent.yaml
+  skeleton=$here/agent.example.yaml
+else
+  config=$etc/controller.env
+  skeleton=$here/controller.env
+fi
+
+# act runs a command that writes files (under the prefix); sys one that
+# changes the running system. Both print it first, as the shell would.
+# The command is printed quoted, so that a line can be run as it reads.
+show() {
+  printf '+'
+  printf ' %q' "$@"
+}
+act() {
+  show "$@"
+  echo
+  [ "$dry" = 1 ] || "$@"
+}
+sys() {
+  if [ "$system" = 0 ]; then
+    show "$@"
+    echo " # not run: --prefix"
+  else
+    act "$@"
+  fi
+}
+note() { echo "# $*"; }
+
+note "installing the vlmfleet $role under ${prefix}"
+
+# Its own user: no login, no home of its own outside its state directory.
+if [ "$system" = 1 ] && getent passwd "$user" >/dev/null; then
+  note "user $user exists"
+else
+  sys useradd --system --user-group --home-dir /var/lib/vlmfleet --no-create-home \
+    --shell /usr/sbin/nologin --comment "vlmfleet $role" "$user"
+fi
+
+# Engines reach the GPU through device nodes of group video (/dev/nvhost-*,
+# /dev/nvmap on a Jetson; /dev/nvidia* where the driver's udev rules give
+# them to video) and, on some distributions, render (/dev/dri). The agent
+# runs tegrastats and `nvpmodel -q` as its own user, without sudo (the unit
+# sets NoNewPrivileges, which sudo could not pass): the fields it reads
+# (RAM, CPU, GR3D_FREQ, temperatures, power rails) come from world-readable
+# sysfs nodes, and a power mode it cannot read is a warning, not a failure.
+if [ "$role" = agent ]; then
+  for g in video render; do
+    if [ "$system" = 0 ] || getent group "$g" >/dev/null; then
+      sys usermod --append --groups "$g" "$user"
+    fi
+  done
+  if [ -e "$root/etc/nv_tegra_release" ]; then
+    note "Jetson (/etc/nv_tegra_release): tegrastats and nvpmodel -q run as $user, with group video; nothing else granted"
+  fi
+fi
+
+# Directories: the configuration is root's (the agent's NATS credentials
+# lie there, readable by the group), the state, logs and caches the user's.
+act mkdir -p "$root$etc" "$root/var/lib/vlmfleet" "$root/var/log/vlmfleet" "$root/var/cache/vlmfleet" \
+  "$root/usr/local/bin" "$root/etc/systemd/system"
+act chmod 0750 "$root$etc" "$root/var/lib/vlmfleet" "$root/var/log/vlmfleet" "$root/var/cache/vlmfleet"
+sys chown "root:$user" "$etc"
+sys chown "$user:$user" /var/lib/vlmfleet /var/log/vlmfleet /var/cache/vlmfleet
+
+# The binary is replaced: that is an upgrade.
+if [ "$binary" -ef "$root$bin" ]; then
+  note "$root$bin is the binary given: left as it is"
+else
+  act install -m 0755 "$binary" "$root$bin"
+fi
+
+# The configuration is the operator's once it exists.
+had_config=0
+if [ -e "$root$config" ]; then
+  had_config=1
+  note "keeping $config (exists)"
+else
+  act install -m 0640 "$skeleton" "$root$config"
+  sys chown "root:$user" "$config"
+fi
+
+# The unit is ours: replaced on every install. Local changes go in a
+# drop-in (systemctl edit $unit), which an install leaves alone.
+act install -m 0644 "$here/$unit" "$root/etc/systemd/system/$unit"
+
+sys systemctl daemon-reload
+sys systemctl enable "$unit"
+if [ "$had_config" = 1 ]; then
+  sys systemctl restart "$unit"
+else
+  note "edit $config, then: systemctl start $unit"
+fi
