@@ -51,11 +51,17 @@ function deploymentsCell(a) {
 const tokenKey = "vlmfleet_token";
 
 // tokenField fills the input with the kept token and keeps what is typed
-// into it; it returns a function that reads the token now.
+// into it; it returns a function that reads the token now, and keeps that
+// too (a field filled without an input event, by a password manager or a
+// script, is kept once it is used).
 function tokenField(input) {
   input.value = sessionStorage.getItem(tokenKey) || "";
   input.addEventListener("input", () => sessionStorage.setItem(tokenKey, input.value.trim()));
-  return () => input.value.trim();
+  return () => {
+    const t = input.value.trim();
+    if (t) sessionStorage.setItem(tokenKey, t);
+    return t;
+  };
 }
 
 // change sends a change to the API with the token; body, when given, is
