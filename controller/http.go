@@ -37,10 +37,12 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
-	mux.HandleFunc("GET /live", c.handleLivePage)
-	mux.HandleFunc("GET /fleet", c.handleFleetPage)
-	mux.HandleFunc("GET /sweeps", c.handleSweepsPage)
-	mux.HandleFunc("GET /sweeps/{id}", c.handleSweepPage)
+	mux.HandleFunc("GET /live", webFile("live.html"))
+	mux.HandleFunc("GET /fleet", webFile("fleet.html"))
+	mux.HandleFunc("GET /sweeps", webFile("sweeps.html"))
+	mux.HandleFunc("GET /sweeps/{id}", webFile("sweep.html"))
+	mux.HandleFunc("GET /lab/lab.css", webFile("lab.css"))
+	mux.HandleFunc("GET /lab/lab.js", webFile("lab.js"))
 	if c.opt.Explorer != nil {
 		ex := c.opt.Explorer(c.store.Summaries())
 		mux.Handle("/", ex)

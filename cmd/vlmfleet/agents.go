@@ -14,16 +14,7 @@ import (
 // cmdAgents is `vlmfleet agents`: what a sweep can select, and what the
 // agents are doing now.
 func cmdAgents(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet(c, "agents")
-	cf := addControllerFlags(fs)
-	asJSON := fs.Bool("json", false, "print the agents as GET /api/agents does")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	cl, err := cf.client(c)
+	cl, asJSON, err := listCommand(c, "agents", "print the agents as GET /api/agents does", args)
 	if err != nil {
 		return err
 	}
@@ -31,7 +22,7 @@ func cmdAgents(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSON(c, agents)
 	}
 	if len(agents) == 0 {

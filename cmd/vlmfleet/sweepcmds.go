@@ -57,17 +57,26 @@ func oneID(fs *flag.FlagSet, args []string, what string) (string, error) {
 	return pos[0], nil
 }
 
-func sweepList(ctx context.Context, c *cli, args []string) error {
-	fs := newFlagSet(c, "sweep list")
+// listCommand parses the command line of a command that lists what one
+// API endpoint returns: the controller's flags and --json (jsonHelp says
+// what it prints), no argument. It returns the controller's client and
+// whether to print JSON.
+func listCommand(c *cli, name, jsonHelp string, args []string) (*client.Client, bool, error) {
+	fs := newFlagSet(c, name)
 	cf := addControllerFlags(fs)
-	asJSON := fs.Bool("json", false, "print the sweeps as GET /api/sweeps does")
+	asJSON := fs.Bool("json", false, jsonHelp)
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, false, err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, false, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	cl, err := cf.client(c)
+	return cl, *asJSON, err
+}
+
+func sweepList(ctx context.Context, c *cli, args []string) error {
+	cl, asJSON, err := listCommand(c, "sweep list", "print the sweeps as GET /api/sweeps does", args)
 	if err != nil {
 		return err
 	}
@@ -77,7 +86,7 @@ func sweepList(ctx context.Context, c *cli, args []string) error {
 	}
 	// Newest first: the sweep one looks for is usually the last one.
 	slices.SortStableFunc(sweeps, func(a, b controller.SweepView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	if *asJSON {
+	if asJSON {
 		return writeJSON(c, sweeps)
 	}
 	if len(sweeps) == 0 {
