@@ -147,12 +147,10 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
 	}
 	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Msg("sweep submitted")
-	for _, j := range jobs {
-		if err := c.publishJob(ctx, j); err != nil {
-			// Stored as unpublished: the publisher retries with backoff.
-			c.log.Warn().Err(err).Str("job", j.Job.ID).Msg("publishing a job failed; will retry")
-			c.kickPublisher()
-		}
+	if _, err := c.publishJobs(ctx, jobs); err != nil {
+		// Stored as unpublished: the publisher retries with backoff.
+		c.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")
+		c.kickPublisher()
 	}
 	return s, nil
 }
@@ -192,26 +190,63 @@ func agentIDs(as []AgentView) string {
 	return strings.Join(ids, ", ")
 }
 
-// publishJob publishes a stored job with its message id, waits for
-// JetStream's acknowledgement and marks the job published. Publishing
-// again is harmless: the stream drops a duplicate id within its window.
-func (c *Controller) publishJob(ctx context.Context, j store.JobRecord) error {
-	if err := j.Job.Validate(); err != nil {
-		return fmt.Errorf("job %s: %w", j.Job.ID, err)
-	}
-	data, err := json.Marshal(j.Job)
-	if err != nil {
-		return fmt.Errorf("job %s: encode: %w", j.Job.ID, err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// publishJobs publishes stored jobs with their message ids, waits for
+// JetStream's acknowledgements and marks the acknowledged jobs published;
+// it returns their ids. Every publish is sent before any acknowledgement is
+// awaited, and the marks are one store transaction: one job at a time, each
+// waiting for its acknowledgement and its own commit, a sweep over 200
+// agents did not finish its POST in 3 minutes on a busy host. Publishing
+// again is harmless: the stream drops a duplicate id within its window, and
+// a duplicate's acknowledgement carries the sequence of the stored original.
+func (c *Controller) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]string, error) {
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	// A duplicate's acknowledgement carries the sequence of the stored original.
-	ack, err := c.js.Publish(pctx, protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)))
-	if err != nil {
-		return fmt.Errorf("job %s: publish: %w", j.Job.ID, err)
+	type sent struct {
+		id  string
+		ack jetstream.PubAckFuture
 	}
-	return c.store.MarkPublished(j.Job.ID, time.Now().UTC(), ack.Sequence)
+	var pending []sent
+	var errs []error
+	for _, j := range jobs {
+		if err := j.Job.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("job %s: %w", j.Job.ID, err))
+			continue
+		}
+		data, err := json.Marshal(j.Job)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: encode: %w", j.Job.ID, err))
+			continue
+		}
+		ack, err := c.js.PublishAsync(protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("job %s: publish: %w", j.Job.ID, err))
+			continue
+		}
+		pending = append(pending, sent{j.Job.ID, ack})
+	}
+	seqs := map[string]uint64{}
+	for _, p := range pending {
+		select {
+		case ack := <-p.ack.Ok():
+			seqs[p.id] = ack.Sequence
+		case err := <-p.ack.Err():
+			errs = append(errs, fmt.Errorf("job %s: publish: %w", p.id, err))
+		case <-pctx.Done():
+			errs = append(errs, fmt.Errorf("job %s: publish: no acknowledgement: %w", p.id, pctx.Err()))
+		}
+	}
+	if len(seqs) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := c.store.MarkPublished(time.Now().UTC(), seqs); err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
+	return slices.Sorted(maps.Keys(seqs)), errors.Join(errs...)
 }
+
+// publishTimeout bounds how long a batch of publishes waits for JetStream's
+// acknowledgements.
+const publishTimeout = 30 * time.Second
 
 func (c *Controller) kickPublisher() {
 	select {
@@ -255,13 +290,12 @@ func (c *Controller) publishPending(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, j := range jobs {
-		if err := c.publishJob(ctx, j); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.log.Info().Str("job", j.Job.ID).Str("agent", j.Job.AgentID).Msg("published a stored job")
+	if len(jobs) == 0 {
+		return nil
 	}
-	return errors.Join(errs...)
+	ids, err := c.publishJobs(ctx, jobs)
+	if len(ids) > 0 {
+		c.log.Info().Int("jobs", len(ids)).Strs("ids", ids).Msg("published stored jobs")
+	}
+	return err
 }

@@ -166,27 +166,34 @@ func (s *Store) UnpublishedJobs(ctx context.Context) ([]JobRecord, error) {
 	return out, nil
 }
 
-// MarkPublished records that JetStream acknowledged the job, stored as
-// stream sequence seq.
-func (s *Store) MarkPublished(id string, at time.Time, seq uint64) error {
+// MarkPublished records that JetStream acknowledged the jobs, each stored
+// as the stream sequence seqs gives for its id.
+func (s *Store) MarkPublished(at time.Time, seqs map[string]uint64) error {
+	// One transaction for all: a sweep's jobs are published together, and
+	// a commit (an fsync) for each took seconds for hundreds of jobs.
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketJobs)
-		var j JobRecord
-		if err := getExisting(b, id, &j); err != nil {
-			return err
+		for id, seq := range seqs {
+			var j JobRecord
+			if err := getExisting(b, id, &j); err != nil {
+				return fmt.Errorf("job %s: %w", id, err)
+			}
+			if j.Published && j.StreamSeq == seq {
+				continue
+			}
+			if !j.Published {
+				j.Published = true
+				j.PublishedAt = at
+			}
+			j.StreamSeq = seq
+			if err := putJSON(b, id, &j); err != nil {
+				return err
+			}
 		}
-		if j.Published && j.StreamSeq == seq {
-			return nil
-		}
-		if !j.Published {
-			j.Published = true
-			j.PublishedAt = at
-		}
-		j.StreamSeq = seq
-		return putJSON(b, id, &j)
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: mark job %s published: %w", id, err)
+		return fmt.Errorf("store: mark jobs published: %w", err)
 	}
 	return nil
 }
