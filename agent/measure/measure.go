@@ -244,6 +244,11 @@ func cachePrompt(w protocol.Workload, info protocol.EngineInfo, displayName stri
 	return false, false
 }
 
+// engineDeathGrace is how long a combination whose requests all failed
+// waits for the engine's watcher to report a death before it counts as
+// measured.
+const engineDeathGrace = 2 * time.Second
+
 func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder, n int) loadgen.Hooks {
 	return loadgen.Hooks{
 		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
@@ -266,6 +271,19 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder,
 		},
 		ComboDone: func(idx int, c *protocol.Combination) error {
 			defer m.level.Store(0)
+			if c.Completed == 0 && c.Failed > 0 {
+				// Every request failed: most likely the engine died, and
+				// its requests were refused faster than the engine's
+				// watcher could say so (a busy host schedules it late).
+				// Give the watcher a moment before taking the failures
+				// for a measurement.
+				t := time.NewTimer(engineDeathGrace)
+				select {
+				case <-mctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
 			// A combination cut short by the engine's death is not a
 			// measurement: its requests failed in microseconds.
 			if cause := context.Cause(mctx); cause != nil {
