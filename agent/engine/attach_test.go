@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/fakellama"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/simtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -85,14 +85,7 @@ func TestAttachNamesTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- simengine.New(p, simengine.Options{Speedup: 10, Seed: 1}).Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); testutil.Returned(t, done, "simulated engine") })
+	sim := simtest.Serve(t, p, simengine.Options{Speedup: 10, Seed: 1})
 
 	for _, c := range []struct {
 		what, base, model, name, version string
@@ -101,7 +94,7 @@ func TestAttachNamesTheServer(t *testing.T) {
 		{"vLLM", vllm.URL + "/v1", "Qwen/Qwen3-VL-4B", protocol.EngineNameVLLM, "0.11.0"},
 		{"Ollama", ollama.URL + "/v1", "tiny", "Ollama", "0.17.4"},
 		{"llama.cpp without /props", llamaNoProps.URL + "/v1", "m", protocol.EngineNameLlamaCpp, ""},
-		{"simulator", "http://" + ln.Addr().String() + "/v1", p.Model, "vLLM", ""},
+		{"simulator", sim, p.Model, "vLLM", ""},
 		{"unknown", unknown.URL + "/v1", "m", "external", ""},
 	} {
 		info := attachInfo(t, c.base, c.model)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/fakellama"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/simtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -168,7 +168,7 @@ func TestBenchChecksTheEndpointFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := serveSim(t, p, 10)
+	sim := simtest.Serve(t, p, simengine.Options{Speedup: 10, Seed: 1})
 	closed := "http://" + testutil.ClosedAddr(t) + "/v1"
 	for _, c := range []struct {
 		url, model, want string
@@ -200,18 +200,9 @@ func TestBenchAllFailedCombinationExitsNonZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- simengine.New(p, simengine.Options{Speedup: 10, Seed: 1, FailEvery: 1}).Serve(ctx, ln)
-	}()
-	t.Cleanup(func() { cancel(); testutil.Returned(t, done, "simulated engine") })
+	u := simtest.Serve(t, p, simengine.Options{Speedup: 10, Seed: 1, FailEvery: 1})
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
-	code, out, errOut := runCLI(t, "bench", "--url", "http://"+ln.Addr().String()+"/v1", "--model", p.Model, "--sizes", "480p", "--multi-sizes", "480p",
+	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "480p", "--multi-sizes", "480p",
 		"--cameras", "1", "--requests", "2", "--images", "1", "--multi-requests", "1", "--image-dir", snapshotDir(t), "--json", jsonPath)
 	if code != 1 || !strings.Contains(errOut, "every request of 480p-1img-1cam failed (HTTP 500") {
 		t.Errorf("exit %d, stderr %q; want 1 naming the combination", code, errOut)
@@ -250,26 +241,6 @@ func TestBenchFlagErrors(t *testing.T) {
 	}
 }
 
-// serveSim runs the simulated engine of `vlmfleet sim` on loopback until the
-// test ends.
-func serveSim(t *testing.T, p simengine.Profile, speedup float64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- simengine.New(p, simengine.Options{Speedup: speedup, Seed: 1}).Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("simulated engine: %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String() + "/v1"
-}
-
 // bench against a sped-up simulator labels the run simulated and puts its
 // times back on the simulated device's scale.
 func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
@@ -278,7 +249,7 @@ func TestBenchAgainstSimulatorIsLabelledAndScaled(t *testing.T) {
 		t.Fatal(err)
 	}
 	const speedup = 10
-	u := serveSim(t, p, speedup)
+	u := simtest.Serve(t, p, simengine.Options{Speedup: speedup, Seed: 1})
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
 	code, out, errOut := runCLI(t, "bench", "--url", u, "--model", p.Model, "--sizes", "720p", "--multi-sizes", "720p",
 		"--cameras", "1", "--requests", "3", "--images", "1", "--multi-requests", "3", "--warmup", "1", "--max-tokens", "8",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/simtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -61,7 +62,7 @@ func TestBenchAndLabJobMeasureAlike(t *testing.T) {
 	job := runs[0]
 
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
-	code, out, errOut := runCLI(t, "bench", "--url", serveSim(t, p, speedup), "--model", p.Model,
+	code, out, errOut := runCLI(t, "bench", "--url", simtest.Serve(t, p, simengine.Options{Speedup: speedup, Seed: 1}), "--model", p.Model,
 		"--params", strconv.FormatFloat(p.ParamsB, 'g', -1, 64), "--quantization", p.Quantization,
 		"--sizes", "480p", "--cameras", "1,2", "--requests", "2", "--multi-sizes", "480p", "--images", "1,3",
 		"--multi-requests", "2", "--max-tokens", "8", "--json", jsonPath)
