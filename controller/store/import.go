@@ -44,6 +44,7 @@ func (s *Store) ImportRuns(entries []ImportEntry) ([]string, error) {
 	ids := make([]string, 0, len(entries))
 	seen := map[string]int{}
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		s.runsChanged(tx)
 		rb := tx.Bucket(bucketRuns)
 		now := time.Now().UTC()
 		for i, e := range entries {

@@ -357,6 +357,7 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 			if err := closeRun(tx, rec.RunID, status, ch.Error, received); err != nil {
 				return err
 			}
+			s.runsChanged(tx)
 		}
 		return putJSON(b, ch.JobID, &rec)
 	})

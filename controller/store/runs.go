@@ -67,6 +67,7 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 	// Everything that arrives over the lab's NATS was measured by the lab.
 	run.Source = protocol.SourceLab
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		s.runsChanged(tx)
 		job, attempt, err := checkLabRun(tx, run)
 		if err != nil {
 			return err

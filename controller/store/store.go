@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -82,6 +83,8 @@ type Store struct {
 	db      *bolt.DB
 	path    string
 	pidPath string
+	// runsGen is RunsGeneration's counter.
+	runsGen atomic.Uint64
 }
 
 // Options tune Open.

@@ -216,3 +216,37 @@ func TestRejectedIsRecorded(t *testing.T) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
+
+func TestRunsGenerationMovesOnlyWhenRunsChange(t *testing.T) {
+	s := openTest(t)
+	good := testRun("gen1", "")
+	good.Source = protocol.SourceBench
+	good.Status = protocol.RunCompleted
+	good.Combinations = []protocol.Combination{*combo("720p", 1)}
+	good.Combinations[0].Completed, good.Combinations[0].TTFT.N = 1, 1
+	bad := testRun("gen2", "")
+	bad.Workload.Cameras = []int{0}
+	g0 := s.RunsGeneration()
+	if _, err := s.ImportRuns([]ImportEntry{{Origin: "a.json", Run: good}}); err != nil {
+		t.Fatal(err)
+	}
+	g1 := s.RunsGeneration()
+	if g1 == g0 {
+		t.Fatalf("generation still %d after an import", g1)
+	}
+	// A refused import rolls back and must not invalidate readers' caches.
+	if _, err := s.ImportRuns([]ImportEntry{{Origin: "b.json", Run: bad}}); err == nil {
+		t.Fatal("a run with 0 cameras was imported")
+	}
+	if g := s.RunsGeneration(); g != g1 {
+		t.Fatalf("generation moved %d → %d on a rolled-back import", g1, g)
+	}
+	labHeader := labRun(t, s, "lab", "a1")
+	g2 := s.RunsGeneration()
+	if err := s.ApplyResult(protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: labHeader, Combination: combo("480p", 1)}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if g := s.RunsGeneration(); g == g2 {
+		t.Fatalf("generation still %d after a result", g)
+	}
+}
