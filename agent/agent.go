@@ -19,6 +19,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
+	"github.com/vlmfleet/vlmfleet/agent/outbox"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -83,6 +84,9 @@ type Agent struct {
 	// jobQueue is the open pull for jobs while jobs are served; a drain
 	// stops it.
 	jobQueue *jobQueue
+
+	// out spools what must reach the controller while Run runs.
+	out *outbox.Outbox
 }
 
 // New checks the configuration; Run connects.
@@ -281,6 +285,14 @@ func (a *Agent) onNATSError(_ *nats.Conn, sub *nats.Subscription, err error) {
 }
 
 func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
+	// Opened first: a spool that another agent process holds (two agents
+	// with one id) stops this one before it touches NATS.
+	out, err := outbox.Open(outbox.Options{Dir: a.cfg.SpoolDir, MaxBytes: a.cfg.SpoolMaxMiB << 20, Log: a.log})
+	if err != nil {
+		return fmt.Errorf("agent config: spool_dir: %w", err)
+	}
+	defer out.Close()
+	a.out = out
 	nc, err := a.connect(ctx, refuse)
 	if err != nil {
 		var refused *RefusedError
@@ -295,6 +307,8 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	a.nc, a.js = nc, js
+	stopFlusher := a.startFlusher(ctx)
+	defer stopFlusher()
 
 	// Subscribed before the announcement, so that a controller that sees the
 	// agent can already reach it.
@@ -346,8 +360,18 @@ func (a *Agent) announce(ctx context.Context) error {
 		// the agent cannot serve, and why.
 		BrokenDeployments: a.BrokenDeployments(),
 	}
-	return a.publishDurable(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
+	seq, err := a.spool(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
 		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)
+	if err != nil {
+		return err
+	}
+	// The agent takes no job before the controller knows it, as when the
+	// announcement was published directly: what a previous run left in the
+	// spool goes first, then the announcement.
+	if err := a.out.Wait(ctx, seq); err != nil {
+		return fmt.Errorf("announce: %w", err)
+	}
+	return nil
 }
 
 func (a *Agent) setState(state, jobID string, cancel context.CancelCauseFunc) {
@@ -422,26 +446,56 @@ func (a *Agent) publishLive(kind string, v any) {
 	}
 }
 
-// publishDurable publishes to JetStream and waits for the stream's ack,
-// retrying with backoff: a message that must not be lost is not given up
-// while the agent runs. The message id makes retries safe.
+// publishDurable hands a message that must not be lost to the spool
+// (agent/outbox) and returns once it is on disk; the flusher publishes it
+// to JetStream, retrying until the stream acknowledges it. So a link that
+// is down stops no measurement. The message id makes a retry, or a
+// message the spool sends twice, count once.
 func (a *Agent) publishDurable(ctx context.Context, subject, msgID string, v any) error {
+	_, err := a.spool(ctx, subject, msgID, v)
+	return err
+}
+
+// spool appends a message to the spool and returns its sequence number,
+// for a wait until it is sent (outbox.Wait).
+func (a *Agent) spool(ctx context.Context, subject, msgID string, v any) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", subject, err)
+		return 0, fmt.Errorf("encode %s: %w", subject, err)
 	}
-	err = backoff.Default.Retry(ctx, func(attempt int) error {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, err := a.js.Publish(pctx, subject, data, jetstream.WithMsgID(msgID))
-		// Every tenth failure is enough to show that a long outage goes on.
-		if err != nil && ctx.Err() == nil && (attempt == 1 || attempt%10 == 0) {
-			a.log.Warn().Err(err).Str("subject", subject).Int("attempt", attempt).Msg("publish not acknowledged; retrying")
-		}
-		return err
-	})
+	seq, err := a.out.Append(ctx, subject, msgID, data)
 	if err != nil {
-		return fmt.Errorf("publish %s (%s): %w", subject, msgID, err)
+		return 0, fmt.Errorf("publish %s (%s): %w", subject, msgID, err)
 	}
-	return nil
+	return seq, nil
+}
+
+// spoolDrainTimeout is how long a stopping agent goes on sending its spool:
+// enough for what the last job left when NATS is there, and not holding a
+// stop up when it is not (the next start sends the rest).
+const spoolDrainTimeout = 5 * time.Second
+
+// startFlusher runs the spool's flusher on the agent's connection; the
+// returned stop gives it spoolDrainTimeout to send what is left, then ends it.
+func (a *Agent) startFlusher(ctx context.Context) (stop func()) {
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.out.Run(fctx, func(pctx context.Context, subject, msgID string, data []byte) error {
+			_, err := a.js.Publish(pctx, subject, data, jetstream.WithMsgID(msgID))
+			return err
+		})
+	}()
+	return func() {
+		dctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), spoolDrainTimeout)
+		if err := a.out.Wait(dctx, a.out.Last()); err != nil {
+			n, size := a.out.Len()
+			a.log.Warn().Int("messages", n).Int64("bytes", size).Str("spool", a.out.Dir()).
+				Msg("stopping with messages not yet acknowledged; they stay in the spool and the next start sends them first")
+		}
+		cancelDrain()
+		cancel()
+		<-done
+	}
 }

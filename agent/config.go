@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/outbox"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -47,6 +49,15 @@ type Config struct {
 	// ImageRoots are directories a workload's image_set may name (own camera snapshots).
 	ImageRoots []string `yaml:"image_roots"`
 	LogDir     string   `yaml:"log_dir"`
+	// SpoolDir holds the messages that must reach the controller (job
+	// states, results) until JetStream has acknowledged them, so that a
+	// link that is down stops no measurement (agent/outbox); default
+	// <log_dir>/spool/<id>. It must survive a reboot: put it on the
+	// device's storage, not on a tmpfs.
+	SpoolDir string `yaml:"spool_dir"`
+	// SpoolMaxMiB bounds the spool (default 1024): a full spool makes the
+	// job wait for the link, it never drops a message.
+	SpoolMaxMiB int64 `yaml:"spool_max_mib"`
 	// SysRoot prefixes device files read for facts and telemetry (tests use fixture trees).
 	SysRoot   string          `yaml:"sysroot"`
 	Telemetry TelemetryConfig `yaml:"telemetry"`
@@ -131,8 +142,17 @@ func (c Config) withDefaults(hostname string) Config {
 	if c.LogDir == "" {
 		c.LogDir = os.TempDir()
 	}
+	if c.SpoolDir == "" {
+		c.SpoolDir = filepath.Join(c.LogDir, "spool", c.ID)
+	}
+	if c.SpoolMaxMiB == 0 {
+		c.SpoolMaxMiB = outbox.DefaultMaxBytes >> 20
+	}
 	return c
 }
+
+// maxSpoolMiB bounds spool_max_mib (4 TiB): a larger figure is a typo.
+const maxSpoolMiB = 4 << 20
 
 // Validate reports the first wrong field and what is allowed, in the
 // agent-wide settings and in every deployment: the whole configuration is
@@ -159,6 +179,12 @@ func (c Config) validateAgent() error {
 	}
 	if !slices.Contains(telemetry.Sources(), c.Telemetry.Source) {
 		return fmt.Errorf("telemetry.source: %q, want one of %s", c.Telemetry.Source, strings.Join(telemetry.Sources(), ", "))
+	}
+	if c.SpoolMaxMiB < 0 || c.SpoolMaxMiB > maxSpoolMiB {
+		return fmt.Errorf("spool_max_mib: %d, want 1 to %d (MiB; 0 or unset: %d)", c.SpoolMaxMiB, maxSpoolMiB, outbox.DefaultMaxBytes>>20)
+	}
+	if fi, err := os.Stat(c.SpoolDir); err == nil && !fi.IsDir() {
+		return fmt.Errorf("spool_dir: %s is a file, want a directory (made if missing)", c.SpoolDir)
 	}
 	return protocol.ValidateLabels("labels", c.Labels)
 }

@@ -48,10 +48,13 @@ func TestConfigValidation(t *testing.T) {
 			ID: "d1", Model: "M", Engine: engine.Config{Kind: "external", URL: "http://127.0.0.1:1/v1"},
 		}}}
 	}
+	aFile := testutil.WriteFile(t, filepath.Join(t.TempDir(), "spool"), "")
 	cases := map[string]struct {
 		mutate func(*Config)
 		want   string
 	}{
+		"spool size": {func(c *Config) { c.SpoolMaxMiB = -1 }, "spool_max_mib: -1, want 1 to"},
+		"spool dir":  {func(c *Config) { c.SpoolDir = aFile }, "spool_dir: " + aFile + " is a file, want a directory"},
 		"id":        {func(c *Config) { c.ID = "a.b" }, "id:"},
 		"none":      {func(c *Config) { c.Deployments = nil }, "deployments: none"},
 		"dup":       {func(c *Config) { c.Deployments = append(c.Deployments, c.Deployments[0]) }, "ids must be unique"},

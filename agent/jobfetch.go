@@ -83,7 +83,7 @@ type jobQueue struct {
 // openJobs binds the agent's consumer, opens the pull on it and starts its
 // reader, which runs until ctx ends.
 func (a *Agent) openJobs(ctx context.Context) (*jobQueue, error) {
-	q := &jobQueue{a: a, jobs: make(chan jetstream.Msg), done: make(chan struct{})}
+	q := &jobQueue{a: a, jobs: make(chan jetstream.Msg), done: make(chan struct{}), endedIDs: a.out.Ended()}
 	if err := q.open(ctx); err != nil {
 		return nil, err
 	}
@@ -294,12 +294,11 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	if q.ended(job.ID) {
 		// Its acknowledgement reached the server after the ack wait had
 		// run out (the server was stopped, or unreachable, while the job
-		// ran), so the server delivered it again: it is done, not to be
+		// ran; or the agent stopped, or restarted, before its spool was
+		// sent), so the server delivered it again: it is done, not to be
 		// measured twice.
 		a.log.Info().Str("job", job.ID).Int("attempt", attempt).Msg("job delivered again after it ended here; acknowledging it")
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		_ = msg.DoubleAck(actx)
+		a.ackWhenSent(ctx, msg, job.ID)
 		return
 	}
 	// The job's context ends with the agent's, or with a cancel from the
@@ -309,14 +308,13 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	a.setState(protocol.AgentBusy, job.ID, stop)
 	defer a.setState(protocol.AgentIdle, "", nil)
 
-	// Keep JetStream from redelivering a long job to nobody while it runs.
-	go tick.Every(jobCtx, a.opt.JobAckWait/3, func() { _ = msg.InProgress() })
+	// Keep JetStream from redelivering a long job to nobody while it runs,
+	// and while its messages wait in the spool after it ended.
+	alive, stopAlive := context.WithCancel(ctx)
+	defer stopAlive()
+	go tick.Every(alive, a.opt.JobAckWait/3, func() { _ = msg.InProgress() })
 	err = a.runJob(ctx, jobCtx, job, attempt)
 	stop(nil)
-	// The acknowledgement outlives a shutdown that began after the job ended:
-	// a finished (or cancelled) job must not run again.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
 	if err != nil && ctx.Err() != nil {
 		// Stopping mid-job: hand the job back at once, so that the agent
 		// gets it again when it returns instead of after the ack wait. The
@@ -327,24 +325,50 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 		a.log.Warn().Str("job", job.ID).Msg("agent stopping mid-job; the job will be delivered again")
 		q.stop()
 		_ = msg.NakWithDelay(handBackDelay)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
 		_ = a.nc.FlushWithContext(actx)
 		return
 	}
 	q.end(job.ID)
+	a.ackWhenSent(ctx, msg, job.ID)
+}
+
+// ackWhenSent acknowledges an ended job once the stream has acknowledged
+// every message it spooled: a job is acknowledged only after its final
+// result and state are stored, as when they were published directly. While
+// the link is down that waits (the pull could deliver no other job
+// meanwhile anyway). An agent stopping meanwhile leaves the job
+// unacknowledged: it is delivered again, and the list of ended jobs, kept
+// in the spool, has it acknowledged then rather than measured twice.
+func (a *Agent) ackWhenSent(ctx context.Context, msg jetstream.Msg, jobID string) {
+	if err := a.out.Wait(ctx, a.out.Last()); err != nil {
+		a.log.Info().Str("job", jobID).Msg("stopping before the job's messages were sent; they stay in the spool and the job is acknowledged after the next start")
+		return
+	}
+	// The acknowledgement outlives a shutdown that began after the job
+	// ended: a finished (or cancelled) job must not run again.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if err := msg.DoubleAck(actx); err != nil {
-		a.log.Warn().Err(err).Str("job", job.ID).Msg("acknowledge job")
+		a.log.Warn().Err(err).Str("job", jobID).Msg("acknowledge job")
 	}
 }
 
 // endedJobs is how many ended jobs the agent remembers (see jobQueue.ended).
 const endedJobs = 64
 
-// end remembers that the job ended here and was acknowledged.
+// end remembers that the job ended here, in the spool too: a job that
+// ended while the link was down is delivered again once it is back (its
+// acknowledgement never arrived), maybe to an agent restarted meanwhile.
 func (q *jobQueue) end(id string) {
-	if len(q.endedIDs) == endedJobs {
-		q.endedIDs = q.endedIDs[1:]
+	if len(q.endedIDs) >= endedJobs {
+		q.endedIDs = q.endedIDs[len(q.endedIDs)-endedJobs+1:]
 	}
 	q.endedIDs = append(q.endedIDs, id)
+	if err := q.a.out.SaveEnded(q.endedIDs); err != nil {
+		q.a.log.Warn().Err(err).Str("job", id).Msg("cannot save the list of ended jobs; a restart before the job is acknowledged would measure it again")
+	}
 }
 
 // ended says whether the job ended here. The pull stays open while a job
