@@ -55,12 +55,12 @@ func TestConfigValidation(t *testing.T) {
 	}{
 		"spool size": {func(c *Config) { c.SpoolMaxMiB = -1 }, "spool_max_mib: -1, want 1 to"},
 		"spool dir":  {func(c *Config) { c.SpoolDir = aFile }, "spool_dir: " + aFile + " is a file, want a directory"},
-		"id":        {func(c *Config) { c.ID = "a.b" }, "id:"},
-		"none":      {func(c *Config) { c.Deployments = nil }, "deployments: none"},
-		"dup":       {func(c *Config) { c.Deployments = append(c.Deployments, c.Deployments[0]) }, "ids must be unique"},
-		"model":     {func(c *Config) { c.Deployments[0].Model = "" }, "deployments[0].model"},
-		"telemetry": {func(c *Config) { c.Telemetry.Source = "gpu" }, "telemetry.source"},
-		"label key": {func(c *Config) { c.Labels = map[string]string{"my site": "x"} }, `labels: key "my site": want 1-63 letters`},
+		"id":         {func(c *Config) { c.ID = "a.b" }, "id:"},
+		"none":       {func(c *Config) { c.Deployments = nil }, "deployments: none"},
+		"dup":        {func(c *Config) { c.Deployments = append(c.Deployments, c.Deployments[0]) }, "ids must be unique"},
+		"model":      {func(c *Config) { c.Deployments[0].Model = "" }, "deployments[0].model"},
+		"telemetry":  {func(c *Config) { c.Telemetry.Source = "gpu" }, "telemetry.source"},
+		"label key":  {func(c *Config) { c.Labels = map[string]string{"my site": "x"} }, `labels: key "my site": want 1-63 letters`},
 		"label value": {func(c *Config) { c.Labels = map[string]string{"site": strings.Repeat("x", 300)} },
 			"labels.site: 300 bytes, at most 256"},
 	}
