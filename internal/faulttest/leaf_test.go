@@ -73,9 +73,15 @@ host: %s
 port: %s
 max_payload: 8MB
 jetstream { store_dir: %q }
+# The lab's account uses JetStream without a domain on both sides of the
+# leaf connection: without this the servers deny the JetStream API across it.
+default_js_domain: { VLMFLEET: "" }
 leafnodes {
   host: %s
   port: %s
+  # The site reaches the hub only through its link: a leaf told the hub's
+  # own address would go around the proxy.
+  no_advertise: true
   authorization { user: site1, password: %q, account: VLMFLEET }
 }
 accounts {
@@ -102,6 +108,7 @@ accounts {
 host: %s
 port: %s
 max_payload: 8MB
+default_js_domain: { VLMFLEET: "" }
 accounts {
   VLMFLEET {
     users: [
@@ -225,7 +232,7 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 	all := append(slices.Clone(hubAgents), siteAgents...)
 	l.addAgents(all...)
 
-	w := workload(40)
+	w := workload(60)
 	w.Cameras = []int{1, 2, 3, 4, 5, 6}
 	s := l.submit(w, all...)
 	jobOf := map[string]string{}
