@@ -2,7 +2,9 @@ package faulttest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
@@ -125,23 +126,24 @@ leafnodes {
 	return ls
 }
 
-// siteWatch reads, on the site's server, the durable messages the site's
-// agents publish: what they measured, whether or not the hub can hear it.
+// siteWatch reads, on the site's server, the live progress of the site's
+// agents: what they measure, whether or not the hub hears it (their
+// results wait in their spools, in order, while the link is cut).
 type siteWatch struct {
 	mu      sync.Mutex
-	combos  map[string]map[string]bool // agent → result msg ids of combinations
-	ended   map[string]bool            // agent → a terminal state of attempt 1 seen
+	combos  map[string]map[int]bool // agent → combinations whose measurement was seen
+	done    map[string]bool         // agent → its job's end was seen
 	changed chan struct{}
 }
 
 func watchSite(t *testing.T, url string) *siteWatch {
-	w := &siteWatch{combos: map[string]map[string]bool{}, ended: map[string]bool{}, changed: make(chan struct{})}
+	w := &siteWatch{combos: map[string]map[int]bool{}, done: map[string]bool{}, changed: make(chan struct{})}
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if _, err := nc.Subscribe(protocol.SubjectPrefix+".agent.*.*", w.onMsg); err != nil {
+	if _, err := nc.Subscribe(protocol.AgentSubject("*", protocol.KindProgress), w.onProgress); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
@@ -150,22 +152,21 @@ func watchSite(t *testing.T, url string) *siteWatch {
 	return w
 }
 
-func (w *siteWatch) onMsg(m *nats.Msg) {
-	agent, kind := "", ""
-	if tok := strings.Split(m.Subject, "."); len(tok) == 4 {
-		agent, kind = tok[2], tok[3]
+func (w *siteWatch) onProgress(m *nats.Msg) {
+	var p protocol.Progress
+	if err := json.Unmarshal(m.Data, &p); err != nil {
+		return
 	}
-	id := m.Header.Get(jetstream.MsgIDHeader)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch {
-	case kind == protocol.KindResult && !strings.HasSuffix(id, ".final"):
-		if w.combos[agent] == nil {
-			w.combos[agent] = map[string]bool{}
+	switch p.Phase {
+	case protocol.PhaseMeasure:
+		if w.combos[p.AgentID] == nil {
+			w.combos[p.AgentID] = map[int]bool{}
 		}
-		w.combos[agent][id] = true
-	case kind == protocol.KindState && strings.HasSuffix(id, "."+string(protocol.JobCompleted)+".1"):
-		w.ended[agent] = true
+		w.combos[p.AgentID][p.ComboIdx] = true
+	case protocol.PhaseDone:
+		w.done[p.AgentID] = true
 	default:
 		return
 	}
@@ -173,18 +174,28 @@ func (w *siteWatch) onMsg(m *nats.Msg) {
 	w.changed = make(chan struct{})
 }
 
-// measured counts the combinations the agent published (retries of one
-// count once).
-func (w *siteWatch) measured(agent string) int {
+// measured is the set of combinations the agent was seen measuring.
+func (w *siteWatch) measured(agent string) map[int]bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.combos[agent])
+	return maps.Clone(w.combos[agent])
 }
 
-func (w *siteWatch) completed(agent string) bool {
+func (w *siteWatch) ended(agent string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ended[agent]
+	return w.done[agent]
+}
+
+// newSince counts the combinations measured that were not in before.
+func (w *siteWatch) newSince(agent string, before map[int]bool) int {
+	n := 0
+	for i := range w.measured(agent) {
+		if !before[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // wait waits until cond holds, for what the site's agents publish, until
@@ -243,7 +254,7 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 		l.waitMeasuring(jobOf[id])
 	}
 
-	before := map[string]int{}
+	before := map[string]map[int]bool{}
 	for _, id := range siteAgents {
 		before[id] = watch.measured(id)
 	}
@@ -253,7 +264,7 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 	// their jobs to end, within the cut, with combinations measured in it.
 	ended := watch.wait(ctx, cutAt.Add(cut-10*time.Second), func() bool {
 		for _, id := range siteAgents {
-			if watch.measured(id)-before[id] < 2 || !watch.completed(id) {
+			if watch.newSince(id, before[id]) < 2 || !watch.ended(id) {
 				return false
 			}
 		}
@@ -261,10 +272,10 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 	})
 	during := 0
 	for _, id := range siteAgents {
-		n := watch.measured(id) - before[id]
+		n := watch.newSince(id, before[id])
 		during += n
-		if n < 2 || !watch.completed(id) {
-			t.Errorf("agent %s measured %d combinations during the cut (completed: %v), want it to go on measuring and finish its job", id, n, watch.completed(id))
+		if n < 2 || !watch.ended(id) {
+			t.Errorf("agent %s measured %d combinations during the cut (its job ended: %v), want it to go on measuring and end its job", id, n, watch.ended(id))
 		}
 	}
 	if !ended {
@@ -284,6 +295,7 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 	// acknowledged: it must send what its spool holds and acknowledge the
 	// job, not measure it again, once the link is back.
 	restarted := siteAgents[1]
+	l.waitEnded(restarted, jobOf[restarted], cutAt.Add(cut))
 	l.agents[restarted].signal(syscall.SIGTERM)
 	<-l.agents[restarted].done
 	restartedAt := time.Now()
@@ -303,4 +315,22 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 		cut.Round(time.Second), len(siteAgents), during, stored.Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
 	o := l.outcome(s, nil)
 	o.check(t)
+}
+
+// waitEnded waits, until deadline, for the agent's spool to list the job
+// as ended (its last message spooled): stopped earlier, the agent would
+// hand the job back mid-job. There is no event for it: the file is polled.
+func (l *lab) waitEnded(agent, job string, deadline time.Time) {
+	l.t.Helper()
+	path := filepath.Join(l.dir, "logs", "spool", agent, "ended-jobs")
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && slices.Contains(strings.Fields(string(b)), job) {
+			return
+		}
+		if time.Now().After(deadline) {
+			l.t.Fatalf("agent %s's spool never listed job %s as ended (%s: %q, %v)", agent, job, path, b, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
