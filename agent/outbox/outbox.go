@@ -35,9 +35,10 @@ import (
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 )
 
-// DefaultMaxBytes bounds the spool unless Options say otherwise: a day of
-// results of a busy agent is a few MiB, so 1 GiB is an outage of weeks,
-// and still fits the smallest Jetson's storage.
+// DefaultMaxBytes bounds the spool unless Options say otherwise. A result
+// carries its request records (about 43 KiB for 60 requests), so 1 GiB is
+// some 24,000 combinations, days of measuring, and still fits the smallest
+// Jetson's storage.
 const DefaultMaxBytes = 1 << 30
 
 // publishTimeout bounds one publish attempt: an ack that does not come
