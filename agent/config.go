@@ -52,8 +52,9 @@ type Config struct {
 	// SpoolDir holds the messages that must reach the controller (job
 	// states, results) until JetStream has acknowledged them, so that a
 	// link that is down stops no measurement (agent/outbox); default
-	// <log_dir>/spool/<id>. It must survive a reboot: put it on the
-	// device's storage, not on a tmpfs.
+	// <log_dir>/spool/<id>, or <temp dir>/vlmfleet-spool-<uid>/<id> with no
+	// log_dir. It must survive a reboot: put it on the device's storage,
+	// not on a tmpfs.
 	SpoolDir string `yaml:"spool_dir"`
 	// SpoolMaxMiB bounds the spool (default 1024): a full spool makes the
 	// job wait for the link, it never drops a message.
@@ -139,11 +140,17 @@ func (c Config) withDefaults(hostname string) Config {
 		c.Telemetry.Interval = engine.Duration(500 * time.Millisecond)
 	}
 	c.SysRoot = devicefacts.SysRootOr(c.SysRoot)
-	if c.LogDir == "" {
-		c.LogDir = os.TempDir()
-	}
 	if c.SpoolDir == "" {
 		c.SpoolDir = filepath.Join(c.LogDir, "spool", c.ID)
+		if c.LogDir == "" {
+			// The system temp dir is shared: a directory per user, so that
+			// one user's spool (0700) does not keep another's agent from
+			// starting.
+			c.SpoolDir = filepath.Join(os.TempDir(), fmt.Sprintf("vlmfleet-spool-%d", os.Getuid()), c.ID)
+		}
+	}
+	if c.LogDir == "" {
+		c.LogDir = os.TempDir()
 	}
 	if c.SpoolMaxMiB == 0 {
 		c.SpoolMaxMiB = outbox.DefaultMaxBytes >> 20

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,4 +173,19 @@ func TestConfigLabels(t *testing.T) {
 	}
 	_, err = ParseConfig([]byte("id: a1\nlabels: [site]\n"))
 	testutil.WantError(t, err, "[2:")
+}
+
+// The spool lives under the log directory; without one, in a directory of
+// the user's own under the system temp dir, which other users share.
+func TestSpoolDirDefault(t *testing.T) {
+	if got, want := (Config{ID: "a1", LogDir: "/var/log/vlmfleet"}).withDefaults("h").SpoolDir, "/var/log/vlmfleet/spool/a1"; got != want {
+		t.Errorf("spool_dir with log_dir set: %s, want %s", got, want)
+	}
+	want := filepath.Join(os.TempDir(), fmt.Sprintf("vlmfleet-spool-%d", os.Getuid()), "a1")
+	if got := (Config{ID: "a1"}).withDefaults("h").SpoolDir; got != want {
+		t.Errorf("spool_dir without log_dir: %s, want %s", got, want)
+	}
+	if got := (Config{ID: "a1", SpoolDir: "/data/spool"}).withDefaults("h").SpoolDir; got != "/data/spool" {
+		t.Errorf("spool_dir set: %s, want it kept", got)
+	}
 }
