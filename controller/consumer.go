@@ -57,7 +57,7 @@ func (b *binding) bind(ctx context.Context) error {
 	cons, err := js.CreateOrUpdateConsumer(ctx, b.stream, b.cfg)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// The stream went too: create it again as Start does, then the consumer.
-		if serr := ensureStreams(ctx, js); serr != nil {
+		if serr := b.c.ensureStreams(ctx); serr != nil {
 			return serr
 		}
 		cons, err = js.CreateOrUpdateConsumer(ctx, b.stream, b.cfg)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // Health statuses of /api/health. Both non-ok statuses answer 503, so a
@@ -114,7 +116,7 @@ type Health struct {
 // Health says what is broken now.
 func (c *Controller) Health(ctx context.Context) Health {
 	h := Health{
-		NATS: "connected", NATSURL: c.natsURL, NATSAuth: c.NATSAuth(), JetStream: "ok",
+		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
 		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
 		Time: time.Now().UTC(), AgentsSilent: []string{},
 	}

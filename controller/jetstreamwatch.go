@@ -13,6 +13,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // jetStreamCheckEvery is how often JetStream's health is looked at: a
@@ -97,7 +98,7 @@ func (c *Controller) checkJetStream(ctx context.Context) error {
 	ictx, cancel := context.WithTimeout(ctx, jetStreamCheckEvery)
 	defer cancel()
 	if _, err := c.js.AccountInfo(ictx); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("JetStream unavailable on %s: %w", c.natsURL, err)
+		return fmt.Errorf("JetStream unavailable on %s: %w", protocol.RedactURL(c.natsURL), err)
 	}
 	return nil
 }
@@ -119,7 +120,7 @@ func (c *Controller) repairJetStream(ctx context.Context) error {
 	if err := c.ns.EnableJetStream(cfg); err != nil {
 		return fmt.Errorf("start JetStream: %w", err)
 	}
-	if err := ensureStreams(ctx, c.js); err != nil {
+	if err := c.ensureStreams(ctx); err != nil {
 		return err
 	}
 	for _, b := range c.consumers {
