@@ -1,0 +1,152 @@
+package faulttest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// A 3-node NATS cluster with the streams kept in 3 copies loses one node
+// (SIGKILL, the node leading the events stream, where every result is
+// written first) mid-sweep: the controller and the agents, given every
+// node's URL, go on through the other two, and the sweep ends with every
+// combination stored once, nothing rejected, nothing failed and no job
+// run twice. The node started again catches up with the streams.
+func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
+	needFaults(t)
+	ctx := testContext(t, 3*time.Minute)
+	agents := ids("nc", 3)
+	cluster := newNATSCluster(t, ctx, agents)
+	l := newLab(t, ctx, labOptions{
+		natsURL:        cluster.urls("controller"),
+		agentURL:       cluster.urls,
+		controllerArgs: []string{"--stream-replicas", "3"},
+	})
+	for _, name := range []string{protocol.StreamJobs, protocol.StreamEvents} {
+		info, err := cluster.streamInfo(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+			t.Fatalf("stream %s: %d replicas configured, cluster %+v; want 3 copies", name, info.Config.Replicas, info.Cluster)
+		}
+	}
+	l.addAgents(agents...)
+	s := l.submit(workload(60), agents...)
+	l.waitMeasuring(s.Jobs[0])
+
+	info, err := cluster.streamInfo(protocol.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := cluster.node(info.Cluster.Leader)
+	t.Logf("killing nats-server %s (%s), the leader of %s", victim.name, victim.addr, protocol.StreamEvents)
+	killed := time.Now()
+	victim.proc.kill()
+
+	// What was stored by now was written before the kill or carried by
+	// the remaining replicas; the next one went through the new leader.
+	stored, total := l.storedCombinations(s), len(s.Jobs)*len(s.Workload.Plan())
+	if stored >= total {
+		t.Fatalf("all %d combinations were stored before the kill took effect: the sweep is too short to test anything", total)
+	}
+	l.waitStored(s, stored+1)
+	next := time.Since(killed)
+	l.waitDone(s)
+	done := time.Since(killed)
+	recovery(t, "nats-server %s (leader of %s) SIGKILLed mid-sweep in a 3-node cluster: next result stored %v after the kill, sweep done %v after it",
+		victim.name, protocol.StreamEvents, next.Round(time.Millisecond), done.Round(time.Millisecond))
+	l.outcome(s, nil).check(t)
+
+	restarted := time.Now()
+	cluster.startNode(victim)
+	cluster.waitCaughtUp(victim.name, protocol.StreamJobs, protocol.StreamEvents)
+	t.Logf("nats-server %s restarted: caught up with the streams after %v", victim.name, time.Since(restarted).Round(time.Millisecond))
+}
+
+// storedCombinations counts the combinations the controller stored for
+// the sweep's runs.
+func (l *lab) storedCombinations(s protocol.Sweep) int {
+	l.t.Helper()
+	runs, err := l.cl.Runs(l.ctx, client.RunFilter{Sweep: s.ID})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	n := 0
+	for _, r := range runs {
+		n += len(r.Combinations)
+	}
+	return n
+}
+
+// waitStored waits until the controller has stored n combinations of the
+// sweep.
+func (l *lab) waitStored(s protocol.Sweep, n int) {
+	l.t.Helper()
+	err := poll.Retry(l.ctx, func(int) error {
+		runs, err := l.cl.Runs(l.ctx, client.RunFilter{Sweep: s.ID})
+		if err != nil {
+			return err
+		}
+		got := 0
+		for _, r := range runs {
+			got += len(r.Combinations)
+		}
+		if got < n {
+			return fmt.Errorf("%d of %d combinations stored", got, n)
+		}
+		return nil
+	})
+	if err != nil {
+		l.t.Fatalf("sweep %s: %v", s.ID, err)
+	}
+}
+
+// waitCaughtUp waits until node is a current replica of every stream
+// named, with nothing left to apply.
+func (c *natsCluster) waitCaughtUp(node string, streams ...string) {
+	c.t.Helper()
+	var last string
+	err := poll.Retry(c.ctx, func(int) error {
+		for _, name := range streams {
+			info, err := c.streamInfo(name)
+			if err != nil {
+				last = err.Error()
+				return err
+			}
+			if err := caughtUp(info, node); err != nil {
+				last = err.Error()
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.t.Fatalf("nats-server %s never caught up: %v (last: %s)", node, err, last)
+	}
+}
+
+// caughtUp says whether node is the leader of the stream or a current
+// replica of it, with no lag.
+func caughtUp(info *jetstream.StreamInfo, node string) error {
+	if info.Cluster == nil {
+		return fmt.Errorf("stream %s: no cluster information", info.Config.Name)
+	}
+	if info.Cluster.Leader == node {
+		return nil
+	}
+	for _, p := range info.Cluster.Replicas {
+		if p.Name == node {
+			if !p.Current || p.Offline || p.Lag > 0 {
+				return fmt.Errorf("stream %s: %s current %v, offline %v, lag %d", info.Config.Name, node, p.Current, p.Offline, p.Lag)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("stream %s: %s is not among its replicas (leader %s)", info.Config.Name, node, info.Cluster.Leader)
+}
