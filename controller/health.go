@@ -34,6 +34,10 @@ const (
 	ProblemStore     = "store"
 	ProblemPublish   = "publish"
 	ProblemAgents    = "agents"
+	// ProblemReplicas: a stream keeps fewer current copies than
+	// StreamReplicas asks for. The lab still works, but one more node lost
+	// may stop the stream's writes (it needs a majority of its copies).
+	ProblemReplicas = "replicas"
 )
 
 // failingComponents are the problems that stop results from being kept.

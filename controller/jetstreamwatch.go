@@ -43,6 +43,9 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 	var notBefore time.Time
 	tick.Every(ctx, jetStreamCheckEvery, func() {
 		err := c.checkJetStream(ctx)
+		if err == nil && c.opt.StreamReplicas > 1 {
+			c.reportReplicas(c.checkReplicas(ctx))
+		}
 		if err == nil {
 			if _, was := c.problems.get(ProblemJetStream); was {
 				c.log.Warn().Msg("JetStream healthy again")
@@ -75,6 +78,22 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 		c.problems.clear(ProblemJetStream)
 		c.log.Warn().Msg("embedded JetStream restarted: the streams write again")
 	})
+}
+
+// reportReplicas sets or clears the replicas problem, logging its changes.
+func (c *Controller) reportReplicas(err error) {
+	_, was := c.problems.get(ProblemReplicas)
+	switch {
+	case err != nil && !was:
+		c.log.Warn().Err(err).Msg("a stream keeps fewer copies than configured: one more NATS node lost may stop its writes")
+	case err == nil && was:
+		c.log.Info().Msg("every stream keeps its configured copies again")
+	}
+	if err != nil {
+		c.problems.set(ProblemReplicas, err)
+	} else {
+		c.problems.clear(ProblemReplicas)
+	}
 }
 
 // checkJetStream says what is wrong with JetStream, nil when nothing: the

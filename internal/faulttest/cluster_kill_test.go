@@ -1,12 +1,15 @@
 package faulttest
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -62,11 +65,46 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 	recovery(t, "nats-server %s (leader of %s) SIGKILLed mid-sweep in a 3-node cluster: next result stored %v after the kill, sweep done %v after it",
 		victim.name, protocol.StreamEvents, next.Round(time.Millisecond), done.Round(time.Millisecond))
 	l.outcome(s, nil).check(t)
+	// Two copies of three still take writes; /api/health says that a
+	// second loss would stop them.
+	l.waitReplicasProblem(func(p *controller.HealthProblem) bool {
+		return p != nil && strings.Contains(p.Error, protocol.StreamEvents+": 2 of 3 copies current ("+victim.name)
+	}, "the lost copies on "+victim.name+" reported")
 
 	restarted := time.Now()
 	cluster.startNode(victim)
-	cluster.waitCaughtUp(victim.name, protocol.StreamJobs, protocol.StreamEvents)
-	t.Logf("nats-server %s restarted: caught up with the streams after %v", victim.name, time.Since(restarted).Round(time.Millisecond))
+	cluster.waitCaughtUp(victim.name, protocol.StreamJobs, protocol.StreamEvents, controller.AdvisoriesStream)
+	caught := time.Since(restarted)
+	l.waitReplicasProblem(func(p *controller.HealthProblem) bool { return p == nil }, "the replicas problem cleared")
+	t.Logf("nats-server %s restarted: caught up with the streams after %v, /api/health ok after %v",
+		victim.name, caught.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
+}
+
+// waitReplicasProblem waits until /api/health's replicas problem (nil when
+// there is none) satisfies cond.
+func (l *lab) waitReplicasProblem(cond func(*controller.HealthProblem) bool, what string) {
+	l.t.Helper()
+	var last string
+	err := poll.Retry(l.ctx, func(int) error {
+		h, err := l.cl.Health(l.ctx)
+		if err != nil {
+			return err
+		}
+		var p *controller.HealthProblem
+		for i := range h.Problems {
+			if h.Problems[i].Component == controller.ProblemReplicas {
+				p = &h.Problems[i]
+			}
+		}
+		if !cond(p) {
+			last = fmt.Sprintf("%s: %+v", h.Status, h.Problems)
+			return errors.New(last)
+		}
+		return nil
+	})
+	if err != nil {
+		l.t.Fatalf("never %s: %v (last: %s)", what, err, last)
+	}
 }
 
 // storedCombinations counts the combinations the controller stored for
