@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +14,13 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
+
+// nodeLossStall bounds how long ingestion may stand still after the node
+// leading the events stream and the controller's consumer is lost: a new
+// leader is elected within 9 s, and the controller pulls again from it
+// after two missed heartbeats (10 s). With nats.go's default heartbeat it
+// stood still for 30 s.
+const nodeLossStall = 25 * time.Second
 
 // A 3-node NATS cluster with the streams kept in 3 copies loses one node
 // (SIGKILL, the node leading the events stream, where every result is
@@ -25,20 +33,19 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
 	agents := ids("nc", 3)
 	cluster := newNATSCluster(t, ctx, agents)
+	// A lab that ran with one copy of each stream is restarted with 3:
+	// the controller scales the streams, and its consumer follows.
 	l := newLab(t, ctx, labOptions{
 		natsURL:        cluster.urls("controller"),
 		agentURL:       cluster.urls,
-		controllerArgs: []string{"--stream-replicas", "3"},
+		controllerArgs: []string{"--stream-replicas", "1"},
 	})
-	for _, name := range []string{protocol.StreamJobs, protocol.StreamEvents} {
-		info, err := cluster.streamInfo(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.Config.Replicas != 3 || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
-			t.Fatalf("stream %s: %d replicas configured, cluster %+v; want 3 copies", name, info.Config.Replicas, info.Cluster)
-		}
-	}
+	cluster.checkCopies(1)
+	l.ctrl.signal(syscall.SIGTERM)
+	<-l.ctrl.done
+	l.opt.controllerArgs = []string{"--stream-replicas", "3"}
+	l.startController()
+	cluster.checkCopies(3)
 	l.addAgents(agents...)
 	s := l.submit(workload(60), agents...)
 	l.waitMeasuring(s.Jobs[0])
@@ -48,7 +55,10 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := cluster.node(info.Cluster.Leader)
-	t.Logf("killing nats-server %s (%s), the leader of %s", victim.name, victim.addr, protocol.StreamEvents)
+	// The worst node to lose: every result is written through it and read
+	// back through it by the controller's consumer, which it leads too.
+	cluster.moveConsumerLeader(protocol.StreamEvents, controller.ConsumerName, victim.name)
+	t.Logf("killing nats-server %s (%s), the leader of %s and of the controller's consumer", victim.name, victim.addr, protocol.StreamEvents)
 	killed := time.Now()
 	victim.proc.kill()
 
@@ -60,9 +70,13 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 	}
 	l.waitStored(s, stored+1)
 	next := time.Since(killed)
+	if next > nodeLossStall {
+		t.Errorf("the next result was stored %v after the kill, want within %v: JetStream's election (4-9 s) and the controller's pull heartbeat (two missed at 5 s) bound it",
+			next.Round(time.Millisecond), nodeLossStall)
+	}
 	l.waitDone(s)
 	done := time.Since(killed)
-	recovery(t, "nats-server %s (leader of %s) SIGKILLed mid-sweep in a 3-node cluster: next result stored %v after the kill, sweep done %v after it",
+	recovery(t, "nats-server %s (leader of %s and its consumer controller) SIGKILLed mid-sweep in a 3-node cluster: next result stored %v after the kill, sweep done %v after it",
 		victim.name, protocol.StreamEvents, next.Round(time.Millisecond), done.Round(time.Millisecond))
 	l.outcome(s, nil).check(t)
 	// Two copies of three still take writes; /api/health says that a
@@ -104,6 +118,38 @@ func (l *lab) waitReplicasProblem(cond func(*controller.HealthProblem) bool, wha
 	})
 	if err != nil {
 		l.t.Fatalf("never %s: %v (last: %s)", what, err, last)
+	}
+}
+
+// checkCopies waits until every stream of the controller, and the
+// controller's consumer, is kept in n copies (a scaled stream adds its
+// peers as the meta leader assigns them).
+func (c *natsCluster) checkCopies(n int) {
+	c.t.Helper()
+	var last string
+	err := poll.Retry(c.ctx, func(int) error {
+		for _, name := range []string{protocol.StreamJobs, protocol.StreamEvents, controller.AdvisoriesStream} {
+			info, err := c.streamInfo(name)
+			if err != nil {
+				return err
+			}
+			if info.Config.Replicas != n || info.Cluster == nil || len(info.Cluster.Replicas) != n-1 {
+				last = fmt.Sprintf("stream %s: %d replicas configured, cluster %+v", name, info.Config.Replicas, info.Cluster)
+				return errors.New(last)
+			}
+		}
+		info, err := c.consumerInfo(protocol.StreamEvents, controller.ConsumerName)
+		if err != nil {
+			return err
+		}
+		if info.Cluster == nil || len(info.Cluster.Replicas) != n-1 {
+			last = fmt.Sprintf("consumer %s: cluster %+v", controller.ConsumerName, info.Cluster)
+			return errors.New(last)
+		}
+		return nil
+	})
+	if err != nil {
+		c.t.Fatalf("not kept in %d copies: %v (last: %s)", n, err, last)
 	}
 }
 

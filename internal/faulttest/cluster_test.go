@@ -174,20 +174,71 @@ func (c *natsCluster) node(name string) *clusterNode {
 // streamInfo looks a stream up as the controller's user, through any node
 // that answers.
 func (c *natsCluster) streamInfo(stream string) (*jetstream.StreamInfo, error) {
+	var info *jetstream.StreamInfo
+	err := c.withJetStream(func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+		s, err := js.Stream(ctx, stream)
+		if err == nil {
+			info = s.CachedInfo()
+		}
+		return err
+	})
+	return info, err
+}
+
+// consumerInfo looks a consumer up the same way.
+func (c *natsCluster) consumerInfo(stream, consumer string) (*jetstream.ConsumerInfo, error) {
+	var info *jetstream.ConsumerInfo
+	err := c.withJetStream(func(ctx context.Context, _ *nats.Conn, js jetstream.JetStream) error {
+		cons, err := js.Consumer(ctx, stream, consumer)
+		if err == nil {
+			info = cons.CachedInfo()
+		}
+		return err
+	})
+	return info, err
+}
+
+// withJetStream runs f on a connection of the controller's user to any
+// node that answers, for at most 5 s.
+func (c *natsCluster) withJetStream(f func(context.Context, *nats.Conn, jetstream.JetStream) error) error {
 	nc, err := nats.Connect(c.urls("controller"), nats.Timeout(2*time.Second))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, stream)
+	return f(ctx, nc, js)
+}
+
+// moveConsumerLeader has the consumer's leader step down in favour of node
+// and waits until node leads it.
+func (c *natsCluster) moveConsumerLeader(stream, consumer, node string) {
+	c.t.Helper()
+	var last string
+	err := poll.Retry(c.ctx, func(int) error {
+		info, err := c.consumerInfo(stream, consumer)
+		if err != nil {
+			return err
+		}
+		if info.Cluster != nil && info.Cluster.Leader == node {
+			return nil
+		}
+		req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": node}})
+		return c.withJetStream(func(ctx context.Context, nc *nats.Conn, _ jetstream.JetStream) error {
+			msg, err := nc.RequestWithContext(ctx, "$JS.API.CONSUMER.LEADER.STEPDOWN."+stream+"."+consumer, req)
+			if err != nil {
+				return err
+			}
+			last = string(msg.Data)
+			return fmt.Errorf("consumer %s led by %s; asked to step down: %s", consumer, info.Cluster.Leader, msg.Data)
+		})
+	})
 	if err != nil {
-		return nil, err
+		c.t.Fatalf("consumer %s not moved to %s: %v (last answer: %s)", consumer, node, err, last)
 	}
-	return s.CachedInfo(), nil
 }
