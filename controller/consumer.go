@@ -20,6 +20,14 @@ import (
 // pull request waited on it is noticed at the latest then.
 const consumerCheckEvery = 30 * time.Second
 
+// consumePullHeartbeat is how often the server signals an idle pull of the
+// controller's consumers; nats.go pulls again after two missed ones. A
+// pull waits at the consumer's leader only: in a cluster that loses the
+// node leading the consumer, the new leader never heard of it, and with
+// nats.go's default (half the 30 s pull) ingestion stood still for 30 s
+// (TestNATSClusterNodeKilledMidSweep). The agents' job pulls use 5 s too.
+const consumePullHeartbeat = 5 * time.Second
+
 // rebindPolicy spaces the tries to recreate a lost consumer.
 var rebindPolicy = backoff.Policy{First: 250 * time.Millisecond, Max: 15 * time.Second}
 
@@ -57,7 +65,7 @@ func (b *binding) bind(ctx context.Context) error {
 	cons, err := js.CreateOrUpdateConsumer(ctx, b.stream, b.cfg)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// The stream went too: create it again as Start does, then the consumer.
-		if serr := ensureStreams(ctx, js); serr != nil {
+		if serr := b.c.ensureStreams(ctx); serr != nil {
 			return serr
 		}
 		cons, err = js.CreateOrUpdateConsumer(ctx, b.stream, b.cfg)
@@ -65,7 +73,7 @@ func (b *binding) bind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: consumer %s on %s: %w", b.cfg.Durable, b.stream, err)
 	}
-	cc, err := cons.Consume(b.handle, jetstream.ConsumeErrHandler(b.consumeError))
+	cc, err := cons.Consume(b.handle, jetstream.ConsumeErrHandler(b.consumeError), jetstream.PullHeartbeat(consumePullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("controller: consume %s: %w", b.stream, err)
 	}

@@ -31,8 +31,14 @@ type Options struct {
 	// DataDir holds the bbolt file <DataDir>/vlmfleet.db and the embedded
 	// JetStream store <DataDir>/nats.
 	DataDir string
-	// NATSURL is an external NATS server; empty embeds one.
+	// NATSURL is an external NATS server; empty embeds one. A
+	// comma-separated list names the nodes of a cluster: the controller
+	// connects to one and fails over to the others.
 	NATSURL string
+	// StreamReplicas is how many copies of each stream a NATS cluster
+	// keeps (1..MaxStreamReplicas; 0 means 1). Above 1 needs an external
+	// cluster: the embedded server is one node.
+	StreamReplicas int
 	// NATSCredentials is the file the controller signs in to the external
 	// server with: an nkey seed or a .creds file. A user and password in
 	// NATSURL work too.
@@ -146,6 +152,9 @@ func New(opt Options) (*Controller, error) {
 	if opt.TLS == "" {
 		opt.TLS = TLSAuto
 	}
+	if opt.StreamReplicas == 0 {
+		opt.StreamReplicas = 1
+	}
 	if err := checkNATSOptions(opt); err != nil {
 		return nil, err
 	}
@@ -237,7 +246,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startNATS(ctx); err != nil {
 		return err
 	}
-	if err := ensureStreams(ctx, c.js); err != nil {
+	if err := c.ensureStreams(ctx); err != nil {
 		return err
 	}
 	if err := c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), c.handleDurable, "events consumer"); err != nil {
@@ -265,7 +274,7 @@ func (c *Controller) Start(ctx context.Context) error {
 			"anyone who reaches it can forge, steal or delete jobs and results (--insecure)")
 	}
 	c.logTLS()
-	c.log.Info().Str("nats", c.natsURL).Str("nats_auth", c.NATSAuth()).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
+	c.log.Info().Str("nats", protocol.RedactURL(c.natsURL)).Str("nats_auth", c.NATSAuth()).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
 	return nil
 }
 

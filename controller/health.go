@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // Health statuses of /api/health. Both non-ok statuses answer 503, so a
@@ -32,6 +34,10 @@ const (
 	ProblemStore     = "store"
 	ProblemPublish   = "publish"
 	ProblemAgents    = "agents"
+	// ProblemReplicas: a stream keeps fewer current copies than
+	// StreamReplicas asks for. The lab still works, but one more node lost
+	// may stop the stream's writes (it needs a majority of its copies).
+	ProblemReplicas = "replicas"
 )
 
 // failingComponents are the problems that stop results from being kept.
@@ -114,7 +120,7 @@ type Health struct {
 // Health says what is broken now.
 func (c *Controller) Health(ctx context.Context) Health {
 	h := Health{
-		NATS: "connected", NATSURL: c.natsURL, NATSAuth: c.NATSAuth(), JetStream: "ok",
+		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
 		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
 		Time: time.Now().UTC(), AgentsSilent: []string{},
 	}

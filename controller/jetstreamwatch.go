@@ -13,6 +13,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // jetStreamCheckEvery is how often JetStream's health is looked at: a
@@ -42,6 +43,9 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 	var notBefore time.Time
 	tick.Every(ctx, jetStreamCheckEvery, func() {
 		err := c.checkJetStream(ctx)
+		if err == nil && c.opt.StreamReplicas > 1 {
+			c.reportReplicas(c.checkReplicas(ctx))
+		}
 		if err == nil {
 			if _, was := c.problems.get(ProblemJetStream); was {
 				c.log.Warn().Msg("JetStream healthy again")
@@ -76,6 +80,22 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 	})
 }
 
+// reportReplicas sets or clears the replicas problem, logging its changes.
+func (c *Controller) reportReplicas(err error) {
+	_, was := c.problems.get(ProblemReplicas)
+	switch {
+	case err != nil && !was:
+		c.log.Warn().Err(err).Msg("a stream keeps fewer copies than configured: one more NATS node lost may stop its writes")
+	case err == nil && was:
+		c.log.Info().Msg("every stream keeps its configured copies again")
+	}
+	if err != nil {
+		c.problems.set(ProblemReplicas, err)
+	} else {
+		c.problems.clear(ProblemReplicas)
+	}
+}
+
 // checkJetStream says what is wrong with JetStream, nil when nothing: the
 // embedded server is asked directly (enabled, every stream writable), an
 // external one through the JetStream API.
@@ -97,7 +117,7 @@ func (c *Controller) checkJetStream(ctx context.Context) error {
 	ictx, cancel := context.WithTimeout(ctx, jetStreamCheckEvery)
 	defer cancel()
 	if _, err := c.js.AccountInfo(ictx); err != nil && ctx.Err() == nil {
-		return fmt.Errorf("JetStream unavailable on %s: %w", c.natsURL, err)
+		return fmt.Errorf("JetStream unavailable on %s: %w", protocol.RedactURL(c.natsURL), err)
 	}
 	return nil
 }
@@ -119,7 +139,7 @@ func (c *Controller) repairJetStream(ctx context.Context) error {
 	if err := c.ns.EnableJetStream(cfg); err != nil {
 		return fmt.Errorf("start JetStream: %w", err)
 	}
-	if err := ensureStreams(ctx, c.js); err != nil {
+	if err := c.ensureStreams(ctx); err != nil {
 		return err
 	}
 	for _, b := range c.consumers {

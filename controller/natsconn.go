@@ -27,6 +27,8 @@ const (
 	jobsMaxAge      = 30 * 24 * time.Hour
 	// ConsumerName is the controller's durable consumer on the events stream.
 	ConsumerName = "controller"
+	// MaxStreamReplicas is the most copies of a stream NATS keeps.
+	MaxStreamReplicas = 5
 )
 
 // JobsStreamConfig is the stream of jobs. Work-queue retention removes a
@@ -138,6 +140,10 @@ func checkNATSOptions(opt Options) error {
 		return fmt.Errorf("controller: NATS credentials are for an external server (--nats-url); the embedded server's controller key is %s in the data dir", ControllerSeedFile)
 	case opt.Insecure && opt.NATSURL != "":
 		return errors.New("controller: --insecure is for the embedded NATS server; an external server's authentication is its own")
+	case opt.StreamReplicas < 1 || opt.StreamReplicas > MaxStreamReplicas:
+		return fmt.Errorf("controller: --stream-replicas %d: allowed 1..%d (NATS keeps at most %d copies of a stream)", opt.StreamReplicas, MaxStreamReplicas, MaxStreamReplicas)
+	case opt.StreamReplicas > 1 && opt.NATSURL == "":
+		return fmt.Errorf("controller: --stream-replicas %d needs a NATS cluster of at least %d nodes (--nats-url); the embedded server is one node and keeps one copy", opt.StreamReplicas, opt.StreamReplicas)
 	case opt.InsecurePublic && !opt.Insecure:
 		return errors.New("controller: --insecure-public goes with --insecure")
 	case opt.Insecure && !opt.InsecurePublic && !loopback.Addr(opt.NATSListen):
@@ -214,10 +220,19 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 	return opts, nil
 }
 
-func ensureStreams(ctx context.Context, js jetstream.JetStream) error {
+// ensureStreams creates the controller's streams, or updates them to the
+// configuration this build wants, with the configured replica count. A
+// cluster scales an existing stream's replicas up or down in place; a
+// server that refuses says why, and the error names both counts.
+func (c *Controller) ensureStreams(ctx context.Context) error {
 	for _, cfg := range []jetstream.StreamConfig{JobsStreamConfig(), EventsStreamConfig(), AdvisoriesStreamConfig()} {
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("controller: create or update stream %s: %w", cfg.Name, err)
+		cfg.Replicas = c.opt.StreamReplicas
+		if _, err := c.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			if s, ierr := c.js.Stream(ctx, cfg.Name); ierr == nil && s.CachedInfo().Config.Replicas != cfg.Replicas {
+				return fmt.Errorf("controller: stream %s has %d replicas and --stream-replicas asks for %d; the server refused the change: %w",
+					cfg.Name, s.CachedInfo().Config.Replicas, cfg.Replicas, err)
+			}
+			return fmt.Errorf("controller: create or update stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 )
 
 // Subjects. Every subject an agent publishes on or consumes from carries the
@@ -52,13 +53,36 @@ func ValidateID(what, id string) error {
 	return nil
 }
 
-// RedactURL hides the password of a NATS or HTTP URL for logs and errors.
+// RedactURL hides the passwords of a NATS or HTTP URL for logs and
+// errors. A NATS URL may be a comma-separated list of a cluster's nodes,
+// each with its credentials: every one is redacted. A URL that does not
+// parse as one with a user keeps nothing of what stands before its '@'.
 func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if !strings.Contains(raw, ",") {
+		return redactOne(raw)
+	}
+	parts := strings.Split(raw, ",")
+	for i, p := range parts {
+		parts[i] = redactOne(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+func redactOne(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	// Unparsable, or without a scheme (nats.go reads "user:pw@host:port"
+	// as a nats:// URL, url.Parse as an opaque one).
+	at := strings.LastIndex(raw, "@")
+	if at < 0 {
 		return raw
 	}
-	return u.Redacted()
+	scheme, _, ok := strings.Cut(raw[:at], "://")
+	if !ok {
+		return "xxxxx" + raw[at:]
+	}
+	return scheme + "://xxxxx" + raw[at:]
 }
 
 // JobSubject is where the controller publishes jobs for one agent.

@@ -12,7 +12,7 @@ import (
 func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "agent")
 	configPath := fs.String("config", "", "agent configuration file (YAML): id, model_roots, deployments, telemetry")
-	natsURL := fs.String("nats-url", "", "NATS URL of the controller, e.g. nats://controller:4222 (overrides the config)")
+	natsURL := fs.String("nats-url", "", "NATS URL of the controller, e.g. nats://controller:4222, or a comma-separated list of a NATS cluster's nodes (overrides the config)")
 	natsCreds := fs.String("nats-credentials", "", "file with the agent's NATS credentials from `vlmfleet agent-creds create ID` (overrides the config)")
 	natsCA := fs.String("nats-ca", "", "`FILE` with the CA the controller's TLS certificate is signed by: a copy of its <data-dir>/tls/ca.pem (overrides the config)")
 	natsPin := fs.String("nats-ca-pin", "", "trust the controller's CA by its fingerprint, sha256:... as the controller logs it (overrides the config)")

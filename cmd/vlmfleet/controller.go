@@ -29,7 +29,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "controller")
 	dataDir := fs.String("data-dir", "./vlmfleet-data", "directory for the database (vlmfleet.db) and the embedded NATS store")
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
-	natsURL := fs.String("nats-url", "", "external NATS server URL (default: embed one)")
+	natsURL := fs.String("nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's nodes (default: embed one)")
+	streamReplicas := fs.Int("stream-replicas", 1, fmt.Sprintf("copies of each stream a NATS cluster keeps, 1..%d (3 in a 3-node cluster); above 1 needs --nats-url", controller.MaxStreamReplicas))
 	natsListen := fs.String("nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server (use 0.0.0.0:4222 to accept agents on other hosts)")
 	publicRead := fs.Bool("public-read", false, "let anyone who reaches --http read results, pages and the API without the token (changes always need it)")
 	var hosts []string
@@ -49,8 +50,13 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
+	if *streamReplicas < 1 {
+		// The controller's Options read 0 as "the default"; on the command
+		// line it is a mistake.
+		return usageError{fmt.Errorf("--stream-replicas %d: allowed 1..%d", *streamReplicas, controller.MaxStreamReplicas)}
+	}
 	ctl, err := controller.New(controller.Options{
-		DataDir: *dataDir, NATSURL: *natsURL, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
+		DataDir: *dataDir, NATSURL: *natsURL, StreamReplicas: *streamReplicas, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
 		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic, TLS: *tlsMode, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})

@@ -39,3 +39,23 @@ func TestControllerBackupCommand(t *testing.T) {
 		t.Errorf("agents in the copy: %+v, %v; want %s", agents, err, labtest.Agent)
 	}
 }
+
+// --stream-replicas outside 1..5, or above 1 without a cluster, stops the
+// controller before it starts anything, with the flag named.
+func TestControllerStreamReplicasFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"--stream-replicas", "0"}, 2, "--stream-replicas 0: allowed 1..5"},
+		{[]string{"--stream-replicas", "6", "--nats-url", "nats://127.0.0.1:1"}, 1, "--stream-replicas 6: allowed 1..5"},
+		{[]string{"--stream-replicas", "3"}, 1, "--stream-replicas 3 needs a NATS cluster"},
+	} {
+		args := append([]string{"controller", "--data-dir", dir, "--http", "127.0.0.1:0"}, tc.args...)
+		if code, _, errs := runArgs(args...); code != tc.code || !strings.Contains(errs, tc.says) {
+			t.Errorf("%v: exit %d: %s; want exit %d saying %q", tc.args, code, errs, tc.code, tc.says)
+		}
+	}
+}

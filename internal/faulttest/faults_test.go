@@ -194,6 +194,20 @@ func natsPassword(user string) string { return "pw-" + user }
 func newNATS(t *testing.T, ctx context.Context, agents []string) *natsServer {
 	ns := &natsServer{t: t, ctx: ctx, dir: t.TempDir(), addr: testutil.ClosedAddr(t)}
 	host, port, _ := strings.Cut(ns.addr, ":")
+	conf := fmt.Sprintf(`host: %s
+port: %s
+max_payload: 8MB
+jetstream { store_dir: %q }
+%s`, host, port, filepath.Join(ns.dir, "js"), natsAccounts(agents))
+	ns.conf = testutil.WriteFile(t, filepath.Join(ns.dir, "nats-server.conf"), conf)
+	ns.start()
+	return ns
+}
+
+// natsAccounts is the accounts block of a server's configuration: one
+// account with JetStream, the controller's user and each agent's, confined
+// as deploy/nats-server.conf shows.
+func natsAccounts(agents []string) string {
 	var users strings.Builder
 	fmt.Fprintf(&users, "      { user: controller, password: %q }\n", natsPassword("controller"))
 	for _, id := range agents {
@@ -201,21 +215,14 @@ func newNATS(t *testing.T, ctx context.Context, agents []string) *natsServer {
 		fmt.Fprintf(&users, "      { user: %q, password: %q, permissions: { publish: %s, subscribe: %s } }\n",
 			id, natsPassword(id), quoteList(pub), quoteList(sub))
 	}
-	conf := fmt.Sprintf(`host: %s
-port: %s
-max_payload: 8MB
-jetstream { store_dir: %q }
-accounts {
+	return fmt.Sprintf(`accounts {
   VLMFLEET {
     jetstream: enabled
     users: [
 %s    ]
   }
 }
-`, host, port, filepath.Join(ns.dir, "js"), users.String())
-	ns.conf = testutil.WriteFile(t, filepath.Join(ns.dir, "nats-server.conf"), conf)
-	ns.start()
-	return ns
+`, users.String())
 }
 
 // start starts (or restarts) the server and returns once it takes

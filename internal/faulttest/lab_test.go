@@ -44,6 +44,8 @@ type labOptions struct {
 	// the controller embeds NATS and enrols the agents.
 	natsURL  string
 	agentURL func(id string) string
+	// controllerArgs are added to the controller's command line.
+	controllerArgs []string
 	// speedup runs the simulated engines this many times faster.
 	speedup float64
 }
@@ -99,6 +101,7 @@ func (l *lab) startController() {
 	} else {
 		args = append(args, "--nats-listen", l.natsAddr)
 	}
+	args = append(args, l.opt.controllerArgs...)
 	l.ctrl = start(l.t, filepath.Join(l.dir, "logs"), "controller", bin.vlmfleet, args...)
 	l.waitHealthy()
 }
