@@ -90,7 +90,7 @@ func largeLab(t *testing.T) (c *Controller, sweepID, agentID string) {
 			t.Fatal(err)
 		}
 	}
-	return c, jobs[len(jobs)/2].Job.SweepID, "agent-07"
+	return c, jobs[largeRuns/2].Job.SweepID, "agent-07"
 }
 
 // TestMeasureLists times every list endpoint over HTTP on largeLab, for
