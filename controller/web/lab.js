@@ -73,6 +73,20 @@ function change(method, path, token, body) {
   return fetch(path, init);
 }
 
+// fetchAll reads every page of a list endpoint (path may carry a query),
+// following each answer's Link rel="next" (docs/api.md, "Lists and pages").
+async function fetchAll(path) {
+  const out = [];
+  for (let next = path; next; ) {
+    const r = await fetch(next);
+    if (!r.ok) throw new Error("GET " + next + ": " + r.status);
+    out.push(...await r.json());
+    const m = /<([^>]*)>\s*;\s*rel="?next"?/.exec(r.headers.get("Link") || "");
+    next = m ? m[1] : "";
+  }
+  return out;
+}
+
 // follow opens /api/events (query: "?kind=…" or ""), shows the connection's
 // state in #conn when the page has one, and hands each event kind's
 // decoded data to its handler; onopen runs at each (re)connection.
