@@ -73,6 +73,9 @@ type Client struct {
 	timeout   time.Duration
 	source    string
 	maxImport int
+	// pageLimit is the page size list asks for: the most a controller
+	// gives, for the fewest round trips.
+	pageLimit int
 	token     string
 	// tlsConfig, or caFile and caPin, are how https connections trust
 	// the controller (WithTLS, WithCA).
@@ -97,7 +100,7 @@ func WithSource(name string) Option { return func(c *Client) { c.source = name }
 // New returns a client of the controller at baseURL: http or https with a
 // host, and optionally a path prefix (a reverse proxy's).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	c := &Client{hc: &http.Client{}, timeout: DefaultTimeout, source: "controller URL", maxImport: controller.MaxImportBody}
+	c := &Client{hc: &http.Client{}, timeout: DefaultTimeout, source: "controller URL", maxImport: controller.MaxImportBody, pageLimit: controller.MaxListLimit}
 	for _, o := range opts {
 		o(c)
 	}
@@ -181,13 +184,9 @@ func get[T any](ctx context.Context, c *Client, what, path string, limit int64) 
 	return call[T](ctx, c, what, http.MethodGet, path, nil, limit, http.StatusOK)
 }
 
-// pageLimit is the page size the client asks for: the most a controller
-// gives, for the fewest round trips.
-const pageLimit = controller.MaxListLimit
-
 // list is get for a list endpoint: it asks for pages of pageLimit and
 // follows each page's Link rel="next" to the end, so the caller gets the
-// whole list. Each page is bounded by limit; the pages of one list are
+// whole list. The pages together are bounded by limit; the pages of one list are
 // read one after another, each from where the last ended, so what was
 // written meanwhile neither repeats nor is skipped before the position.
 func list[T any](ctx context.Context, c *Client, what, path string, limit int64) ([]T, error) {
@@ -196,7 +195,8 @@ func list[T any](ctx context.Context, c *Client, what, path string, limit int64)
 	if strings.Contains(path, "?") {
 		sep = "&"
 	}
-	next := path + sep + "limit=" + strconv.Itoa(pageLimit)
+	next := path + sep + "limit=" + strconv.Itoa(c.pageLimit)
+	var total int64
 	for next != "" {
 		status, h, data, err := c.doHeader(ctx, http.MethodGet, next, nil, limit)
 		if err == nil && status != http.StatusOK {
@@ -210,7 +210,23 @@ func list[T any](ctx context.Context, c *Client, what, path string, limit int64)
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		out = append(out, page...)
-		if next, err = nextPage(path, controller.NextLink(h)); err != nil {
+		// A controller that keeps linking to more must not keep the
+		// client reading: the whole list is bounded as one answer is, and
+		// a page before the last is never empty.
+		total += int64(len(data))
+		link := controller.NextLink(h)
+		switch {
+		case link != "" && len(page) == 0:
+			err = fmt.Errorf("the answer of GET %s is an empty page with a next page", next)
+		case link != "" && link == next:
+			err = fmt.Errorf("the answer of GET %s names itself as the next page", next)
+		case link != "" && total > limit:
+			err = fmt.Errorf("the pages of GET %s come to over %d bytes", path, limit)
+		}
+		if err == nil {
+			next, err = nextPage(path, link)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}

@@ -132,9 +132,7 @@ func (s *Store) Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error) {
 			return out, nil
 		}
 	}
-	out, err := getAll(ctx, s, bucketJobs, "jobs", func(j *JobRecord) bool {
-		return q.keeps(j.Job.SweepID, j.Job.AgentID, j.State)
-	})
+	out, _, err := s.JobsPage(ctx, q, Page{Limit: maxInt})
 	if err != nil {
 		return nil, err
 	}
