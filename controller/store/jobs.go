@@ -61,6 +61,9 @@ func (s *Store) CreateSweep(sw protocol.Sweep, jobs []JobRecord) error {
 		if err := putJSON(sb, sw.ID, &sw); err != nil {
 			return err
 		}
+		if err := indexSweep(tx, &sw); err != nil {
+			return err
+		}
 		jb := tx.Bucket(bucketJobs)
 		for i := range jobs {
 			if jb.Get([]byte(jobs[i].Job.ID)) != nil {

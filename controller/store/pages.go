@@ -293,17 +293,18 @@ func jobsOfSweep(ctx context.Context, tx *bolt.Tx, sweepID string) ([]JobRecord,
 
 const maxInt = int(^uint(0) >> 1)
 
-// SweepsPage lists one page of the sweeps in id order (the time each was
-// made, to the second), and the After of the next page ("" on the last).
+// SweepsPage lists one page of the sweeps in the order they were made
+// (bucketSweepsByTime), and the After of the next page ("" on the last).
 func (s *Store) SweepsPage(ctx context.Context, p Page) ([]protocol.Sweep, string, error) {
 	out := []protocol.Sweep{}
 	var next string
 	err := s.db.View(func(tx *bolt.Tx) error {
+		sb := tx.Bucket(bucketSweeps)
 		var err error
-		next, err = pageScan(ctx, tx.Bucket(bucketSweeps), p, nil, func(k, v []byte) error {
+		next, err = pageScan(ctx, tx.Bucket(bucketSweepsByTime), p, nil, func(_, id []byte) error {
 			var sw protocol.Sweep
-			if err := json.Unmarshal(v, &sw); err != nil {
-				return fmt.Errorf("decode %s: %w", k, err)
+			if err := getExisting(sb, string(id), &sw); err != nil {
+				return fmt.Errorf("sweep %s: %w", id, err)
 			}
 			out = append(out, sw)
 			return nil

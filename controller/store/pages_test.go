@@ -3,11 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
+	bolt "go.etcd.io/bbolt"
 )
 
 // walk reads every page of list, Limit at a time, calling between(i)
@@ -269,4 +271,72 @@ func TestSweepsAndRejectedPages(t *testing.T) {
 	if _, _, err := s.RejectedPage(context.Background(), Page{}); err == nil {
 		t.Fatal("a page of limit 0 was answered")
 	}
+}
+
+func sweepIDs(t *testing.T, s *Store, limit int, newest bool) []string {
+	t.Helper()
+	return walk(t, limit, newest, func(p Page) ([]string, string, error) {
+		sw, next, err := s.SweepsPage(context.Background(), p)
+		var ids []string
+		for _, x := range sw {
+			ids = append(ids, x.ID)
+		}
+		return ids, next, err
+	}, nil)
+}
+
+// A sweep id holds its time to the second and then random hex: sweeps
+// made within one second list in the order they were made, not by their
+// hex, and a database of a build without the sweeps' index (or written to
+// by one since) gets it at open.
+func TestSweepsListInTheOrderTheyWereMade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "vlmfleet.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var want []string
+	for i, hex := range []string{"ffff", "8888", "0000", "4444"} {
+		sw := protocol.Sweep{ID: "sw-20261101-000000-" + hex, Workload: testWorkload(), CreatedAt: at.Add(time.Duration(i) * time.Millisecond)}
+		if err := s.CreateSweep(sw, nil); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, sw.ID)
+	}
+	rev := slices.Clone(want)
+	slices.Reverse(rev)
+	check := func(when string) {
+		t.Helper()
+		if got := sweepIDs(t, s, 3, false); !slices.Equal(got, want) {
+			t.Fatalf("%s: oldest first %v, want %v", when, got, want)
+		}
+		if got := sweepIDs(t, s, 3, true); !slices.Equal(got, rev) {
+			t.Fatalf("%s: newest first %v, want %v", when, got, rev)
+		}
+	}
+	check("as made")
+	reopen := func(change func(tx *bolt.Tx) error) {
+		t.Helper()
+		if err := s.db.Update(change); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if s, err = Open(path, Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file from before the index.
+	reopen(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketSweepsByTime) })
+	check("index missing at open")
+	// An older build added a sweep without indexing it.
+	reopen(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketSweepsByTime).Cursor()
+		k, _ := c.Last()
+		return tx.Bucket(bucketSweepsByTime).Delete(k)
+	})
+	check("index short of a sweep at open")
+	_ = s.Close()
 }

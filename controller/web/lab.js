@@ -73,18 +73,11 @@ function change(method, path, token, body) {
   return fetch(path, init);
 }
 
-// fetchAll reads every page of a list endpoint (path may carry a query),
-// following each answer's Link rel="next" (docs/api.md, "Lists and pages").
-async function fetchAll(path) {
-  const out = [];
-  for (let next = path; next; ) {
-    const r = await fetch(next);
-    if (!r.ok) throw new Error("GET " + next + ": " + r.status);
-    out.push(...await r.json());
-    const m = /<([^>]*)>\s*;\s*rel="?next"?/.exec(r.headers.get("Link") || "");
-    next = m ? m[1] : "";
-  }
-  return out;
+// nextLink is the next page of a list answer (its Link rel="next"), or ""
+// on the last page (docs/api.md, "Lists and pages").
+function nextLink(response) {
+  const m = /<([^>]*)>\s*;\s*rel="?next"?/.exec(response.headers.get("Link") || "");
+  return m ? m[1] : "";
 }
 
 // follow opens /api/events (query: "?kind=…" or ""), shows the connection's
