@@ -96,9 +96,14 @@ func (s *Store) Sweeps(ctx context.Context) ([]protocol.Sweep, error) {
 	return out, nil
 }
 
-// PutJob writes a job record as it is.
+// PutJob writes a job record as it is. A job of a stored sweep that the
+// sweep does not list yet is added to its list: a sweep's jobs are read by
+// the ids it lists (Jobs, JobsPage).
 func (s *Store) PutJob(j JobRecord) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := listInSweep(tx, j.Job); err != nil {
+			return err
+		}
 		return putJSON(tx.Bucket(bucketJobs), j.Job.ID, &j)
 	})
 	if err != nil {

@@ -254,6 +254,22 @@ func sweepJobsPage(ctx context.Context, tx *bolt.Tx, q JobQuery, p Page, take fu
 	return "", true, nil
 }
 
+// listInSweep adds job to its sweep's list of jobs when the sweep is
+// stored and does not list it.
+func listInSweep(tx *bolt.Tx, job protocol.Job) error {
+	if job.SweepID == "" {
+		return nil
+	}
+	sb := tx.Bucket(bucketSweeps)
+	var sw protocol.Sweep
+	found, err := getJSON(sb, job.SweepID, &sw)
+	if err != nil || !found || slices.Contains(sw.Jobs, job.ID) {
+		return err
+	}
+	sw.Jobs = append(sw.Jobs, job.ID)
+	return putJSON(sb, sw.ID, &sw)
+}
+
 // JobsOfSweeps reads the jobs of each sweep by the ids its record lists,
 // in one read transaction, oldest first as Jobs orders them; a sweep that
 // does not exist has none.

@@ -340,3 +340,24 @@ func TestSweepsListInTheOrderTheyWereMade(t *testing.T) {
 	check("index short of a sweep at open")
 	_ = s.Close()
 }
+
+// A job written on its own (PutJob) that names a stored sweep is one of
+// that sweep's jobs, as a scan of every job would have found.
+func TestPutJobJoinsItsSweep(t *testing.T) {
+	s := openTest(t)
+	ids := makeSweep(t, s, "sw-20261101-000000-aaaa", []string{"a1"}, 2)
+	lone := JobRecord{Job: protocol.Job{ID: "orphan-1", SweepID: "sw-20261101-000000-aaaa", AgentID: "a1", Deployment: "d", Workload: testWorkload()}, State: protocol.JobQueued}
+	for range 2 { // twice: listed once
+		if err := s.PutJob(lone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := s.Jobs(context.Background(), JobQuery{SweepID: "sw-20261101-000000-aaaa"})
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("the sweep's jobs: %d, %v; want its 2 and orphan-1", len(jobs), err)
+	}
+	sw, err := s.Sweep("sw-20261101-000000-aaaa")
+	if err != nil || !slices.Equal(sw.Jobs, append(ids, "orphan-1")) {
+		t.Fatalf("the sweep lists %v, %v", sw.Jobs, err)
+	}
+}
