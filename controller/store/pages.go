@@ -44,7 +44,7 @@ func pageScan(ctx context.Context, b *bolt.Bucket, p Page, match func(v []byte) 
 		step = c.Prev
 		if p.After == "" {
 			k, v = c.Last()
-		} else if k, v = c.Seek([]byte(p.After)); k == nil {
+		} else if k, _ = c.Seek([]byte(p.After)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()
@@ -104,14 +104,52 @@ func (q RunQuery) filters() bool {
 	return q.AgentID != "" || q.Status != "" || q.SweepID != "" || q.Source != ""
 }
 
-func (q RunQuery) matches(v []byte) (bool, error) {
-	var f runFilterFields
-	if err := json.Unmarshal(v, &f); err != nil {
-		return false, err
+// matcher is the filter of q over stored runs. Every record is written by
+// encoding/json (putJSON), so a run with the field holds the field's bytes
+// as jsonField writes them: a record without them is dropped without
+// decoding, and the others are decoded to be sure (the bytes may stand at
+// another level of the record).
+func (q RunQuery) matcher() func(v []byte) (bool, error) {
+	needles := needlesOf("agent_id", q.AgentID, "status", q.Status, "sweep_id", q.SweepID, "source", q.Source)
+	return func(v []byte) (bool, error) {
+		if !containsAll(v, needles) {
+			return false, nil
+		}
+		var f runFilterFields
+		if err := json.Unmarshal(v, &f); err != nil {
+			return false, err
+		}
+		r := f.Run
+		return (q.AgentID == "" || r.AgentID == q.AgentID) && (q.Status == "" || r.Status == q.Status) &&
+			(q.SweepID == "" || r.SweepID == q.SweepID) && (q.Source == "" || r.Source == q.Source), nil
 	}
-	r := f.Run
-	return (q.AgentID == "" || r.AgentID == q.AgentID) && (q.Status == "" || r.Status == q.Status) &&
-		(q.SweepID == "" || r.SweepID == q.SweepID) && (q.Source == "" || r.Source == q.Source), nil
+}
+
+// jsonField is a field as encoding/json writes it in a record: its name
+// and its string value.
+func jsonField(name, value string) []byte {
+	v, _ := json.Marshal(value) // a string always encodes
+	return append([]byte(`"`+name+`":`), v...)
+}
+
+// needlesOf is jsonField of each name and value pair whose value is set.
+func needlesOf(pairs ...string) [][]byte {
+	var out [][]byte
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			out = append(out, jsonField(pairs[i], pairs[i+1]))
+		}
+	}
+	return out
+}
+
+func containsAll(v []byte, needles [][]byte) bool {
+	for _, n := range needles {
+		if !bytes.Contains(v, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // RunsPage lists one page of the runs matching q in run id order, each
@@ -122,7 +160,7 @@ func (s *Store) RunsPage(ctx context.Context, q RunQuery, p Page) ([]protocol.Ru
 	out := []protocol.Run{}
 	var match func([]byte) (bool, error)
 	if q.filters() {
-		match = q.matches
+		match = q.matcher()
 	}
 	var next string
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -156,12 +194,19 @@ type jobFilterFields struct {
 	State protocol.JobState `json:"state"`
 }
 
-func (q JobQuery) matches(v []byte) (bool, error) {
-	var f jobFilterFields
-	if err := json.Unmarshal(v, &f); err != nil {
-		return false, err
+// matcher is the filter of q over stored jobs, as RunQuery.matcher.
+func (q JobQuery) matcher() func(v []byte) (bool, error) {
+	needles := needlesOf("sweep_id", q.SweepID, "agent_id", q.AgentID, "state", string(q.State))
+	return func(v []byte) (bool, error) {
+		if !containsAll(v, needles) {
+			return false, nil
+		}
+		var f jobFilterFields
+		if err := json.Unmarshal(v, &f); err != nil {
+			return false, err
+		}
+		return q.keeps(f.Job.SweepID, f.Job.AgentID, f.State), nil
 	}
-	return q.keeps(f.Job.SweepID, f.Job.AgentID, f.State), nil
 }
 
 func (q JobQuery) keeps(sweep, agent string, state protocol.JobState) bool {
@@ -194,7 +239,7 @@ func (s *Store) JobsPage(ctx context.Context, q JobQuery, p Page) ([]JobRecord, 
 		}
 		var match func([]byte) (bool, error)
 		if q != (JobQuery{}) {
-			match = q.matches
+			match = q.matcher()
 		}
 		var err error
 		next, err = pageScan(ctx, tx.Bucket(bucketJobs), p, match, take)
@@ -222,6 +267,7 @@ func sweepJobsPage(ctx context.Context, tx *bolt.Tx, q JobQuery, p Page, take fu
 		slices.Reverse(ids)
 	}
 	jb := tx.Bucket(bucketJobs)
+	match := q.matcher()
 	n := 0
 	var last string
 	for _, id := range ids {
@@ -235,7 +281,7 @@ func sweepJobsPage(ctx context.Context, tx *bolt.Tx, q JobQuery, p Page, take fu
 		if v == nil {
 			continue
 		}
-		keep, err := q.matches(v)
+		keep, err := match(v)
 		if err != nil {
 			return "", true, fmt.Errorf("decode %s: %w", id, err)
 		}

@@ -361,3 +361,41 @@ func TestPutJobJoinsItsSweep(t *testing.T) {
 		t.Fatalf("the sweep lists %v, %v", sw.Jobs, err)
 	}
 }
+
+// A filter skips records without its field's bytes before decoding them:
+// a value that encoding/json escapes (<, &, ", non-ASCII) is looked for as
+// it is stored, and bytes that stand elsewhere in a record (a job's
+// history holds states too) are no match.
+func TestFiltersFindEscapedValues(t *testing.T) {
+	s := openTest(t)
+	odd := "a<b&c\"é"
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		r := testRun("r-odd", odd)
+		r.SweepID = odd
+		return putJSON(tx.Bucket(bucketRuns), r.ID, &runRecord{Run: r})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	importRuns(t, s, "r-plain")
+	for _, q := range []RunQuery{{AgentID: odd}, {SweepID: odd}, {AgentID: odd, Status: protocol.RunRunning, Source: protocol.SourceLab}} {
+		if got := walk(t, 10, false, runIDs(s, q), nil); !slices.Equal(got, []string{"r-odd"}) {
+			t.Errorf("%+v: %v, want r-odd", q, got)
+		}
+	}
+	makeSweep(t, s, "sw-20261101-000000-aaaa", []string{"a1"}, 2) // j1 queued, j2 completed
+	_, _, err = s.ApplyJobState(protocol.JobStateChange{JobID: "sw-20261101-000000-aaaa-j1", AgentID: "a1", State: protocol.JobAccepted, Attempt: 1}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.FailJob(protocol.JobStateChange{JobID: "sw-20261101-000000-aaaa-j1", AgentID: "a1", Attempt: 1, Error: "test"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// j1 is failed now, its history still holds "state":"accepted".
+	if got := walk(t, 10, false, jobIDs(s, JobQuery{State: protocol.JobAccepted}), nil); len(got) != 0 {
+		t.Errorf("accepted jobs: %v, want none", got)
+	}
+	if got := walk(t, 10, false, jobIDs(s, JobQuery{State: protocol.JobFailed}), nil); !slices.Equal(got, []string{"sw-20261101-000000-aaaa-j1"}) {
+		t.Errorf("failed jobs: %v, want j1", got)
+	}
+}
