@@ -32,10 +32,10 @@ const cursorVersion = 1
 type listKind byte
 
 const (
-	listRuns     listKind = 'r'
-	listJobs     listKind = 'j'
-	listSweeps   listKind = 's'
-	listRejected listKind = 'x'
+	kindRuns     listKind = 'r'
+	kindJobs     listKind = 'j'
+	kindSweeps   listKind = 's'
+	kindRejected listKind = 'x'
 )
 
 // cursor is a position in a list: the store key of the last record of the

@@ -9,12 +9,12 @@ import (
 // list asked for that encodes back to a cursor decoding the same.
 // go test -run '^$' -fuzz FuzzDecodeCursor -fuzztime 60s ./controller/
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(encodeCursor(cursor{kind: listRuns, key: "sw-20261101-000000-aaaa-j1-a1"}), byte(listRuns))
-	f.Add(encodeCursor(cursor{kind: listRejected, newest: true, key: "\x00\x00\x00\x00\x00\x00\x00\x07"}), byte(listRejected))
-	f.Add(encodeCursor(cursor{kind: listJobs, key: "x"}), byte(listSweeps))
-	f.Add("", byte(listRuns))
-	f.Add("AQ", byte(listRuns))
-	f.Add("!!!!", byte(listJobs))
+	f.Add(encodeCursor(cursor{kind: kindRuns, key: "sw-20261101-000000-aaaa-j1-a1"}), byte(kindRuns))
+	f.Add(encodeCursor(cursor{kind: kindRejected, newest: true, key: "\x00\x00\x00\x00\x00\x00\x00\x07"}), byte(kindRejected))
+	f.Add(encodeCursor(cursor{kind: kindJobs, key: "x"}), byte(kindSweeps))
+	f.Add("", byte(kindRuns))
+	f.Add("AQ", byte(kindRuns))
+	f.Add("!!!!", byte(kindJobs))
 	f.Fuzz(func(t *testing.T, s string, kind byte) {
 		c, err := decodeCursor(s, listKind(kind))
 		if err != nil {
@@ -32,15 +32,15 @@ func FuzzDecodeCursor(f *testing.F) {
 
 func TestCursorRoundTrips(t *testing.T) {
 	for _, c := range []cursor{
-		{kind: listRuns, key: "run-1"},
-		{kind: listJobs, newest: true, key: "sw-20261101-000000-aaaa-j10"},
-		{kind: listRejected, newest: true, key: "\x00\x00\x00\x00\x00\x00\x01\x00"},
+		{kind: kindRuns, key: "run-1"},
+		{kind: kindJobs, newest: true, key: "sw-20261101-000000-aaaa-j10"},
+		{kind: kindRejected, newest: true, key: "\x00\x00\x00\x00\x00\x00\x01\x00"},
 	} {
 		got, err := decodeCursor(encodeCursor(c), c.kind)
 		if err != nil || got != c {
 			t.Errorf("%+v: decoded %+v, %v", c, got, err)
 		}
-		if _, err := decodeCursor(encodeCursor(c), listSweeps); err == nil {
+		if _, err := decodeCursor(encodeCursor(c), kindSweeps); err == nil {
 			t.Errorf("%+v: accepted as a cursor of sweeps", c)
 		}
 	}
