@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -397,5 +400,43 @@ func TestFiltersFindEscapedValues(t *testing.T) {
 	}
 	if got := walk(t, 10, false, jobIDs(s, JobQuery{State: protocol.JobFailed}), nil); !slices.Equal(got, []string{"sw-20261101-000000-aaaa-j1"}) {
 		t.Errorf("failed jobs: %v, want j1", got)
+	}
+}
+
+// firstState's premise: no field of a job document (protocol.Job, at any
+// depth) is named "state", so the first one in a stored job is the job's.
+func TestFirstStateIsTheJobsOwn(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var walkType func(path string, ty reflect.Type)
+	walkType = func(path string, ty reflect.Type) {
+		for ty.Kind() == reflect.Pointer || ty.Kind() == reflect.Slice || ty.Kind() == reflect.Array || ty.Kind() == reflect.Map {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] {
+			return
+		}
+		seen[ty] = true
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if strings.EqualFold(name, "state") {
+				t.Errorf("%s.%s is a field named state: firstState would read it as the job's", path, f.Name)
+			}
+			walkType(path+"."+f.Name, f.Type)
+		}
+	}
+	walkType("Job", reflect.TypeOf(protocol.Job{}))
+	rec := JobRecord{Job: protocol.Job{ID: "j", Workload: testWorkload()}, State: protocol.JobFailed,
+		History: []JobHistoryEntry{{State: protocol.JobAccepted, Attempt: 1}}}
+	rec.Job.Workload.Prompt = `say "state":"queued"`
+	v, err := json.Marshal(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, ok := firstState(v); !ok || st != protocol.JobFailed {
+		t.Fatalf("firstState of %s: %q %v, want failed", v, st, ok)
 	}
 }
