@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -19,17 +18,17 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
 	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
 	mux.HandleFunc("/api/agents/{id}/drain", serveJSON(c.handleDrain))
-	mux.HandleFunc("GET /api/runs", serveJSON(c.handleRuns))
+	mux.HandleFunc("GET /api/runs", servePage(kindRuns, false, c.listRuns))
 	mux.HandleFunc("GET /api/runs/{id}", serveJSON(c.handleRun))
 	mux.HandleFunc("POST /api/runs/import", c.handleImport)
-	mux.HandleFunc("GET /api/sweeps", serveJSON(c.handleSweeps))
+	mux.HandleFunc("GET /api/sweeps", servePage(kindSweeps, false, c.listSweeps))
 	mux.HandleFunc("POST /api/sweeps", c.handleSubmitSweep)
 	mux.HandleFunc("GET /api/sweeps/{id}", serveJSON(c.handleSweep))
 	mux.HandleFunc("DELETE /api/sweeps/{id}", serveJSON(c.handleCancelSweep))
-	mux.HandleFunc("GET /api/jobs", serveJSON(c.handleJobs))
+	mux.HandleFunc("GET /api/jobs", servePage(kindJobs, false, c.listJobs))
 	mux.HandleFunc("GET /api/jobs/{id}", serveJSON(c.handleJob))
 	mux.HandleFunc("DELETE /api/jobs/{id}", c.handleCancelJob)
-	mux.HandleFunc("GET /api/rejected", serveJSON(c.handleRejected))
+	mux.HandleFunc("GET /api/rejected", servePage(kindRejected, true, c.listRejected))
 	mux.HandleFunc("GET /api/live", serveJSON(c.handleLiveSnapshot))
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.Handle("GET /metrics", c.metrics.handler())
@@ -128,44 +127,12 @@ func (c *Controller) handleAgents(r *http.Request) ([]AgentView, error) {
 	return c.Agents(r.Context())
 }
 
-func (c *Controller) handleRuns(r *http.Request) ([]protocol.Run, error) {
-	q := r.URL.Query()
-	runs, err := c.store.ListRuns(r.Context(), store.RunQuery{
-		AgentID: q.Get("agent"), Status: q.Get("status"), SweepID: q.Get("sweep"), Source: q.Get("source"),
-	})
-	if runs == nil {
-		runs = []protocol.Run{}
-	}
-	return runs, err
-}
-
 func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {
 	id := r.PathValue("id")
 	if v := r.URL.Query().Get("requests"); v == "0" || v == "false" {
 		return c.store.RunSummary(r.Context(), id)
 	}
 	return c.store.Run(r.Context(), id)
-}
-
-func (c *Controller) handleSweeps(r *http.Request) ([]SweepView, error) {
-	sweeps, err := c.store.Sweeps(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{})
-	if err != nil {
-		return nil, err
-	}
-	byAgent := agentsByID(agents)
-	bySweep := map[string][]store.JobRecord{}
-	for _, j := range jobs {
-		bySweep[j.Job.SweepID] = append(bySweep[j.Job.SweepID], j)
-	}
-	out := make([]SweepView, 0, len(sweeps))
-	for _, s := range sweeps {
-		out = append(out, SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
-	}
-	return out, nil
 }
 
 func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
@@ -193,18 +160,6 @@ func (c *Controller) handleSweep(r *http.Request) (SweepView, error) {
 	}
 	byAgent := agentsByID(agents)
 	return SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: jobViews(jobs, byAgent)}, nil
-}
-
-func (c *Controller) handleJobs(r *http.Request) ([]JobView, error) {
-	q := r.URL.Query()
-	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{
-		SweepID: q.Get("sweep"), AgentID: q.Get("agent"), State: protocol.JobState(q.Get("state")),
-		Active: q.Get("active") == "1" || q.Get("active") == "true",
-	})
-	if err != nil {
-		return nil, err
-	}
-	return jobViews(jobs, agentsByID(agents)), nil
 }
 
 func (c *Controller) handleJob(r *http.Request) (JobView, error) {
@@ -241,22 +196,6 @@ func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 // answers 200 with what became of each.
 func (c *Controller) handleCancelSweep(r *http.Request) (SweepCancel, error) {
 	return c.CancelSweep(r.Context(), r.PathValue("id"))
-}
-
-func (c *Controller) handleRejected(r *http.Request) ([]store.Rejection, error) {
-	limit := 100
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, &requestError{http.StatusBadRequest, fmt.Errorf("limit %q: want a whole number, 0 for all", v)}
-		}
-		limit = n
-	}
-	rej, err := c.store.Rejected(r.Context(), limit)
-	if rej == nil {
-		rej = []store.Rejection{}
-	}
-	return rej, err
 }
 
 // LiveSnapshot is what the live page loads before following /api/events.

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,9 @@ type Client struct {
 	timeout   time.Duration
 	source    string
 	maxImport int
+	// pageLimit is the page size list asks for: the most a controller
+	// gives, for the fewest round trips.
+	pageLimit int
 	token     string
 	// tlsConfig, or caFile and caPin, are how https connections trust
 	// the controller (WithTLS, WithCA).
@@ -96,7 +100,7 @@ func WithSource(name string) Option { return func(c *Client) { c.source = name }
 // New returns a client of the controller at baseURL: http or https with a
 // host, and optionally a path prefix (a reverse proxy's).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	c := &Client{hc: &http.Client{}, timeout: DefaultTimeout, source: "controller URL", maxImport: controller.MaxImportBody}
+	c := &Client{hc: &http.Client{}, timeout: DefaultTimeout, source: "controller URL", maxImport: controller.MaxImportBody, pageLimit: controller.MaxListLimit}
 	for _, o := range opts {
 		o(c)
 	}
@@ -117,6 +121,12 @@ func (c *Client) URL() string { return c.base }
 // do sends one request and reads at most limit bytes of the answer,
 // whatever its status: some errors carry a document (409 on a job cancel).
 func (c *Client) do(ctx context.Context, method, path string, body []byte, limit int64) (int, []byte, error) {
+	status, _, data, err := c.doHeader(ctx, method, path, body, limit)
+	return status, data, err
+}
+
+// doHeader is do that also returns the answer's header.
+func (c *Client) doHeader(ctx context.Context, method, path string, body []byte, limit int64) (int, http.Header, []byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -128,7 +138,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	c.authorize(req)
@@ -137,17 +147,17 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, limit
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, nil, untrustedHint(err)
+		return 0, nil, nil, untrustedHint(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
+		return resp.StatusCode, resp.Header, nil, fmt.Errorf("reading the answer of %s %s: %w", method, path, err)
 	}
 	if int64(len(data)) > limit {
-		return resp.StatusCode, nil, fmt.Errorf("the answer of %s %s is over %d bytes", method, path, limit)
+		return resp.StatusCode, resp.Header, nil, fmt.Errorf("the answer of %s %s is over %d bytes", method, path, limit)
 	}
-	return resp.StatusCode, data, nil
+	return resp.StatusCode, resp.Header, data, nil
 }
 
 // call sends body (JSON, unless nil) and decodes an answer whose status is
@@ -172,6 +182,70 @@ func call[T any](ctx context.Context, c *Client, what, method, path string, body
 // get is call for a GET answered 200.
 func get[T any](ctx context.Context, c *Client, what, path string, limit int64) (T, error) {
 	return call[T](ctx, c, what, http.MethodGet, path, nil, limit, http.StatusOK)
+}
+
+// list is get for a list endpoint: it asks for pages of pageLimit and
+// follows each page's Link rel="next" to the end, so the caller gets the
+// whole list. The pages together are bounded by limit; the pages of one list are
+// read one after another, each from where the last ended, so what was
+// written meanwhile neither repeats nor is skipped before the position.
+func list[T any](ctx context.Context, c *Client, what, path string, limit int64) ([]T, error) {
+	out := []T{}
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	next := path + sep + "limit=" + strconv.Itoa(c.pageLimit)
+	var total int64
+	for next != "" {
+		status, h, data, err := c.doHeader(ctx, http.MethodGet, next, nil, limit)
+		if err == nil && status != http.StatusOK {
+			err = decodeError(status, data)
+		}
+		var page []T
+		if err == nil {
+			err = decodeAnswer(http.MethodGet, next, data, &page)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, page...)
+		// A controller that keeps linking to more must not keep the
+		// client reading: the whole list is bounded as one answer is, and
+		// a page before the last is never empty.
+		total += int64(len(data))
+		link := controller.NextLink(h)
+		switch {
+		case link != "" && len(page) == 0:
+			err = fmt.Errorf("the answer of GET %s is an empty page with a next page", next)
+		case link != "" && link == next:
+			err = fmt.Errorf("the answer of GET %s names itself as the next page", next)
+		case link != "" && total > limit:
+			err = fmt.Errorf("the pages of GET %s come to over %d bytes", path, limit)
+		}
+		if err == nil {
+			next, err = nextPage(path, link)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return out, nil
+}
+
+// nextPage is the request of the page a Link target names: the list's own
+// path (a reverse proxy may serve the API under a prefix the controller
+// does not know) with the target's query, which carries the cursor.
+func nextPage(path, link string) (string, error) {
+	if link == "" {
+		return "", nil
+	}
+	u, err := url.Parse(link)
+	if err != nil || u.RawQuery == "" {
+		return "", fmt.Errorf("the controller's Link rel=\"next\" %q is not a page of this list", link)
+	}
+	p, _, _ := strings.Cut(path, "?")
+	return p + "?" + u.RawQuery, nil
 }
 
 func decodeAnswer(method, path string, data []byte, out any) error {
@@ -230,10 +304,20 @@ type RunFilter struct {
 	Source               string // lab or import
 }
 
-// Runs lists result documents without their per-request records, oldest first.
+// Runs lists result documents without their per-request records, oldest
+// first, following every page of GET /api/runs.
 func (c *Client) Runs(ctx context.Context, f RunFilter) ([]protocol.Run, error) {
 	q := query(map[string]string{"agent": f.Agent, "status": f.Status, "sweep": f.Sweep, "source": f.Source})
-	return get[[]protocol.Run](ctx, c, "list runs", "/api/runs"+q, maxListAnswer)
+	runs, err := list[protocol.Run](ctx, c, "list runs", "/api/runs"+q, maxListAnswer)
+	// The API lists runs in id order; oldest first is what a person reads
+	// and what exports were written in before the API had pages.
+	sort.SliceStable(runs, func(i, j int) bool {
+		if !runs[i].CreatedAt.Equal(runs[j].CreatedAt) {
+			return runs[i].CreatedAt.Before(runs[j].CreatedAt)
+		}
+		return runs[i].ID < runs[j].ID
+	})
+	return runs, err
 }
 
 // Run is one whole result document, per-request records included.
@@ -281,9 +365,10 @@ func (c *Client) Import(ctx context.Context, entries []store.ImportEntry) (Impor
 	return call[ImportResult](ctx, c, "import", http.MethodPost, "/api/runs/import", body, maxAnswer, http.StatusOK)
 }
 
-// Sweeps lists every sweep with its status, oldest first.
+// Sweeps lists every sweep with its status, oldest first, following every
+// page of GET /api/sweeps.
 func (c *Client) Sweeps(ctx context.Context) ([]controller.SweepView, error) {
-	return get[[]controller.SweepView](ctx, c, "list sweeps", "/api/sweeps", maxListAnswer)
+	return list[controller.SweepView](ctx, c, "list sweeps", "/api/sweeps", maxListAnswer)
 }
 
 // SubmitSweep submits s and returns it as stored, with its id and jobs.
@@ -319,14 +404,16 @@ type JobFilter struct {
 	Active       bool // only jobs that have not ended
 }
 
-// Jobs lists jobs, oldest first.
+// Jobs lists jobs in id order (oldest first: a job's id starts with its
+// sweep's, which starts with the time), following every page of
+// GET /api/jobs.
 func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]controller.JobView, error) {
 	active := ""
 	if f.Active {
 		active = "1"
 	}
 	q := query(map[string]string{"sweep": f.Sweep, "agent": f.Agent, "state": string(f.State), "active": active})
-	return get[[]controller.JobView](ctx, c, "list jobs", "/api/jobs"+q, maxListAnswer)
+	return list[controller.JobView](ctx, c, "list jobs", "/api/jobs"+q, maxListAnswer)
 }
 
 // Job is one job with its state history.
@@ -379,9 +466,16 @@ func (c *Client) CancelJob(ctx context.Context, id string) (controller.JobView, 
 }
 
 // Rejected lists the agent messages the controller refused, newest first;
-// limit 0 asks for all it keeps.
+// limit 0 asks for all it keeps, following every page of GET /api/rejected.
 func (c *Client) Rejected(ctx context.Context, limit int) ([]store.Rejection, error) {
-	return get[[]store.Rejection](ctx, c, "list rejected messages", "/api/rejected?limit="+strconv.Itoa(limit), maxListAnswer)
+	if limit > 0 && limit <= controller.MaxListLimit {
+		return get[[]store.Rejection](ctx, c, "list rejected messages", "/api/rejected?limit="+strconv.Itoa(limit), maxListAnswer)
+	}
+	rej, err := list[store.Rejection](ctx, c, "list rejected messages", "/api/rejected", maxListAnswer)
+	if limit > 0 && len(rej) > limit {
+		rej = rej[:limit]
+	}
+	return rej, err
 }
 
 // Live is what the live page loads before it follows the events.

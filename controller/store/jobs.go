@@ -61,6 +61,9 @@ func (s *Store) CreateSweep(sw protocol.Sweep, jobs []JobRecord) error {
 		if err := putJSON(sb, sw.ID, &sw); err != nil {
 			return err
 		}
+		if err := indexSweep(tx, &sw); err != nil {
+			return err
+		}
 		jb := tx.Bucket(bucketJobs)
 		for i := range jobs {
 			if jb.Get([]byte(jobs[i].Job.ID)) != nil {
@@ -93,9 +96,14 @@ func (s *Store) Sweeps(ctx context.Context) ([]protocol.Sweep, error) {
 	return out, nil
 }
 
-// PutJob writes a job record as it is.
+// PutJob writes a job record as it is. A job of a stored sweep that the
+// sweep does not list yet is added to its list: a sweep's jobs are read by
+// the ids it lists (Jobs, JobsPage).
 func (s *Store) PutJob(j JobRecord) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := listInSweep(tx, j.Job); err != nil {
+			return err
+		}
 		return putJSON(tx.Bucket(bucketJobs), j.Job.ID, &j)
 	})
 	if err != nil {
@@ -109,28 +117,45 @@ func (s *Store) Job(id string) (JobRecord, error) {
 	return getOne[JobRecord](s, bucketJobs, "job", id)
 }
 
-// Jobs lists the jobs matching q, oldest first.
+// Jobs lists the jobs matching q, oldest first. A sweep's jobs are read
+// by the ids its record lists rather than found by a scan of every job.
 func (s *Store) Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error) {
-	out, err := getAll(ctx, s, bucketJobs, "jobs", func(j *JobRecord) bool {
-		switch {
-		case q.SweepID != "" && j.Job.SweepID != q.SweepID,
-			q.AgentID != "" && j.Job.AgentID != q.AgentID,
-			q.State != "" && j.State != q.State,
-			q.Active && j.State.Terminal():
-			return false
+	if q.SweepID != "" {
+		var out []JobRecord
+		found := false
+		err := s.db.View(func(tx *bolt.Tx) error {
+			jobs, ok, err := jobsOfSweep(ctx, tx, q.SweepID)
+			found = ok
+			for _, j := range jobs {
+				if q.keeps(j.Job.SweepID, j.Job.AgentID, j.State) {
+					out = append(out, j)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("store: jobs: %w", err)
 		}
-		return true
-	})
+		if found {
+			return out, nil
+		}
+	}
+	out, _, err := s.JobsPage(ctx, q, Page{Limit: maxInt})
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Job.CreatedAt.Equal(out[j].Job.CreatedAt) {
-			return out[i].Job.CreatedAt.Before(out[j].Job.CreatedAt)
-		}
-		return out[i].Job.ID < out[j].Job.ID
-	})
+	sortJobs(out)
 	return out, nil
+}
+
+// sortJobs orders jobs oldest first, and by id within a sweep.
+func sortJobs(jobs []JobRecord) {
+	sort.SliceStable(jobs, func(i, j int) bool {
+		if !jobs[i].Job.CreatedAt.Equal(jobs[j].Job.CreatedAt) {
+			return jobs[i].Job.CreatedAt.Before(jobs[j].Job.CreatedAt)
+		}
+		return jobs[i].Job.ID < jobs[j].Job.ID
+	})
 }
 
 // JobByStreamSeq finds the agent's job published as sequence seq of the

@@ -134,6 +134,9 @@ func (s *Store) init() error {
 				return fmt.Errorf("store: create bucket %s: %w", name, err)
 			}
 		}
+		if err := ensureSweepIndex(tx); err != nil {
+			return err
+		}
 		meta := tx.Bucket(bucketMeta)
 		v := meta.Get([]byte("schema"))
 		if v == nil {

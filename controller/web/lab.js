@@ -73,6 +73,13 @@ function change(method, path, token, body) {
   return fetch(path, init);
 }
 
+// nextLink is the next page of a list answer (its Link rel="next"), or ""
+// on the last page (docs/api.md, "Lists and pages").
+function nextLink(response) {
+  const m = /<([^>]*)>\s*;\s*rel="?next"?/.exec(response.headers.get("Link") || "");
+  return m ? m[1] : "";
+}
+
 // follow opens /api/events (query: "?kind=…" or ""), shows the connection's
 // state in #conn when the page has one, and hands each event kind's
 // decoded data to its handler; onopen runs at each (re)connection.

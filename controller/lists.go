@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"net/http"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// servePage makes the handler of a list endpoint: one page of what load
+// lists, as a JSON array, with a Link rel="next" header while more follow
+// (docs/api.md, "Lists and pages"). newestFirst is the list's order when
+// the request names none.
+func servePage[T any](kind listKind, newestFirst bool, load func(r *http.Request, p store.Page) ([]T, string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		pr, err := parsePage(r, kind, newestFirst)
+		var items []T
+		var next string
+		if err == nil {
+			items, next, err = load(r, pr.page)
+		}
+		if err != nil {
+			writeError(w, statusOf(err), err)
+			return
+		}
+		if items == nil {
+			items = []T{}
+		}
+		pr.setNext(w, next)
+		writeJSON(w, http.StatusOK, items)
+	}
+}
+
+func (c *Controller) listRuns(r *http.Request, p store.Page) ([]protocol.Run, string, error) {
+	q := r.URL.Query()
+	return c.store.RunsPage(r.Context(), store.RunQuery{
+		AgentID: q.Get("agent"), Status: q.Get("status"), SweepID: q.Get("sweep"), Source: q.Get("source"),
+	}, p)
+}
+
+func (c *Controller) listJobs(r *http.Request, p store.Page) ([]JobView, string, error) {
+	q := r.URL.Query()
+	jobs, next, err := c.store.JobsPage(r.Context(), store.JobQuery{
+		SweepID: q.Get("sweep"), AgentID: q.Get("agent"), State: protocol.JobState(q.Get("state")),
+		Active: q.Get("active") == "1" || q.Get("active") == "true",
+	}, p)
+	if err != nil {
+		return nil, "", err
+	}
+	agents, err := c.Agents(r.Context())
+	if err != nil {
+		return nil, "", err
+	}
+	return jobViews(jobs, agentsByID(agents)), next, nil
+}
+
+// listSweeps counts the jobs of the page's sweeps only, each read by the
+// ids its sweep lists.
+func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]SweepView, string, error) {
+	sweeps, next, err := c.store.SweepsPage(r.Context(), p)
+	if err != nil {
+		return nil, "", err
+	}
+	ids := make([]string, 0, len(sweeps))
+	for _, s := range sweeps {
+		ids = append(ids, s.ID)
+	}
+	bySweep, err := c.store.JobsOfSweeps(r.Context(), ids)
+	if err != nil {
+		return nil, "", err
+	}
+	agents, err := c.Agents(r.Context())
+	if err != nil {
+		return nil, "", err
+	}
+	byAgent := agentsByID(agents)
+	out := make([]SweepView, 0, len(sweeps))
+	for _, s := range sweeps {
+		out = append(out, SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
+	}
+	return out, next, nil
+}
+
+func (c *Controller) listRejected(r *http.Request, p store.Page) ([]store.Rejection, string, error) {
+	return c.store.RejectedPage(r.Context(), p)
+}
