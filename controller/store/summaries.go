@@ -74,3 +74,7 @@ func (src SummarySource) LoadRun(ctx context.Context, id string) (r protocol.Run
 	}
 	return r, err == nil, err
 }
+
+// RunsGeneration is the store's (Store.RunsGeneration): the explorer keeps
+// its aggregate of Runs until it moves.
+func (src SummarySource) RunsGeneration() uint64 { return src.s.RunsGeneration() }
