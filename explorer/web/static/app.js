@@ -1,7 +1,7 @@
 // The explorer page: loads the Dataset (inline in an exported file, else from
-// GET /api/explorer/data), builds the table once and then only updates text,
-// classes, visibility and order, so a change costs a few milliseconds even
-// with a thousand rows.
+// GET /api/explorer/data), builds each row once, when it is first displayed,
+// and then only updates text, classes, visibility and order, so a change
+// costs a few milliseconds even with a thousand rows.
 import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
@@ -54,7 +54,9 @@ function slug(s) {
 async function loadDataset() {
   const inline = document.getElementById('vlmfleet-data');
   if (inline) return JSON.parse(inline.textContent);
-  const res = await fetch(DATA_URL, { headers: { Accept: 'application/json' } });
+  // The request the served page's <link rel="preload"> made already, as
+  // the page's head started it: this takes its answer.
+  const res = await fetch(DATA_URL);
   if (!res.ok) throw new Error(`GET ${DATA_URL}: ${res.status} ${res.statusText}`);
   return res.json();
 }
@@ -118,39 +120,43 @@ function createExplorer(ds) {
   }
 
   // ---- building (once) -------------------------------------------------
+  // A row's elements are made the first time it is displayed: with
+  // thousands of rows, making all of them before the first render would
+  // cost more than the render, and most are never scrolled to.
+  const rowProto = el('tr', { class: 'row' });
+  for (let i = 0; i < 9; i++) rowProto.append(el('td'));
+  function buildRow(it) {
+    const tr = rowProto.cloneNode(true);
+    const td = tr.children;
+    const r = it.row;
+    tr.dataset.id = r.id;
+    const btn = el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: r.model }));
+    td[0].className = 'c-model';
+    td[0].append(btn);
+    if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+    // The latest run got worse than the one before: link the two runs' comparison.
+    if (r.regression) td[0].append(el('a', { class: 'badge badge-worse', href: r.regression.compare, text: `worse than ${formatDate(r.regression.date).slice(0, 10)}`, title: `The latest run is worse than run ${r.regression.than} in ${plural(r.regression.worse, 'figure', 'figures')}: open the comparison` }));
+    const why = el('span', { class: 'why' });
+    why.hidden = true;
+    td[0].append(why);
+    td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
+    td[1].className = 'num';
+    td[1].textContent = formatParams(r.params_b);
+    td[2].textContent = r.quantization;
+    td[3].textContent = r.engine;
+    td[4].textContent = r.device;
+    td[5].className = 'num c-rt';
+    td[6].className = 'num c-tps';
+    td[7].className = 'num c-max';
+    td[8].className = 'c-result';
+    const badge = el('span', { class: 'result' });
+    td[8].append(badge);
+    it.tr = tr;
+    it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
+    it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
+  }
+
   function buildRows() {
-    const proto = el('tr', { class: 'row' });
-    for (let i = 0; i < 9; i++) proto.append(el('td'));
-    for (const it of items) {
-      const tr = proto.cloneNode(true);
-      const td = tr.children;
-      const r = it.row;
-      tr.dataset.id = r.id;
-      const btn = el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: r.model }));
-      td[0].className = 'c-model';
-      td[0].append(btn);
-      if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
-      // The latest run got worse than the one before: link the two runs' comparison.
-      if (r.regression) td[0].append(el('a', { class: 'badge badge-worse', href: r.regression.compare, text: `worse than ${formatDate(r.regression.date).slice(0, 10)}`, title: `The latest run is worse than run ${r.regression.than} in ${plural(r.regression.worse, 'figure', 'figures')}: open the comparison` }));
-      const why = el('span', { class: 'why' });
-      why.hidden = true;
-      td[0].append(why);
-      td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
-      td[1].className = 'num';
-      td[1].textContent = formatParams(r.params_b);
-      td[2].textContent = r.quantization;
-      td[3].textContent = r.engine;
-      td[4].textContent = r.device;
-      td[5].className = 'num c-rt';
-      td[6].className = 'num c-tps';
-      td[7].className = 'num c-max';
-      td[8].className = 'c-result';
-      const badge = el('span', { class: 'result' });
-      td[8].append(badge);
-      it.tr = tr;
-      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
-      it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
-    }
     tbody.addEventListener('click', (e) => {
       const tr = e.target.closest('tr.row');
       if (!tr) return;
@@ -406,6 +412,7 @@ function createExplorer(ds) {
   }
 
   function paintRow(it) {
+    if (!it.tr) buildRow(it);
     const v = it.view;
     const c = it.cache;
     // A combination where every request failed says so, and why, instead
@@ -548,6 +555,7 @@ function createExplorer(ds) {
   }
 
   function expand(it) {
+    if (!it.tr) buildRow(it);
     openItem = it;
     const r = it.row;
     const td = el('td', { colspan: '9' });
@@ -703,7 +711,11 @@ async function main() {
     window.vlmfleetExplorer = { ready: false, error: String(err.message) };
     return;
   }
+  // When the data was in hand (fetched and parsed), since the navigation:
+  // what the first render waited for before the page's own work.
+  const dataLoadedMs = performance.now();
   const x = createExplorer(ds);
+  x.perf.dataLoadedMs = dataLoadedMs;
   x.start();
   // A handle for scripts and the browser tests: timings and the view state.
   window.vlmfleetExplorer = { ready: true, perf: x.perf, state: x.state };
