@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -227,7 +228,8 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 //
 //	VLMFLEET_MEASURE=1 go test -count=1 -v -timeout 30m -run TestMeasureExplorerAtScale ./controller/
 //
-// VLMFLEET_MEASURE_COMBOS=28000,100000 picks the sizes.
+// VLMFLEET_MEASURE_COMBOS=28000,100000 picks the sizes and
+// VLMFLEET_MEASURE_REQUESTS=200 the requests per endpoint and size.
 func TestMeasureExplorerAtScale(t *testing.T) {
 	if os.Getenv("VLMFLEET_MEASURE") == "" {
 		t.Skip("a measurement for docs/benchmarks.md; set VLMFLEET_MEASURE=1 to run it")
@@ -250,7 +252,12 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 		"/api/explorer/rows?limit=50",
 		"/api/explorer/data",
 	}
-	const requests = 50
+	requests := 200
+	if v := os.Getenv("VLMFLEET_MEASURE_REQUESTS"); v != "" {
+		if _, err := fmt.Sscan(v, &requests); err != nil || requests < 1 {
+			t.Fatalf("VLMFLEET_MEASURE_REQUESTS: %q is not a number of requests", v)
+		}
+	}
 	var report []string
 	for _, combos := range sizes {
 		c := startControllerWith(t, Options{DataDir: t.TempDir(),
@@ -265,6 +272,13 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 			t.Fatalf("GET %s: %d", paths[0], code)
 		}
 		report = append(report, fmt.Sprintf("%s | first request after a change | %s", head, ms(first)))
+		// What the process holds once the explorer has built its aggregate
+		// (the store's memory of decoded runs, the snapshot): the live heap
+		// after a collection.
+		runtime.GC()
+		var mem runtime.MemStats
+		runtime.ReadMemStats(&mem)
+		report = append(report, fmt.Sprintf("%s | live heap after the first build | %d MiB", head, mem.HeapAlloc>>20))
 		for _, path := range paths {
 			var ds []time.Duration
 			var wire, plain int
