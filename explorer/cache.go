@@ -19,6 +19,9 @@ type Generational interface {
 type snapshot struct {
 	gen uint64
 	ds  Dataset
+	// partial is set when a regression marker could not be computed: the
+	// snapshot answers the request that built it and is not kept.
+	partial bool
 
 	mu      sync.Mutex
 	answers map[string]*answer
@@ -95,7 +98,7 @@ func (c *datasetCache) get(ctx context.Context, gen uint64, build func(ctx conte
 		s, err := build(ctx)
 
 		c.mu.Lock()
-		if err == nil && (c.cur == nil || s.gen >= c.cur.gen) {
+		if err == nil && !s.partial && (c.cur == nil || s.gen >= c.cur.gen) {
 			c.cur = s
 		}
 		c.building = nil

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -233,5 +234,49 @@ func TestHandlerCompressesLargeAnswers(t *testing.T) {
 		if !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
 			t.Errorf("Accept-Encoding %q: no Vary: Accept-Encoding", enc)
 		}
+	}
+}
+
+// flakyLoader is a store whose first loads of a run fail, as a read that
+// times out does.
+type flakyLoader struct {
+	*genSource
+	runs     storeRuns
+	failures atomic.Int32
+}
+
+func (f *flakyLoader) LoadRun(ctx context.Context, id string) (protocol.Run, bool, error) {
+	if f.failures.Add(-1) >= 0 {
+		return protocol.Run{}, false, errors.New("read timed out")
+	}
+	return f.runs.LoadRun(ctx, id)
+}
+
+// A regression marker that could not be computed (a run failed to load)
+// is missing from that answer only: the aggregate is not kept without it,
+// so the next request at the same generation has it.
+func TestHandlerDoesNotKeepAnAggregateMissingAMarker(t *testing.T) {
+	runs := comparedRuns()
+	src := &flakyLoader{genSource: &genSource{runs: runs}, runs: runs}
+	src.failures.Store(1)
+	srv := serve(t, src)
+	flagged := func() int {
+		var ds Dataset
+		if code, body := get(t, srv, "GET", PathData, &ds); code != http.StatusOK {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		n := 0
+		for _, r := range ds.Rows {
+			if r.Regression != nil {
+				n++
+			}
+		}
+		return n
+	}
+	if n := flagged(); n != 0 {
+		t.Fatalf("with the load failing, %d rows flagged", n)
+	}
+	if n := flagged(); n != 1 {
+		t.Errorf("the next request at the same generation flags %d rows, want 1: the aggregate was kept without its marker", n)
 	}
 }

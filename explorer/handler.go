@@ -64,14 +64,17 @@ func (h *handler) build(ctx context.Context, gen uint64) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds := Aggregate(runs, h.now())
+	s := &snapshot{gen: gen, ds: Aggregate(runs, h.now())}
 	if load, ok := h.src.(RunLoader); ok {
-		if err := h.regressions.flagRegressions(ctx, &ds, load); err != nil {
-			// The table is still right; only a marker may be missing.
+		if err := h.regressions.flagRegressions(ctx, &s.ds, load); err != nil {
+			// The table is still right; only a marker may be missing, so
+			// this answer goes out but is not kept: the next request
+			// tries the pair again.
 			h.log.Warn().Err(err).Msg("comparing rows' runs with the ones before")
+			s.partial = true
 		}
 	}
-	return &snapshot{gen: gen, ds: ds}, nil
+	return s, nil
 }
 
 func (h *handler) data(w http.ResponseWriter, r *http.Request) {
