@@ -320,10 +320,12 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 	}
 }
 
-// firstRenders opens the explorer in chromium seven times and reports the
-// page's own figure, perf.sinceNavigationMs: from the navigation's start
-// to the table's first rows laid out; with when the page's module started
-// and when it had the data in hand (where the page says so).
+// firstRenders opens the explorer in chromium seven times and reports when
+// the table first showed rows, since the navigation's start: the first
+// rows from the rows API (window.vlmfleetFirstRows) or the explorer's
+// render (perf.sinceNavigationMs), whichever came first; with when the
+// page's module started and when it had the data in hand (where the page
+// says so).
 func firstRenders(t *testing.T, c *Controller) string {
 	path, err := browsertest.Path()
 	if err != nil {
@@ -335,7 +337,7 @@ func firstRenders(t *testing.T, c *Controller) string {
 		t.Fatalf("log in: %v", err)
 	}
 	type perf struct {
-		Module, Data, Render float64
+		Module, Data, Render, FirstRows float64
 	}
 	var ps []perf
 	for range 7 {
@@ -346,7 +348,7 @@ func firstRenders(t *testing.T, c *Controller) string {
 			chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
 			t.Fatalf("wait for the explorer's first render: %v", err)
 		}
-		p, err := chromedp.Run(ctx, chromedp.Evaluate[perf](`(() => { const p = window.vlmfleetExplorer.perf; return {Module: p.moduleStartMs || 0, Data: p.dataLoadedMs || 0, Render: p.sinceNavigationMs}; })()`))
+		p, err := chromedp.Run(ctx, chromedp.Evaluate[perf](`(() => { const p = window.vlmfleetExplorer.perf; return {Module: p.moduleStartMs || 0, Data: p.dataLoadedMs || 0, Render: p.sinceNavigationMs, FirstRows: window.vlmfleetFirstRows ? window.vlmfleetFirstRows.ms : 0}; })()`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +363,16 @@ func firstRenders(t *testing.T, c *Controller) string {
 		}
 		ps = append(ps, p)
 	}
-	slices.SortFunc(ps, func(a, b perf) int { return cmp.Compare(a.Render, b.Render) })
+	// The table first shows rows at the first rows (where the page shows
+	// them before the data) or at the explorer's render.
+	shown := func(p perf) float64 {
+		if p.FirstRows > 0 && p.FirstRows < p.Render {
+			return p.FirstRows
+		}
+		return p.Render
+	}
+	slices.SortFunc(ps, func(a, b perf) int { return cmp.Compare(shown(a), shown(b)) })
 	m := ps[len(ps)/2]
-	return fmt.Sprintf("median %.0f ms (module started at %.0f ms, data in hand at %.0f ms), min %.0f ms, max %.0f ms (7 loads)", m.Render, m.Module, m.Data, ps[0].Render, ps[len(ps)-1].Render)
+	return fmt.Sprintf("median %.0f ms (module started at %.0f ms, first rows at %.0f ms, data in hand at %.0f ms, whole table at %.0f ms), min %.0f ms, max %.0f ms (7 loads)",
+		shown(m), m.Module, m.FirstRows, m.Data, m.Render, shown(ps[0]), shown(ps[len(ps)-1]))
 }

@@ -21,6 +21,11 @@ const (
 	PathRows = "/api/explorer/rows"
 )
 
+// firstRowsPath is what the served page shows first while its dataset is
+// on its way: the rows of its default view, as many as it displays at once.
+const firstRowsPath = PathRows + "?limit=50"
+
+
 type handler struct {
 	src RunSource
 	log zerolog.Logger
@@ -44,7 +49,7 @@ func NewHandler(src RunSource, log zerolog.Logger) http.Handler {
 	mux.HandleFunc("GET "+PathRows, h.rows)
 	mux.HandleFunc("GET "+PathCompare, h.compare)
 	mux.HandleFunc("/api/explorer/", h.other)
-	mux.Handle("/", web.Handler())
+	mux.Handle("/", web.Handler(web.WithFirstRows(firstRowsPath)))
 	return mux
 }
 
