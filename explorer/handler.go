@@ -25,7 +25,6 @@ const (
 // on its way: the rows of its default view, as many as it displays at once.
 const firstRowsPath = PathRows + "?limit=50"
 
-
 type handler struct {
 	src RunSource
 	log zerolog.Logger
