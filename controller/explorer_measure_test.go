@@ -173,10 +173,10 @@ func fillLargeStore(t testing.TB, c *Controller, combos int) (runs, stored int) 
 	return runs, stored
 }
 
-// timedGet is one GET with the controller's token, as a browser asks
+// timedExplorerGet is one GET with the controller's token, as a browser asks
 // (accepting gzip): the time to the last byte, and the bytes on the wire
 // and after decoding.
-func timedGet(t testing.TB, c *Controller, path string) (time.Duration, int, int, int) {
+func timedExplorerGet(t testing.TB, c *Controller, path string) (time.Duration, int, int, int) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, c.HTTPURL()+path, nil)
 	if err != nil {
@@ -185,7 +185,7 @@ func timedGet(t testing.TB, c *Controller, path string) (time.Duration, int, int
 	req.Header.Set("Authorization", "Bearer "+c.APIToken())
 	req.Header.Set("Accept-Encoding", "gzip")
 	start := time.Now()
-	resp, err := measureClient.Do(req)
+	resp, err := explorerMeasureClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,16 +210,16 @@ func timedGet(t testing.TB, c *Controller, path string) (time.Duration, int, int
 	return took, resp.StatusCode, wire, plain
 }
 
-// measureClient leaves the body as it came, so that the wire size is seen.
-var measureClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+// explorerMeasureClient leaves the body as it came, so that the wire size is seen.
+var explorerMeasureClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
-func quantile(ds []time.Duration, q float64) time.Duration {
+func durationQuantile(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[int(math.Ceil(q*float64(len(s))))-1]
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func msText(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 
 // TestMeasureExplorerAtScale times the explorer's API over HTTP on
 // loopback and the page's first render in chromium, against a real
@@ -267,11 +267,11 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 		t.Logf("%d combinations in %d runs stored in %s", stored, runs, time.Since(began).Round(time.Millisecond))
 		head := fmt.Sprintf("%d combinations (%d runs)", stored, runs)
 		// The first request after a change reads and aggregates every run.
-		first, code, _, _ := timedGet(t, c, paths[0])
+		first, code, _, _ := timedExplorerGet(t, c, paths[0])
 		if code != http.StatusOK {
 			t.Fatalf("GET %s: %d", paths[0], code)
 		}
-		report = append(report, fmt.Sprintf("%s | first request after a change | %s", head, ms(first)))
+		report = append(report, fmt.Sprintf("%s | first request after a change | %s", head, msText(first)))
 		// What the process holds once the explorer has built its aggregate
 		// (the store's memory of decoded runs, the snapshot): the live heap
 		// after a collection.
@@ -283,7 +283,7 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 			var ds []time.Duration
 			var wire, plain int
 			for range requests {
-				d, code, w, p := timedGet(t, c, path)
+				d, code, w, p := timedExplorerGet(t, c, path)
 				if code != http.StatusOK {
 					report = append(report, fmt.Sprintf("%s | %s | status %d", head, path, code))
 					ds = nil
@@ -292,7 +292,7 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 				ds, wire, plain = append(ds, d), w, p
 			}
 			if ds != nil {
-				report = append(report, fmt.Sprintf("%s | %s | p50 %s, p99 %s | %d B on the wire (%d B JSON)", head, path, ms(quantile(ds, 0.5)), ms(quantile(ds, 0.99)), wire, plain))
+				report = append(report, fmt.Sprintf("%s | %s | p50 %s, p99 %s | %d B on the wire (%d B JSON)", head, path, msText(durationQuantile(ds, 0.5)), msText(durationQuantile(ds, 0.99)), wire, plain))
 			}
 		}
 		// A lab's results keep arriving: each moves the generation, and the
@@ -303,13 +303,13 @@ func TestMeasureExplorerAtScale(t *testing.T) {
 			if _, err := c.store.ImportRuns(extra[i : i+1]); err != nil {
 				t.Fatal(err)
 			}
-			d, code, _, _ := timedGet(t, c, paths[0])
+			d, code, _, _ := timedExplorerGet(t, c, paths[0])
 			if code != http.StatusOK {
 				t.Fatalf("GET %s: %d", paths[0], code)
 			}
 			after = append(after, d)
 		}
-		report = append(report, fmt.Sprintf("%s | %s right after a new run | p50 %s, max %s (10 runs)", head, paths[0], ms(quantile(after, 0.5)), ms(quantile(after, 1))))
+		report = append(report, fmt.Sprintf("%s | %s right after a new run | p50 %s, max %s (10 runs)", head, paths[0], msText(durationQuantile(after, 0.5)), msText(durationQuantile(after, 1))))
 		report = append(report, fmt.Sprintf("%s | page: first render %s", head, firstRenders(t, c)))
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
