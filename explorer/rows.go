@@ -118,7 +118,67 @@ type RowView struct {
 // RowsResponse is GET /api/explorer/rows and `vlmfleet explorer table --json`.
 type RowsResponse struct {
 	Query
-	Rows []RowView `json:"rows"`
+	// Total counts the rows at the query; Rows holds those from Offset on,
+	// at most Limit of them when a limit was asked (0: all).
+	Total  int       `json:"total"`
+	Offset int       `json:"offset"`
+	Limit  int       `json:"limit,omitempty"`
+	Rows   []RowView `json:"rows"`
+}
+
+// MaxRowsLimit bounds ?limit=: a page, not the whole table (which is
+// what leaving the limit out asks for).
+const MaxRowsLimit = 1000
+
+// Page is the part of the rows asked for: from Offset, at most Limit rows
+// (0: all of them).
+type Page struct {
+	Offset int
+	Limit  int
+}
+
+// Cut keeps the page's rows of res, and says how many there were.
+func (p Page) Cut(res RowsResponse) RowsResponse {
+	res.Total, res.Offset, res.Limit = len(res.Rows), p.Offset, p.Limit
+	rows := res.Rows[min(p.Offset, len(res.Rows)):]
+	if p.Limit > 0 && len(rows) > p.Limit {
+		rows = rows[:p.Limit]
+	}
+	res.Rows = rows
+	return res
+}
+
+// ParseRowsQuery reads GET /api/explorer/rows's parameters: a Query
+// (ParseQuery) and the page, ?offset=N&limit=N.
+func ParseRowsQuery(v url.Values) (Query, Page, error) {
+	var page Page
+	rest := url.Values{}
+	for name, vals := range v {
+		if name != "offset" && name != "limit" {
+			rest[name] = vals
+			continue
+		}
+		if len(vals) != 1 {
+			return Query{}, page, fmt.Errorf("%s: given %d times, want once", name, len(vals))
+		}
+		val := strings.TrimSpace(vals[0])
+		n, err := strconv.Atoi(val)
+		switch {
+		case name == "offset" && (err != nil || n < 0):
+			return Query{}, page, fmt.Errorf("offset: %q, want a whole number 0 or more (the rows to skip)", val)
+		case name == "limit" && (err != nil || n < 1 || n > MaxRowsLimit):
+			return Query{}, page, fmt.Errorf("limit: %q, want a whole number 1..%d (leave it out for every row)", val, MaxRowsLimit)
+		case name == "offset":
+			page.Offset = n
+		default:
+			page.Limit = n
+		}
+	}
+	q, err := ParseQuery(rest)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown parameter") {
+		err = fmt.Errorf("%w; and offset, limit (a page of the rows)", err)
+	}
+	return q, page, err
 }
 
 // Select reads ds at q (normalized): only rows measured at (size, images,
@@ -163,6 +223,7 @@ func Select(ds Dataset, q Query) RowsResponse {
 		}
 		out.Rows = append(out.Rows, v)
 	}
+	out.Total = len(out.Rows)
 	return out
 }
 

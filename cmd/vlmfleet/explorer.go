@@ -99,6 +99,7 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	res.Rows = slices.DeleteFunc(res.Rows, func(r explorer.RowView) bool {
 		return !containsFold(r.Device, *device) || !containsFold(r.Model, *model)
 	})
+	res.Total = len(res.Rows)
 	slices.SortStableFunc(res.Rows, less)
 	if *asJSON {
 		enc := json.NewEncoder(c.stdout)

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"fmt"
+	"html"
 	"net/http"
 	"strings"
 	"time"
@@ -13,12 +14,16 @@ import (
 // response carries a content-hash ETag (If-None-Match answers 304). Files the
 // page links with ?v=<hash> are cached for a year, since a new build changes
 // the link; everything else revalidates on each use.
-func Handler() http.Handler {
+func Handler(opts ...Option) http.Handler {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	assets, err := loadAssets()
 	if err != nil {
 		return errorHandler(err)
 	}
-	index, err := servedIndex(assets)
+	index, err := servedIndex(assets, cfg)
 	if err != nil {
 		return errorHandler(err)
 	}
@@ -52,12 +57,42 @@ func Handler() http.Handler {
 // the PNG and CSV downloads.
 const pagePolicy = "default-src 'self'; img-src 'self' data: blob:; script-src 'self'; style-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'"
 
+// Option configures Handler.
+type Option func(*config)
+
+type config struct {
+	firstRows string
+}
+
+// WithFirstRows has the served page show the first rows of its default
+// view from path (a page of GET /api/explorer/rows, as many rows as the
+// page displays at once) while the whole dataset is still on its way: the
+// table shows rows without waiting for every row's every point.
+func WithFirstRows(path string) Option {
+	return func(c *config) { c.firstRows = path }
+}
+
+// dataPath is the explorer's data (explorer.PathData), which the served
+// page reads.
+const dataPath = "/api/explorer/data"
+
 // servedIndex links the stylesheet, the chart library and the app module
 // with their content hashes.
-func servedIndex(assets map[string]asset) (asset, error) {
+func servedIndex(assets map[string]asset, cfg config) (asset, error) {
 	link := func(name string) string { return "static/" + name + "?v=" + assets[name].hash }
-	head := fmt.Sprintf(`<link rel="stylesheet" href="%s">
-<script defer src="%s"></script>`, link("style.css"), link(chartLibPath))
+	first := ""
+	if cfg.firstRows != "" {
+		p := html.EscapeString(cfg.firstRows)
+		first = fmt.Sprintf(`<meta name="vlmfleet-first-rows" content="%s">
+<link rel="preload" href="%s" as="fetch" crossorigin="anonymous">
+`, p, p)
+	}
+	// The data is asked for at once, beside the stylesheet and the scripts,
+	// instead of after the modules have loaded and run; the page's fetch
+	// takes the preloaded answer (same URL, mode and credentials).
+	head := fmt.Sprintf(`%s<link rel="preload" href="%s" as="fetch" crossorigin="anonymous">
+<link rel="stylesheet" href="%s">
+<script defer src="%s"></script>`, first, dataPath, link("style.css"), link(chartLibPath))
 	scripts := fmt.Sprintf(`<script type="module" src="%s"></script>`, link("app.js"))
 	page, err := fillMarkers(string(assets["index.html"].body), head, scripts)
 	if err != nil {

@@ -1,7 +1,7 @@
 // The explorer page: loads the Dataset (inline in an exported file, else from
-// GET /api/explorer/data), builds the table once and then only updates text,
-// classes, visibility and order, so a change costs a few milliseconds even
-// with a thousand rows.
+// GET /api/explorer/data), builds each row once, when it is first displayed,
+// and then only updates text, classes, visibility and order, so a change
+// costs a few milliseconds even with a thousand rows.
 import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
@@ -51,11 +51,17 @@ function slug(s) {
   return s.toLowerCase().replace(/[^a-z0-9.]+/g, '-').replace(/^-|-$/g, '');
 }
 
-async function loadDataset() {
+// loadDataset reads the dataset; a served page's fetch waits for before
+// (the first rows shown, at most a second) to parse it, since parsing
+// megabytes takes the main thread and the first rows would wait behind it.
+async function loadDataset(before) {
   const inline = document.getElementById('vlmfleet-data');
   if (inline) return JSON.parse(inline.textContent);
-  const res = await fetch(DATA_URL, { headers: { Accept: 'application/json' } });
+  // The request the served page's <link rel="preload"> made already, as
+  // the page's head started it: this takes its answer.
+  const res = await fetch(DATA_URL);
   if (!res.ok) throw new Error(`GET ${DATA_URL}: ${res.status} ${res.statusText}`);
+  if (before) await Promise.race([before, new Promise((r) => setTimeout(r, 1000))]);
   return res.json();
 }
 
@@ -118,39 +124,43 @@ function createExplorer(ds) {
   }
 
   // ---- building (once) -------------------------------------------------
+  // A row's elements are made the first time it is displayed: with
+  // thousands of rows, making all of them before the first render would
+  // cost more than the render, and most are never scrolled to.
+  const rowProto = el('tr', { class: 'row' });
+  for (let i = 0; i < 9; i++) rowProto.append(el('td'));
+  function buildRow(it) {
+    const tr = rowProto.cloneNode(true);
+    const td = tr.children;
+    const r = it.row;
+    tr.dataset.id = r.id;
+    const btn = el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: r.model }));
+    td[0].className = 'c-model';
+    td[0].append(btn);
+    if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+    // The latest run got worse than the one before: link the two runs' comparison.
+    if (r.regression) td[0].append(el('a', { class: 'badge badge-worse', href: r.regression.compare, text: `worse than ${formatDate(r.regression.date).slice(0, 10)}`, title: `The latest run is worse than run ${r.regression.than} in ${plural(r.regression.worse, 'figure', 'figures')}: open the comparison` }));
+    const why = el('span', { class: 'why' });
+    why.hidden = true;
+    td[0].append(why);
+    td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
+    td[1].className = 'num';
+    td[1].textContent = formatParams(r.params_b);
+    td[2].textContent = r.quantization;
+    td[3].textContent = r.engine;
+    td[4].textContent = r.device;
+    td[5].className = 'num c-rt';
+    td[6].className = 'num c-tps';
+    td[7].className = 'num c-max';
+    td[8].className = 'c-result';
+    const badge = el('span', { class: 'result' });
+    td[8].append(badge);
+    it.tr = tr;
+    it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
+    it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
+  }
+
   function buildRows() {
-    const proto = el('tr', { class: 'row' });
-    for (let i = 0; i < 9; i++) proto.append(el('td'));
-    for (const it of items) {
-      const tr = proto.cloneNode(true);
-      const td = tr.children;
-      const r = it.row;
-      tr.dataset.id = r.id;
-      const btn = el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: r.model }));
-      td[0].className = 'c-model';
-      td[0].append(btn);
-      if (r.simulated) td[0].append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
-      // The latest run got worse than the one before: link the two runs' comparison.
-      if (r.regression) td[0].append(el('a', { class: 'badge badge-worse', href: r.regression.compare, text: `worse than ${formatDate(r.regression.date).slice(0, 10)}`, title: `The latest run is worse than run ${r.regression.than} in ${plural(r.regression.worse, 'figure', 'figures')}: open the comparison` }));
-      const why = el('span', { class: 'why' });
-      why.hidden = true;
-      td[0].append(why);
-      td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
-      td[1].className = 'num';
-      td[1].textContent = formatParams(r.params_b);
-      td[2].textContent = r.quantization;
-      td[3].textContent = r.engine;
-      td[4].textContent = r.device;
-      td[5].className = 'num c-rt';
-      td[6].className = 'num c-tps';
-      td[7].className = 'num c-max';
-      td[8].className = 'c-result';
-      const badge = el('span', { class: 'result' });
-      td[8].append(badge);
-      it.tr = tr;
-      it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
-      it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
-    }
     tbody.addEventListener('click', (e) => {
       const tr = e.target.closest('tr.row');
       if (!tr) return;
@@ -406,6 +416,7 @@ function createExplorer(ds) {
   }
 
   function paintRow(it) {
+    if (!it.tr) buildRow(it);
     const v = it.view;
     const c = it.cache;
     // A combination where every request failed says so, and why, instead
@@ -548,6 +559,7 @@ function createExplorer(ds) {
   }
 
   function expand(it) {
+    if (!it.tr) buildRow(it);
     openItem = it;
     const r = it.row;
     const td = el('td', { colspan: '9' });
@@ -675,6 +687,7 @@ function createExplorer(ds) {
       io.observe($('more'));
     }
     applyURL();
+    tbody.replaceChildren(); // the first rows shown before the data came, if any
     render();
     document.body.offsetHeight; // include style and layout in the figure
     perf.firstRenderMs = performance.now() - t;
@@ -692,10 +705,74 @@ function createExplorer(ds) {
   return { start, perf, state: () => JSON.parse(JSON.stringify(st)), defaultTarget: DEFAULT_TARGET };
 }
 
+// showFirstRows puts the first rows of the default view in the table from
+// the rows API (a page the served page's head names and preloads) while the
+// whole dataset is still on its way; the explorer replaces them with its
+// own rows when it starts. Only the default view: another view in the URL
+// (a filter, a sort) has other first rows. Any failure leaves the table to
+// the explorer, which reports its own.
+async function showFirstRows() {
+  const meta = document.querySelector('meta[name="vlmfleet-first-rows"]');
+  if (!meta || location.hash.replace(/^#/, '') !== '') return;
+  let body;
+  try {
+    const res = await fetch(meta.content);
+    if (!res.ok) return;
+    body = await res.json();
+  } catch {
+    return;
+  }
+  const tbody = document.getElementById('tbody');
+  if (document.documentElement.dataset.ready === 'true' || !tbody || tbody.children.length || !Array.isArray(body.rows) || !body.rows.length) return;
+  const frag = document.createDocumentFragment();
+  for (const v of body.rows) frag.append(firstRow(v));
+  tbody.replaceChildren(frag);
+  document.body.offsetHeight; // style and layout, as in the explorer's figure
+  // The same figure as the explorer's perf.sinceNavigationMs, for rows
+  // that came first.
+  window.vlmfleetFirstRows = { ms: performance.now(), rows: body.rows.length, total: body.total };
+  // Let the rows be painted before the dataset's parse holds the main
+  // thread (a hidden tab runs no animation frames: the timer ends the wait).
+  await new Promise((r) => {
+    requestAnimationFrame(() => setTimeout(r, 0));
+    setTimeout(r, 100);
+  });
+}
+
+// firstRow is one row of GET /api/explorer/rows as the explorer's row
+// shows it, without what needs the whole dataset (the regression badge, the
+// expanded row).
+function firstRow(v) {
+  const measured = !!v.measured;
+  const why = measured && v.completed === 0 && v.failed > 0 ? failureText(v) : '';
+  const result = measured ? !!v.pass : null;
+  const tr = el('tr', { class: `row ${result == null ? 'nodata' : result ? 'pass' : 'fail'}`, 'data-id': v.id });
+  const name = el('td', { class: 'c-model' },
+    el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: v.model })));
+  if (v.simulated) name.append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
+  const whyEl = el('span', { class: 'why', text: why });
+  whyEl.hidden = !why;
+  name.append(whyEl, el('span', { class: 'setup', text: [formatParams(v.params_b), v.quantization, v.engine, v.device].filter((x) => x && x !== '—').join(' · ') }));
+  const res = result == null ? '—' : result ? 'PASS' : 'FAIL';
+  tr.append(name,
+    el('td', { class: 'num', text: formatParams(v.params_b) }),
+    el('td', { text: v.quantization }),
+    el('td', { text: v.engine }),
+    el('td', { text: v.device }),
+    el('td', { class: 'num c-rt', text: why ? 'all failed' : formatSeconds(v.ttft), title: why || null }),
+    el('td', { class: 'num c-tps', text: formatTPS(v.tps) }),
+    el('td', { class: 'num c-max', text: measured ? v.max_cameras_label : '—' }),
+    el('td', { class: 'c-result' }, el('span', { class: `result ${result == null ? 'result-none' : result ? 'result-pass' : 'result-fail'}`, text: res })));
+  return tr;
+}
+
 async function main() {
+  // The first rows, while the whole dataset is on its way; a failure is
+  // quiet (the explorer reports its own).
+  const first = showFirstRows().catch(() => {});
   let ds;
   try {
-    ds = normaliseDataset(await loadDataset());
+    ds = normaliseDataset(await loadDataset(first));
   } catch (err) {
     const box = document.getElementById('load-error');
     box.hidden = false;
@@ -703,7 +780,11 @@ async function main() {
     window.vlmfleetExplorer = { ready: false, error: String(err.message) };
     return;
   }
+  // When the data was in hand (fetched and parsed), since the navigation:
+  // what the first render waited for before the page's own work.
+  const dataLoadedMs = performance.now();
   const x = createExplorer(ds);
+  x.perf.dataLoadedMs = dataLoadedMs;
   x.start();
   // A handle for scripts and the browser tests: timings and the view state.
   window.vlmfleetExplorer = { ready: true, perf: x.perf, state: x.state };
