@@ -224,6 +224,10 @@ func decodeLive[T any](subject string, data []byte, v *T, head func(*T) (agentID
 
 func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 	now := time.Now().UTC()
+	c.metrics.heartbeats.Inc()
+	if !hb.Time.IsZero() {
+		c.metrics.heartbeatDelay.Observe(max(0, now.Sub(hb.Time).Seconds()))
+	}
 	state := hb.State
 	if state == "" {
 		state = protocol.AgentIdle
