@@ -20,15 +20,17 @@ const maxIngestBatch = 256
 // behind them. The goroutine takes every message waiting, up to
 // maxIngestBatch, and stores the result messages among them in one
 // transaction (handleBatch). Messages are stored and acknowledged in the
-// order they came, as before. It runs until ctx ends, then stores what
+// order they came, as before. The handler decodes a result message before
+// it hands it on, so that decoding the next messages (on the consumer's
+// goroutine) overlaps storing the last ones. It runs until ctx ends, then stores what
 // it was handed already: Close drains the consumption first, so nothing
 // is handed after.
 func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
-	q := make(chan jetstream.Msg, maxIngestBatch)
+	q := make(chan queuedMsg, maxIngestBatch)
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		batch := make([]jetstream.Msg, 0, maxIngestBatch)
+		batch := make([]queuedMsg, 0, maxIngestBatch)
 		for {
 			select {
 			case m := <-q:
@@ -39,7 +41,7 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 				for len(q) > 0 {
 					batch = append(batch, <-q)
 				}
-				c.handleBatch(batch)
+				c.storeBatch(batch)
 				return
 			}
 		more:
@@ -51,21 +53,22 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 					break more
 				}
 			}
-			c.handleBatch(batch)
+			c.storeBatch(batch)
 			clear(batch)
 			batch = batch[:0]
 		}
 	}()
 	return func(msg jetstream.Msg) {
 		select {
-		case q <- msg:
+		case q <- queuedMsg{msg, decodeResult(msg)}:
 		case <-c.done: // closing: unacknowledged, it is delivered again
 		}
 	}
 }
 
-// pendingResult is a decoded result message on its way into a batch.
-type pendingResult struct {
+// queuedMsg is a message on its way to the store; m is its result
+// message, decoded, or nil for anything else.
+type queuedMsg struct {
 	msg jetstream.Msg
 	m   *protocol.ResultMessage
 }
@@ -79,15 +82,24 @@ type pendingResult struct {
 // one at a time. A redelivered message rewrites the same records, so
 // nothing counts twice either way.
 func (c *Controller) handleBatch(msgs []jetstream.Msg) {
-	var results []pendingResult
-	for _, msg := range msgs {
-		if m := decodeResult(msg); m != nil {
-			results = append(results, pendingResult{msg, m})
+	qs := make([]queuedMsg, len(msgs))
+	for i, msg := range msgs {
+		qs[i] = queuedMsg{msg, decodeResult(msg)}
+	}
+	c.storeBatch(qs)
+}
+
+// storeBatch is handleBatch with the results decoded.
+func (c *Controller) storeBatch(qs []queuedMsg) {
+	var results []queuedMsg
+	for _, q := range qs {
+		if q.m != nil {
+			results = append(results, q)
 			continue
 		}
 		c.storeResults(results)
 		results = results[:0]
-		c.handleDurable(msg)
+		c.handleDurable(q.msg)
 	}
 	c.storeResults(results)
 }
@@ -108,7 +120,7 @@ func decodeResult(msg jetstream.Msg) *protocol.ResultMessage {
 
 // storeResults stores result messages in one transaction and acks them,
 // or, when it fails, hands each to handleDurable.
-func (c *Controller) storeResults(rs []pendingResult) {
+func (c *Controller) storeResults(rs []queuedMsg) {
 	switch len(rs) {
 	case 0:
 		return

@@ -36,6 +36,10 @@ const (
 	// capacityIngestEnv is how many result messages the ingest step
 	// publishes (default 10,000).
 	capacityIngestEnv = "VLMFLEET_CAPACITY_INGEST"
+	// capacityProfilesEnv names a directory where the benchmark saves the
+	// controller's profiles: a heap profile at each step, idle, and a CPU
+	// profile of the ingest (go tool pprof reads them).
+	capacityProfilesEnv = "VLMFLEET_CAPACITY_PROFILES"
 	// idleWindow is how long the controller is watched idle at each step.
 	idleWindow = 20 * time.Second
 	// agentsRequests is how many GET /api/agents are timed at each step.
@@ -106,6 +110,7 @@ func TestCapacity(t *testing.T) {
 		t.Logf("capacity: %d agents: enrolled %d in %v, all online %v later", n, add, s.Enrolled.Round(time.Millisecond), r.online.Round(time.Millisecond))
 
 		r.idle = watchIdle(t, ctx, l, api, idleWindow)
+		saveProfile(t, ctx, api, fmt.Sprintf("heap-%d.pprof", n), "/debug/pprof/heap")
 		r.agentsP50, r.agentsP99, r.agentsBytes = timeAgents(t, ctx, api, agentsRequests)
 
 		w := workload(4)
@@ -223,6 +228,22 @@ func (a *capacityAPI) metrics(ctx context.Context) (map[string]float64, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// saveProfile saves the controller's profile at path (under
+// /debug/pprof/) as file in $VLMFLEET_CAPACITY_PROFILES, if set.
+func saveProfile(t *testing.T, ctx context.Context, api *capacityAPI, file, path string) {
+	dir := os.Getenv(capacityProfilesEnv)
+	if dir == "" {
+		return
+	}
+	body, err := api.get(ctx, path)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, file), body, 0o644)
+	}
+	if err != nil {
+		t.Errorf("profile %s: %v", path, err)
+	}
 }
 
 // waitOnline waits until the controller shows n agents online.
@@ -436,6 +457,12 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 	}
 	const ingested = `vlmfleet_messages_ingested_total{kind="result"}`
 	const rejected = `vlmfleet_messages_rejected_total{kind="result"}`
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		saveProfile(t, ctx, api, "ingest-cpu.pprof", "/debug/pprof/profile?seconds=10")
+	}()
+	defer func() { <-profiled }()
 	began := time.Now()
 	for i := range data {
 		if _, err := js.PublishAsync(subjects[i], data[i], jetstream.WithMsgID(ids[i])); err != nil {
