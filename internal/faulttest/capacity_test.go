@@ -132,9 +132,14 @@ func TestCapacity(t *testing.T) {
 		rows = append(rows, r)
 		o.check(t)
 	}
-	ing := measureIngest(t, ctx, l, api, lastSweep, ingestN)
+	// Two message sizes: the default workload's 8-camera combination (8
+	// request records) and 8 cameras measured for 30 s.
+	ings := []ingestStats{
+		measureIngest(t, ctx, l, api, lastSweep, ingestN, 0, "ingest-cpu.pprof"),
+		measureIngest(t, ctx, l, api, lastSweep, ingestN, 30, "ingest-30s-cpu.pprof"),
+	}
 	t.Log("capacity: " + strings.Repeat("-", 60))
-	for _, line := range capacityTable(rows, ing) {
+	for _, line := range capacityTable(rows, ings) {
 		t.Log("capacity: " + line)
 	}
 }
@@ -368,13 +373,14 @@ func timeAgents(t *testing.T, ctx context.Context, api *capacityAPI, n int) (p50
 	return st.pct(0.5), st.pct(0.99), size
 }
 
-// ingestMessages builds result messages of 8-camera combinations
-// measured for 30 s, for the runs of a sweep: the run header and a request
-// record as the agents measured them (one camera), and as many records as
-// 8 cameras make in 30 s at that request's latency (an upper bound: with
-// 8 cameras each request takes longer). Each message adds a combination
-// its run has not got, so every message stores new records.
-func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep, n int) (subjects []string, ids []string, data [][]byte, records int) {
+// ingestMessages builds result messages of 8-camera combinations for the
+// runs of a sweep: the run header and a request record as the agents
+// measured them (one camera), with the default workload's 8 records
+// (secs 0), or as many as 8 cameras make in secs at that request's latency
+// (an upper bound: with 8 cameras each request takes longer). Each message
+// adds a combination its run has not got (pass apart), so every message
+// stores new records.
+func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep, n, secs, pass int) (subjects []string, ids []string, data [][]byte, records int) {
 	t.Helper()
 	v, err := l.cl.Sweep(ctx, s.ID)
 	if err != nil {
@@ -400,8 +406,11 @@ func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep,
 	if len(runs) == 0 {
 		t.Fatal("the sweep stored no run")
 	}
-	e2e := runs[0].Combinations[0].Requests[0].E2E
-	records = max(8, int(8*30/max(e2e, 0.01)))
+	records = protocol.DefaultWorkload().RequestsPerLevel
+	if secs > 0 {
+		e2e := runs[0].Combinations[0].Requests[0].E2E
+		records = max(8, int(8*float64(secs)/max(e2e, 0.01)))
+	}
 	var keys []protocol.ComboKey
 	for _, size := range protocol.ImageSizes() {
 		for images := 1; images <= 8; images++ {
@@ -412,7 +421,7 @@ func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep,
 	}
 	for i := range n {
 		r := runs[i%len(runs)]
-		k := keys[i/len(runs)%len(keys)]
+		k := keys[(pass*n+i)/len(runs)%len(keys)]
 		c := r.Combinations[0]
 		c.ComboKey = k
 		c.Completed, c.Failed, c.Errors = records, 0, nil
@@ -442,9 +451,13 @@ func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep,
 // them (its ingested counter). It publishes as the controller's own NATS
 // user: the agents' users may publish only their own subjects, and the
 // messages name the agents of real runs.
-func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, s protocol.Sweep, n int) ingestStats {
+func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, s protocol.Sweep, n, secs int, profile string) ingestStats {
 	t.Helper()
-	subjects, ids, data, records := ingestMessages(t, ctx, l, s, n)
+	pass := 0
+	if secs > 0 {
+		pass = 1
+	}
+	subjects, ids, data, records := ingestMessages(t, ctx, l, s, n, secs, pass)
 	st := ingestStats{messages: n, records: records}
 	for _, d := range data {
 		st.msgBytes += len(d)
@@ -460,7 +473,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 	profiled := make(chan struct{})
 	go func() {
 		defer close(profiled)
-		saveProfile(t, ctx, api, "ingest-cpu.pprof", "/debug/pprof/profile?seconds=10")
+		saveProfile(t, ctx, api, profile, "/debug/pprof/profile?seconds=10")
 	}()
 	defer func() { <-profiled }()
 	began := time.Now()
@@ -497,7 +510,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 	return st
 }
 
-func capacityTable(rows []capacityRow, ing ingestStats) []string {
+func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 	mib := func(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
 	lines := []string{fmt.Sprintf("%-34s", "agents")}
@@ -528,12 +541,15 @@ func capacityTable(rows []capacityRow, ing ingestStats) []string {
 	add("  controller CPU in it", func(r capacityRow) string { return r.sweepCPU.Round(100 * time.Millisecond).String() })
 	add("  peak RSS", func(r capacityRow) string { return mib(r.sweepPeakRSS) })
 	add("  GET /api/agents p50 / p99", func(r capacityRow) string { return ms(r.sweepAgentsP50) + " / " + ms(r.sweepAgentsP99) })
-	each := float64(ing.msgBytes) / float64(ing.messages)
-	secs := ing.stored.Seconds()
-	lines = append(lines, "",
-		fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %.1f KB each, %.1f MB in all)",
-			ing.messages, ing.records, each/1000, float64(ing.msgBytes)/1e6),
-		fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
-		fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs))
+	lines = append(lines, "")
+	for _, ing := range ings {
+		each := float64(ing.msgBytes) / float64(ing.messages)
+		secs := ing.stored.Seconds()
+		lines = append(lines,
+			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %.1f KB each, %.1f MB in all)",
+				ing.messages, ing.records, each/1000, float64(ing.msgBytes)/1e6),
+			fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
+			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs))
+	}
 	return lines
 }
