@@ -121,6 +121,7 @@ func TestCapacity(t *testing.T) {
 		l.waitDone(lastSweep)
 		r.sweep = time.Since(began)
 		st := m.stop()
+		saveProfile(t, ctx, api, fmt.Sprintf("heap-%d-after-sweep.pprof", n), "/debug/pprof/heap")
 		r.sweepPeakRSS, r.sweepCPU = st.maxRSS, st.cpu
 		r.sweepAgentsP50, r.sweepAgentsP99 = st.pct(0.5), st.pct(0.99)
 		o := l.outcome(lastSweep, nil)
