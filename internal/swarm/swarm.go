@@ -5,7 +5,10 @@
 // so the controller sees what a fleet of that size costs it (connections,
 // per-agent permissions, job consumers, heartbeats, announcements), while
 // this process carries the agents' side cheaply: one picture set for all,
-// and simulated engines that run only while a job does.
+// and each agent's simulated engines started once, with the swarm, and
+// measured as external endpoints, so that a job starts no engine (a
+// thousand engines starting at once for a sweep, each waited on for its
+// health, starve one process).
 package swarm
 
 import (
@@ -13,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +25,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
+	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 )
 
@@ -119,21 +125,29 @@ func Start(ctx context.Context, opt Options) (*Swarm, error) {
 		return nil, err
 	}
 	s := &Swarm{ids: ids, Enrolled: time.Since(began), ended: map[string]error{}}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
 	agents := make([]*agent.Agent, len(ids))
 	for i, id := range ids {
 		c := creds[i]
+		own, err := s.serveEngines(runCtx, deps, opt, i)
+		if err != nil {
+			s.cancel()
+			s.wg.Wait()
+			return nil, fmt.Errorf("swarm: agent %s: %w", id, err)
+		}
 		a, err := agent.New(agent.Config{
-			ID: id, NATSURL: c.url, NATSSeed: c.seed, NATSCAPin: c.pin, Deployments: deps,
+			ID: id, NATSURL: c.url, NATSSeed: c.seed, NATSCAPin: c.pin, Deployments: own,
 			Simulate: opt.Device, SimSpeedup: opt.Speedup, LogDir: opt.LogDir,
 			Labels: map[string]string{"swarm": opt.Prefix},
 		}, agent.Options{Log: opt.Log, Version: opt.Version, Images: opt.Images})
 		if err != nil {
+			s.cancel()
+			s.wg.Wait()
 			return nil, fmt.Errorf("swarm: agent %s: %w", id, err)
 		}
 		agents[i] = a
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	for i, a := range agents {
 		s.wg.Add(1)
 		go func() {
@@ -150,6 +164,35 @@ func Start(ctx context.Context, opt Options) (*Swarm, error) {
 		}()
 	}
 	return s, nil
+}
+
+// serveEngines starts agent i's simulated engines on loopback, one per
+// deployment, until ctx ends, and returns the deployments that measure
+// them as external endpoints, under the same ids.
+func (s *Swarm) serveEngines(ctx context.Context, deps []agent.DeploymentConfig, opt Options, i int) ([]agent.DeploymentConfig, error) {
+	out := make([]agent.DeploymentConfig, len(deps))
+	for k, d := range deps {
+		e := d.Engine
+		p, err := simengine.Lookup(e.SimDevice, e.SimModel, e.SimQuantization, e.SimEngine)
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("simulated engine: %w", err)
+		}
+		srv := simengine.New(p, simengine.Options{Speedup: opt.Speedup, Seed: int64(i + 1)})
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
+				opt.Log.Error().Err(err).Str("deployment", d.ID).Msg("swarm: simulated engine stopped")
+			}
+		}()
+		d.Engine = engine.Config{Kind: engine.KindExternal, URL: "http://" + ln.Addr().String() + "/v1", Model: p.Model}
+		out[k] = d
+	}
+	return out, nil
 }
 
 type agentCreds struct{ url, seed, pin string }

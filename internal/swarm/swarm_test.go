@@ -81,6 +81,19 @@ func TestSwarmAgentsEnrolAnnounceAndMeasure(t *testing.T) {
 	if got := v.Status.States[protocol.JobCompleted]; got != n {
 		t.Errorf("%d of %d jobs completed: %v", got, n, v.Status.States)
 	}
+	runs, err := cl.Runs(ctx, client.RunFilter{Sweep: sw.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if !r.Simulated || r.Config.Device != "Jetson AGX Orin" || len(r.Combinations) != 1 {
+			t.Errorf("run %s: simulated %v on %q with %d combinations, want a simulated Jetson AGX Orin run with 1",
+				r.ID, r.Simulated, r.Config.Device, len(r.Combinations))
+		}
+	}
+	if len(runs) != n {
+		t.Errorf("%d runs, want %d", len(runs), n)
+	}
 	if ended := s.Ended(); len(ended) > 0 {
 		t.Errorf("agents ended on their own: %v", ended)
 	}
