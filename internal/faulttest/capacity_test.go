@@ -132,6 +132,9 @@ func TestCapacity(t *testing.T) {
 		}
 		rows = append(rows, r)
 		o.check(t)
+		for _, line := range capacityTable(rows, nil) {
+			t.Log("capacity: " + line)
+		}
 	}
 	// Two message sizes: the default workload's 8-camera combination (8
 	// request records) and 8 cameras measured for 30 s.
@@ -479,6 +482,13 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 	defer func() { <-profiled }()
 	began := time.Now()
 	for i := range data {
+		if i%1000 == 999 { // the client holds at most 4,000 unacknowledged
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
+		}
 		if _, err := js.PublishAsync(subjects[i], data[i], jetstream.WithMsgID(ids[i])); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}

@@ -189,7 +189,11 @@ func (s *Swarm) serveEngines(ctx context.Context, deps []agent.DeploymentConfig,
 				opt.Log.Error().Err(err).Str("deployment", d.ID).Msg("swarm: simulated engine stopped")
 			}
 		}()
-		d.Engine = engine.Config{Kind: engine.KindExternal, URL: "http://" + ln.Addr().String() + "/v1", Model: p.Model}
+		// The engine is up before the agent starts; what the check of a
+		// job's start waits for is this process, which a sweep over a
+		// thousand agents at once keeps busy for minutes on a small host.
+		d.Engine = engine.Config{Kind: engine.KindExternal, URL: "http://" + ln.Addr().String() + "/v1", Model: p.Model,
+			StartupTimeout: engine.Duration(15 * time.Minute)}
 		out[k] = d
 	}
 	return out, nil
