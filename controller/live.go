@@ -152,11 +152,15 @@ func (l *liveState) jobEnded(jobID string) {
 func (l *liveState) putTelemetry(t protocol.TelemetryTick) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := append(l.telemetry[t.AgentID], t)
-	if len(r) > telemetryRing {
-		r = append(r[:0:0], r[len(r)-telemetryRing:]...)
+	r := l.telemetry[t.AgentID]
+	if len(r) < telemetryRing {
+		l.telemetry[t.AgentID] = append(r, t)
+		return
 	}
-	l.telemetry[t.AgentID] = r
+	// Full: shift in place rather than allocate a new ring per sample
+	// (snapshot copies what it hands out, so nothing else holds r).
+	copy(r, r[1:])
+	r[len(r)-1] = t
 }
 
 // snapshot copies the progress and telemetry for the live page.
