@@ -9,7 +9,7 @@ import (
 
 // The live telemetry keeps each agent's latest telemetryRing samples,
 // oldest first, and a sample taken in once the ring is full allocates
-// nothing: at 1,000 busy agents, a new slice per sample was 5 % of what the
+// nothing: at 1,000 busy agents, a new slice per sample was 6 % of what the
 // controller allocated in a sweep (docs/scaling.md).
 func TestLiveTelemetryRingKeepsTheLatestWithoutAllocating(t *testing.T) {
 	l := newLiveState()
