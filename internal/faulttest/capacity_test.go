@@ -109,7 +109,13 @@ func TestCapacity(t *testing.T) {
 		r.online = time.Since(began)
 		t.Logf("capacity: %d agents: enrolled %d in %v, all online %v later", n, add, s.Enrolled.Round(time.Millisecond), r.online.Round(time.Millisecond))
 
+		profiled := make(chan struct{})
+		go func() { // the idle window's CPU, for what heartbeats cost
+			defer close(profiled)
+			saveProfile(t, ctx, api, fmt.Sprintf("idle-cpu-%d.pprof", n), fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(idleWindow.Seconds()/2)))
+		}()
 		r.idle = watchIdle(t, ctx, l, api, idleWindow)
+		<-profiled
 		saveProfile(t, ctx, api, fmt.Sprintf("heap-%d.pprof", n), "/debug/pprof/heap")
 		r.agentsP50, r.agentsP99, r.agentsBytes = timeAgents(t, ctx, api, agentsRequests)
 
