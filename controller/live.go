@@ -46,6 +46,8 @@ type liveState struct {
 	telemetry map[string][]protocol.TelemetryTick     // agent id → recent samples, oldest first
 	// touched are the last-seen times due to be persisted, by agent id.
 	touched map[string]time.Time
+	// drains are the agents' stored drains (see reconcileDrain), by id.
+	drains map[string]bool
 }
 
 func newLiveState() *liveState {
@@ -54,6 +56,7 @@ func newLiveState() *liveState {
 		progress:  map[string]map[string]protocol.Progress{},
 		telemetry: map[string][]protocol.TelemetryTick{},
 		touched:   map[string]time.Time{},
+		drains:    map[string]bool{},
 	}
 }
 
