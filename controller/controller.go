@@ -249,7 +249,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.ensureStreams(ctx); err != nil {
 		return err
 	}
-	if err := c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), c.handleDurable, "events consumer"); err != nil {
+	if err := c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), c.startIngest(bgCtx), "events consumer"); err != nil {
 		return err
 	}
 	if err := c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer"); err != nil {

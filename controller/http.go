@@ -32,6 +32,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/live", serveJSON(c.handleLiveSnapshot))
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.Handle("GET /metrics", c.metrics.handler())
+	c.profileRoutes(mux)
 	mux.HandleFunc("GET /api/events", c.handleEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))

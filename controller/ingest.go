@@ -249,14 +249,19 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 		} else if err != nil {
 			return err
 		}
-		ev := ResultEvent{RunID: m.Run.ID, JobID: m.Run.JobID, SweepID: m.Run.SweepID, AgentID: m.AgentID, Final: m.Final, Status: m.Run.Status, Simulated: m.Run.Simulated}
-		if m.Combination != nil {
-			k := m.Combination.ComboKey
-			ev.Combo = &k
-		}
-		c.emit(EventResult, m.AgentID, ev)
+		c.emitResult(m)
 	default:
 		return store.Rejectf("subject %q: unknown event kind %q (want hello, state or result)", subject, kind)
 	}
 	return nil
+}
+
+// emitResult tells the live views that m is stored.
+func (c *Controller) emitResult(m *protocol.ResultMessage) {
+	ev := ResultEvent{RunID: m.Run.ID, JobID: m.Run.JobID, SweepID: m.Run.SweepID, AgentID: m.AgentID, Final: m.Final, Status: m.Run.Status, Simulated: m.Run.Simulated}
+	if m.Combination != nil {
+		k := m.Combination.ComboKey
+		ev.Combo = &k
+	}
+	c.emit(EventResult, m.AgentID, ev)
 }

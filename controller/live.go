@@ -16,7 +16,9 @@ import (
 const (
 	// telemetryRing is how many recent samples per agent the live page gets.
 	telemetryRing = 120
-	// persistSeenEvery bounds how often heartbeats write last-seen to the store.
+	// persistSeenEvery bounds how often heartbeats write an agent's
+	// last-seen to the store; the writes due are made together, once a
+	// second (watchAgents).
 	persistSeenEvery = 30 * time.Second
 	// maxLiveBytes bounds a live message; they are small.
 	maxLiveBytes = 1 << 20
@@ -42,6 +44,10 @@ type liveState struct {
 	agents    map[string]*liveAgent
 	progress  map[string]map[string]protocol.Progress // job id → combo key → latest
 	telemetry map[string][]protocol.TelemetryTick     // agent id → recent samples, oldest first
+	// touched are the last-seen times due to be persisted, by agent id.
+	touched map[string]time.Time
+	// drains are the agents' stored drains (see reconcileDrain), by id.
+	drains map[string]bool
 }
 
 func newLiveState() *liveState {
@@ -49,7 +55,28 @@ func newLiveState() *liveState {
 		agents:    map[string]*liveAgent{},
 		progress:  map[string]map[string]protocol.Progress{},
 		telemetry: map[string][]protocol.TelemetryTick{},
+		touched:   map[string]time.Time{},
+		drains:    map[string]bool{},
 	}
+}
+
+// touch marks agent id's last-seen t as due to be persisted.
+func (l *liveState) touch(id string, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.touched[id] = t
+}
+
+// takeTouched returns the last-seen times due and forgets them.
+func (l *liveState) takeTouched() map[string]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.touched) == 0 {
+		return nil
+	}
+	out := l.touched
+	l.touched = map[string]time.Time{}
+	return out
 }
 
 // seen records that an agent was heard from at t; state and jobID come
@@ -128,11 +155,15 @@ func (l *liveState) jobEnded(jobID string) {
 func (l *liveState) putTelemetry(t protocol.TelemetryTick) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := append(l.telemetry[t.AgentID], t)
-	if len(r) > telemetryRing {
-		r = append(r[:0:0], r[len(r)-telemetryRing:]...)
+	r := l.telemetry[t.AgentID]
+	if len(r) < telemetryRing {
+		l.telemetry[t.AgentID] = append(r, t)
+		return
 	}
-	l.telemetry[t.AgentID] = r
+	// Full: shift in place rather than allocate a new ring per sample
+	// (snapshot copies what it hands out, so nothing else holds r).
+	copy(r, r[1:])
+	r[len(r)-1] = t
 }
 
 // snapshot copies the progress and telemetry for the live page.
@@ -224,14 +255,16 @@ func decodeLive[T any](subject string, data []byte, v *T, head func(*T) (agentID
 
 func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 	now := time.Now().UTC()
+	c.metrics.heartbeats.Inc()
+	if !hb.Time.IsZero() {
+		c.metrics.heartbeatDelay.Observe(max(0, now.Sub(hb.Time).Seconds()))
+	}
 	state := hb.State
 	if state == "" {
 		state = protocol.AgentIdle
 	}
 	if persist := c.live.seen(hb.AgentID, now, state, hb.JobID); persist {
-		if err := c.store.TouchAgent(hb.AgentID, now); err != nil {
-			c.log.Warn().Err(err).Msg("persisting last-seen failed")
-		}
+		c.live.touch(hb.AgentID, now)
 	}
 	c.reconcileDrain(hb)
 	c.emit(EventHeartbeat, hb.AgentID, hb)
@@ -247,7 +280,8 @@ func (c *Controller) onTelemetry(t protocol.TelemetryTick) {
 	c.emit(EventTelemetry, t.AgentID, t)
 }
 
-// watchAgents announces agents going online or offline as "agent" events.
+// watchAgents announces agents going online or offline as "agent" events,
+// and persists the last-seen times due, in one transaction a second.
 func (c *Controller) watchAgents(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -256,6 +290,11 @@ func (c *Controller) watchAgents(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			if seen := c.live.takeTouched(); seen != nil {
+				if err := c.store.TouchAgents(seen); err != nil {
+					c.log.Warn().Err(err).Msg("persisting last-seen failed")
+				}
+			}
 			for _, id := range c.live.transitions(now, c.opt.HeartbeatTimeout) {
 				if v, err := c.agentView(id); err == nil {
 					c.emit(EventAgent, id, v)

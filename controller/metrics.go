@@ -29,6 +29,11 @@ type metrics struct {
 	ingested *prometheus.CounterVec
 	rejected *prometheus.CounterVec
 	api      *prometheus.HistogramVec
+	// heartbeats and heartbeatDelay show whether the controller keeps up
+	// with its fleet's heartbeats: the delay is from the agent's clock to
+	// the controller's, so it also holds any skew between the two.
+	heartbeats     prometheus.Counter
+	heartbeatDelay prometheus.Histogram
 }
 
 // messageKinds are the label values of the ingest counters: the durable
@@ -52,12 +57,21 @@ func newMetrics(c *Controller) *metrics {
 			Help:    "HTTP API and page requests by route pattern, method and status (the event stream excluded).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "method", "code"}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "heartbeats_total",
+			Help: "Agent heartbeats taken in (valid ones, from any agent).",
+		}),
+		heartbeatDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: metricsNamespace, Name: "heartbeat_delay_seconds",
+			Help:    "From a heartbeat's send time (the agent's clock) to the controller handling it; grows when the controller falls behind its fleet.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
 	}
 	for _, k := range append(messageKinds, "other") {
 		m.ingested.WithLabelValues(k)
 		m.rejected.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.ingested, m.rejected, m.api, &labCollector{c: c},
+	m.reg.MustRegister(m.ingested, m.rejected, m.api, m.heartbeats, m.heartbeatDelay, &labCollector{c: c},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -102,8 +102,14 @@ every request of a combination failed. Logs go to standard error, the results to
 	},
 	"sim": {
 		purpose: "serve one simulated engine on its own (OpenAI-compatible), to try a client or bench",
-		usage:   "vlmfleet sim --device DEVICE --model MODEL [flags]\nvlmfleet sim --list",
+		usage:   "vlmfleet sim --device DEVICE --model MODEL [flags]\nvlmfleet sim --list\nvlmfleet sim swarm --count N   (many simulated agents against a controller; -h for more)",
 		example: "vlmfleet sim --device \"Jetson AGX Orin\" --model Qwen3-VL-4B-Instruct --speedup 20",
+	},
+	"sim swarm": {
+		purpose: "run N simulated agents in this process against a controller, to size it",
+		usage:   "vlmfleet sim swarm --count N [--controller URL] [--token-file FILE] [flags]",
+		details: "Each agent is the real agent code with its own id (PREFIX-0001...), NATS connection and\ncredentials, enrolled through the controller's API (agent-creds create) before the first starts.\nEvery result is SIMULATED. Stop with Ctrl-C; the agents hand running jobs back. See docs/scaling.md.",
+		example: "vlmfleet sim swarm --count 1000 --controller http://127.0.0.1:8080 --token-file vlmfleet-data/api-token",
 	},
 	"explorer table": {
 		purpose: "print the explorer's table at one view, for scripts",

@@ -12,6 +12,9 @@ import (
 // cmdSim serves one simulated engine profile on its own, for trying a client
 // (or `vlmfleet bench`) against a device one does not have.
 func cmdSim(ctx context.Context, c *cli, args []string) error {
+	if len(args) > 0 && args[0] == "swarm" {
+		return cmdSimSwarm(ctx, c, args[1:])
+	}
 	fs := newFlagSet(c, "sim")
 	device := fs.String("device", "", `simulated device, e.g. "Jetson AGX Orin" (see --list)`)
 	model := fs.String("model", "", "model, e.g. Qwen3-VL-4B-Instruct")

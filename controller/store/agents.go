@@ -57,21 +57,31 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 	return nil
 }
 
-// TouchAgent records that the agent was heard from at at. An agent that
-// never announced itself has no record and is left alone.
-func (s *Store) TouchAgent(id string, at time.Time) error {
+// TouchAgents records when each agent was last heard from, all in one
+// transaction: a fleet's heartbeats cost one write to disk per flush, not
+// one per agent. An agent that never announced itself has no record and
+// is left alone, and a time older than the stored one changes nothing.
+func (s *Store) TouchAgents(seen map[string]time.Time) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAgents)
-		var a Agent
-		ok, err := getJSON(b, id, &a)
-		if err != nil || !ok || !at.After(a.LastSeen) {
-			return err
+		for id, at := range seen {
+			var a Agent
+			ok, err := getJSON(b, id, &a)
+			if err != nil {
+				return err
+			}
+			if !ok || !at.After(a.LastSeen) {
+				continue
+			}
+			a.LastSeen = at
+			if err := putJSON(b, id, &a); err != nil {
+				return err
+			}
 		}
-		a.LastSeen = at
-		return putJSON(b, id, &a)
+		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: touch agent %s: %w", id, err)
+		return fmt.Errorf("store: touch %d agents: %w", len(seen), err)
 	}
 	return nil
 }

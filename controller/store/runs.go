@@ -53,6 +53,50 @@ var ErrUnreportedAttempt = errors.New("closes an attempt no agent reported: noth
 // checkLabRun): nothing is made up for it. Imports (ImportRuns) do not come
 // this way and name no job.
 func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		s.runsChanged(tx)
+		return applyResult(tx, m, received)
+	})
+	if err != nil {
+		return fmt.Errorf("store: result for run %s: %w", m.Run.ID, err)
+	}
+	return nil
+}
+
+// BatchError is ApplyResults' answer when one of its messages fails: Index
+// is that message, Err what ApplyResult would have said of it alone.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("store: result %d of a batch: %v (nothing of the batch is stored)", e.Index, e.Err)
+}
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// ApplyResults stores result messages in order, in one transaction: one
+// write to disk (and its fsync) for all of them, where ApplyResult makes
+// one each, which is what bounds the ingest rate. Each message is applied
+// as ApplyResult applies it alone, later ones seeing what earlier ones
+// wrote. It stores all of them or none: when one fails (refused, an
+// unreported attempt, a store error) nothing is written and a *BatchError
+// names it, so that the caller can take them one at a time and settle each
+// message on its own.
+func (s *Store) ApplyResults(ms []protocol.ResultMessage, received time.Time) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		s.runsChanged(tx)
+		for i, m := range ms {
+			if err := applyResult(tx, m, received); err != nil {
+				return &BatchError{Index: i, Err: fmt.Errorf("result for run %s: %w", m.Run.ID, err)}
+			}
+		}
+		return nil
+	})
+}
+
+// applyResult is ApplyResult within tx; an error leaves tx to be rolled back.
+func applyResult(tx *bolt.Tx, m protocol.ResultMessage, received time.Time) error {
 	if err := protocol.ValidateID("run id", m.Run.ID); err != nil {
 		return &RejectError{Reason: "result message: " + err.Error()}
 	}
@@ -66,64 +110,57 @@ func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error 
 	}
 	// Everything that arrives over the lab's NATS was measured by the lab.
 	run.Source = protocol.SourceLab
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		s.runsChanged(tx)
-		job, attempt, err := checkLabRun(tx, run)
-		if err != nil {
-			return err
-		}
-		rb := tx.Bucket(bucketRuns)
-		var rec runRecord
-		exists, err := getJSON(rb, run.ID, &rec)
-		if err != nil {
-			return err
-		}
-		if !exists && m.Final && m.Combination == nil && !job.reported(attempt) {
-			// An agent that takes a job again closes the previous
-			// attempt's run, not knowing whether that attempt ever reached
-			// an agent: a delivery can be lost on its way (to a pull its
-			// agent gave up on) and the job delivered again after the ack
-			// wait. No agent reported this attempt, so it measured nothing:
-			// a failed run for it would be false.
-			return ErrUnreportedAttempt
-		}
-		if exists {
-			if rec.Run.Source != protocol.SourceLab {
-				return Rejectf("run id %s is already used by a run from %s (%s)", run.ID, rec.Run.Source, rec.Run.Origin)
-			}
-			if rec.Run.AgentID != m.AgentID {
-				return Rejectf("run %s belongs to agent %s, not %s", run.ID, rec.Run.AgentID, m.AgentID)
-			}
-		}
-		// Once the run is closed, a late or redelivered progress message
-		// carries an older header (it may lack what the final one set, such
-		// as the engine's log tail on failure): the stored header stays and
-		// only the combination is written.
-		closed := exists && (rec.Final || rec.Run.Status != protocol.RunRunning)
-		// The first final message decides how the run ended: a later one (an
-		// agent closing an attempt it believes was cut short, which in fact
-		// completed before its job was acknowledged) does not rewrite it.
-		firstFinal := m.Final && !(exists && rec.Final)
-		if firstFinal || !closed {
-			rec.Run = run
-			if m.Final {
-				rec.Final = true
-				rec.Expected = m.Expected
-			}
-			rec.UpdatedAt = received
-			if err := putJSON(rb, run.ID, &rec); err != nil {
-				return err
-			}
-		}
-		if m.Combination == nil {
-			return nil
-		}
-		return putCombination(tx, run.ID, *m.Combination)
-	})
+	job, attempt, err := checkLabRun(tx, run)
 	if err != nil {
-		return fmt.Errorf("store: result for run %s: %w", run.ID, err)
+		return err
 	}
-	return nil
+	rb := tx.Bucket(bucketRuns)
+	var rec runRecord
+	exists, err := getJSON(rb, run.ID, &rec)
+	if err != nil {
+		return err
+	}
+	if !exists && m.Final && m.Combination == nil && !job.reported(attempt) {
+		// An agent that takes a job again closes the previous
+		// attempt's run, not knowing whether that attempt ever reached
+		// an agent: a delivery can be lost on its way (to a pull its
+		// agent gave up on) and the job delivered again after the ack
+		// wait. No agent reported this attempt, so it measured nothing:
+		// a failed run for it would be false.
+		return ErrUnreportedAttempt
+	}
+	if exists {
+		if rec.Run.Source != protocol.SourceLab {
+			return Rejectf("run id %s is already used by a run from %s (%s)", run.ID, rec.Run.Source, rec.Run.Origin)
+		}
+		if rec.Run.AgentID != m.AgentID {
+			return Rejectf("run %s belongs to agent %s, not %s", run.ID, rec.Run.AgentID, m.AgentID)
+		}
+	}
+	// Once the run is closed, a late or redelivered progress message
+	// carries an older header (it may lack what the final one set, such
+	// as the engine's log tail on failure): the stored header stays and
+	// only the combination is written.
+	closed := exists && (rec.Final || rec.Run.Status != protocol.RunRunning)
+	// The first final message decides how the run ended: a later one (an
+	// agent closing an attempt it believes was cut short, which in fact
+	// completed before its job was acknowledged) does not rewrite it.
+	firstFinal := m.Final && !(exists && rec.Final)
+	if firstFinal || !closed {
+		rec.Run = run
+		if m.Final {
+			rec.Final = true
+			rec.Expected = m.Expected
+		}
+		rec.UpdatedAt = received
+		if err := putJSON(rb, run.ID, &rec); err != nil {
+			return err
+		}
+	}
+	if m.Combination == nil {
+		return nil
+	}
+	return putCombination(tx, run.ID, *m.Combination)
 }
 
 func putCombination(tx *bolt.Tx, runID string, c protocol.Combination) error {

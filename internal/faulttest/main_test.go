@@ -18,7 +18,7 @@ type binaries struct {
 var bin binaries
 
 func TestMain(m *testing.M) {
-	if os.Getenv(faultsEnv) == "" && os.Getenv(soakEnv) == "" {
+	if os.Getenv(faultsEnv) == "" && os.Getenv(soakEnv) == "" && os.Getenv(capacityEnv) == "" {
 		os.Exit(m.Run()) // every test skips itself
 	}
 	dir, err := os.MkdirTemp("", "vlmfleet-faulttest-")

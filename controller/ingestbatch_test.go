@@ -1,0 +1,88 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// Results that wait together are stored in one transaction and acked
+// after it; one refused among them is refused alone while the others are
+// stored; a batch delivered again is stored once.
+func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
+	c := startController(t, t.TempDir())
+	ev, a := announced(t, c, "a1", "d1")
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
+	job := sw.Jobs[0]
+	a.state(t, job, protocol.JobRunning, 1, true)
+	ev.waitFor(t, 1, kindIs(EventState))
+	run := testRun(store.RunIDFor(job, 1), "a1")
+	run.JobID, run.SweepID = job, sw.ID
+	ghost := testRun(store.RunIDFor("ghost", 1), "a1")
+	ghost.JobID = "ghost"
+	msg := func(r protocol.Run, c *protocol.Combination, delivered uint64) *recordingMsg {
+		data, err := json.Marshal(protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: r, Combination: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &recordingMsg{subject: protocol.AgentSubject("a1", protocol.KindResult), data: data, delivered: delivered}
+	}
+	settled := func(ms ...*recordingMsg) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, strings.Join(m.settled, "+"))
+		}
+		return strings.Join(out, " | ")
+	}
+	combos := func() int {
+		r, err := c.store.RunSummary(context.Background(), run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(r.Combinations)
+	}
+
+	gen := c.store.RunsGeneration()
+	b1 := []*recordingMsg{msg(run, testCombo("480p", 1), 1), msg(run, testCombo("480p", 2), 1), msg(run, testCombo("720p", 1), 1)}
+	c.handleBatch([]jetstream.Msg{b1[0], b1[1], b1[2]})
+	if got := settled(b1...); got != "ack | ack | ack" {
+		t.Errorf("a batch of three results settled %s", got)
+	}
+	if n := c.store.RunsGeneration() - gen; n != 1 {
+		t.Errorf("three results waiting together took %d transactions, want 1", n)
+	}
+	if n := combos(); n != 3 {
+		t.Errorf("%d combinations stored, want 3", n)
+	}
+
+	b2 := []*recordingMsg{msg(run, testCombo("720p", 2), 1), msg(ghost, testCombo("480p", 1), 1), msg(run, testCombo("480p", 1), 2)}
+	c.handleBatch([]jetstream.Msg{b2[0], b2[1], b2[2]})
+	if got := settled(b2...); !strings.HasPrefix(got, "ack | term: ") || !strings.Contains(got, "unknown job ghost") || !strings.HasSuffix(got, " | ack") {
+		t.Errorf("a batch with one refused result settled %s, want ack | term: ...unknown job ghost... | ack", got)
+	}
+	if n := combos(); n != 4 {
+		t.Errorf("%d combinations stored, want 4 (the redelivered one counts once)", n)
+	}
+
+	b3 := []*recordingMsg{msg(run, testCombo("480p", 1), 3), msg(run, testCombo("480p", 2), 3)}
+	c.handleBatch([]jetstream.Msg{b3[0], b3[1]})
+	if got := settled(b3...); got != "ack | ack" {
+		t.Errorf("a redelivered batch settled %s", got)
+	}
+	if n := combos(); n != 4 {
+		t.Errorf("%d combinations stored after a redelivered batch, want 4", n)
+	}
+	rej, err := c.store.Rejected(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rej) != 1 {
+		t.Errorf("%d rejections recorded, want the one refused message: %+v", len(rej), rej)
+	}
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// A batch stores what its messages one at a time would, later messages
+// seeing earlier ones (a run's combinations, then its final header), and a
+// batch delivered again counts once.
+func TestApplyResultsStoresAsOneByOneAndOnce(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	r1, r2 := labRun(t, s, "j1", "a1"), labRun(t, s, "j2", "a2")
+	final := r1
+	final.Status, final.FinishedAt = protocol.RunCompleted, time.Unix(1700000100, 0).UTC()
+	batch := []protocol.ResultMessage{
+		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 1)},
+		{Schema: 1, AgentID: "a2", Run: r2, Combination: combo("480p", 1)},
+		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("720p", 2)},
+		{Schema: 1, AgentID: "a1", Run: final, Final: true, Expected: 2},
+	}
+	gen := s.RunsGeneration()
+	for range 2 { // the second time: a redelivery of all of it
+		if err := s.ApplyResults(batch, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.RunsGeneration() == gen {
+		t.Error("a stored batch did not move the runs generation")
+	}
+	got, err := s.Run(ctx, r1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != protocol.RunCompleted || len(got.Combinations) != 2 {
+		t.Errorf("run 1: status %s with %d combinations, want completed with 2", got.Status, len(got.Combinations))
+	}
+	if got, err := s.Run(ctx, r2.ID); err != nil || got.Status != protocol.RunRunning || len(got.Combinations) != 1 {
+		t.Errorf("run 2: %v, status %s with %d combinations, want running with 1", err, got.Status, len(got.Combinations))
+	}
+}
+
+// One refused message fails the batch as a whole, naming it, and nothing
+// of the batch is stored: the caller then settles each message alone.
+func TestApplyResultsStoresNothingWhenOneFails(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	r1 := labRun(t, s, "j1", "a1")
+	stranger := r1
+	stranger.AgentID = ""
+	gen := s.RunsGeneration()
+	err := s.ApplyResults([]protocol.ResultMessage{
+		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 1)},
+		{Schema: 1, AgentID: "a9", Run: stranger, Combination: combo("720p", 1)}, // not a9's job
+		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 2)},
+	}, time.Now())
+	var be *BatchError
+	if !errors.As(err, &be) || be.Index != 1 {
+		t.Fatalf("got %v, want a BatchError naming message 1", err)
+	}
+	wantReject(t, "the stranger's message", err, "belongs to agent a1")
+	if _, err := s.Run(ctx, r1.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("run 1 after a failed batch: %v, want not found (nothing stored)", err)
+	}
+	if s.RunsGeneration() != gen {
+		t.Error("a batch rolled back moved the runs generation")
+	}
+}

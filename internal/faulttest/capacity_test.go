@@ -1,0 +1,572 @@
+package faulttest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"github.com/shirou/gopsutil/v4/process"
+
+	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
+	"github.com/vlmfleet/vlmfleet/internal/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/swarm"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+const (
+	// capacityEnv runs TestCapacity: "1" for the default steps (200 and
+	// 1,000 agents), else the steps as "200,1000".
+	capacityEnv = "VLMFLEET_CAPACITY"
+	// capacityIngestEnv is how many result messages the ingest step
+	// publishes (default 10,000).
+	capacityIngestEnv = "VLMFLEET_CAPACITY_INGEST"
+	// capacityProfilesEnv names a directory where the benchmark saves the
+	// controller's profiles: a heap profile at each step, idle, and a CPU
+	// profile of the ingest (go tool pprof reads them).
+	capacityProfilesEnv = "VLMFLEET_CAPACITY_PROFILES"
+	// idleWindow is how long the controller is watched idle at each step.
+	idleWindow = 20 * time.Second
+	// agentsRequests is how many GET /api/agents are timed at each step.
+	agentsRequests = 60
+)
+
+// TestCapacity sizes one controller (a process of its own, with embedded
+// NATS) against a swarm of simulated agents (internal/swarm, in this
+// process: each agent with its own connection and credentials), in steps
+// of fleet size. At each step it reports the controller's idle CPU and
+// RSS, the heartbeats it takes in and their delay, GET /api/agents
+// (p50/p99, body size), and a one-combination sweep over every agent
+// (time, peak RSS, /api/agents meanwhile). Then it measures the ingest
+// rate: result messages of the default workload's 8-camera combination,
+// with their request records, published as fast as JetStream takes them,
+// and the time until the controller has stored them all. Run it with
+// ./scripts/capacity.
+func TestCapacity(t *testing.T) {
+	env := os.Getenv(capacityEnv)
+	if env == "" {
+		t.Skipf("capacity benchmark: run ./scripts/capacity (or set %s=1)", capacityEnv)
+	}
+	steps, err := capacitySteps(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingestN := 10000
+	if v := os.Getenv(capacityIngestEnv); v != "" {
+		if ingestN, err = strconv.Atoi(v); err != nil || ingestN < 1 {
+			t.Fatalf("%s=%q: want a number of messages", capacityIngestEnv, v)
+		}
+	}
+	ctx := testContext(t, 45*time.Minute)
+	l := newLab(t, ctx, labOptions{speedup: 50})
+	images, err := simlab.Pictures("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(l.dir, "logs", "swarm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	swarmLog := zerolog.New(logf).Level(zerolog.WarnLevel).With().Timestamp().Logger()
+	token, err := os.ReadFile(filepath.Join(l.dir, "data", "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &capacityAPI{base: "http://" + l.httpAddr, token: strings.TrimSpace(string(token))}
+
+	var rows []capacityRow
+	var all []string
+	var lastSweep protocol.Sweep
+	for _, n := range steps {
+		add := n - len(all)
+		s, err := swarm.Start(ctx, swarm.Options{Count: add, Prefix: fmt.Sprintf("cap%d", n), Client: l.cl,
+			Device: simDevice, Models: []string{simModel}, Speedup: 50, LogDir: filepath.Join(l.dir, "logs"),
+			Images: images, Log: swarmLog, Enrolers: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Stop() })
+		all = append(all, s.IDs()...)
+		r := capacityRow{agents: n, enrolEach: s.Enrolled / time.Duration(add)}
+		began := time.Now()
+		waitOnline(t, ctx, api, n)
+		r.online = time.Since(began)
+		t.Logf("capacity: %d agents: enrolled %d in %v, all online %v later", n, add, s.Enrolled.Round(time.Millisecond), r.online.Round(time.Millisecond))
+
+		profiled := make(chan struct{})
+		go func() { // the idle window's CPU, for what heartbeats cost
+			defer close(profiled)
+			saveProfile(t, ctx, api, fmt.Sprintf("idle-cpu-%d.pprof", n), fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(idleWindow.Seconds()/2)))
+		}()
+		r.idle = watchIdle(t, ctx, l, api, idleWindow)
+		<-profiled
+		saveProfile(t, ctx, api, fmt.Sprintf("heap-%d.pprof", n), "/debug/pprof/heap")
+		r.agentsP50, r.agentsP99, r.agentsBytes = timeAgents(t, ctx, api, agentsRequests)
+
+		w := workload(4)
+		w.Cameras = []int{1}
+		m := watchController(ctx, t, l)
+		began = time.Now()
+		lastSweep = l.submit(w, all...)
+		l.waitDone(lastSweep)
+		r.sweep = time.Since(began)
+		st := m.stop()
+		saveProfile(t, ctx, api, fmt.Sprintf("heap-%d-after-sweep.pprof", n), "/debug/pprof/heap")
+		r.sweepPeakRSS, r.sweepCPU = st.maxRSS, st.cpu
+		r.sweepAgentsP50, r.sweepAgentsP99 = st.pct(0.5), st.pct(0.99)
+		o := l.outcome(lastSweep, nil)
+		r.outcome = fmt.Sprintf("%d jobs: lost %d, duplicated %d, second attempts %d", o.jobs, o.lost, o.duplicated, o.secondAttempts)
+		t.Logf("capacity: %d agents: %s", n, r.outcome)
+		if ended := s.Ended(); len(ended) > 0 {
+			t.Errorf("%d agents ended on their own: %v", len(ended), ended[:min(len(ended), 5)])
+		}
+		rows = append(rows, r)
+		o.check(t)
+		for _, line := range capacityTable(rows, nil) {
+			t.Log("capacity: " + line)
+		}
+	}
+	// Two message sizes: the default workload's 8-camera combination (8
+	// request records) and 8 cameras measured for 30 s.
+	ings := []ingestStats{
+		measureIngest(t, ctx, l, api, lastSweep, ingestN, 0, "ingest-cpu.pprof"),
+		measureIngest(t, ctx, l, api, lastSweep, ingestN, 30, "ingest-30s-cpu.pprof"),
+	}
+	t.Log("capacity: " + strings.Repeat("-", 60))
+	for _, line := range capacityTable(rows, ings) {
+		t.Log("capacity: " + line)
+	}
+}
+
+func capacitySteps(env string) ([]int, error) {
+	if env == "1" {
+		return []int{200, 1000}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("%s=%q: want 1, or growing agent counts such as 200,1000", capacityEnv, env)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+type capacityRow struct {
+	agents               int
+	enrolEach, online    time.Duration
+	idle                 idleStats
+	agentsP50, agentsP99 time.Duration
+	agentsBytes          int
+	sweep                time.Duration
+	sweepPeakRSS         float64
+	sweepCPU             time.Duration
+	sweepAgentsP50       time.Duration
+	sweepAgentsP99       time.Duration
+	outcome              string
+}
+
+type idleStats struct {
+	cpuPct, rss           float64
+	heartbeatsPerSec      float64
+	delayP50, delayP99    float64 // seconds, bucket upper bounds
+	goroutines, heapInuse float64
+}
+
+type ingestStats struct {
+	messages, msgBytes, records int
+	publish, stored             time.Duration
+	rejected                    float64
+}
+
+// capacityAPI is the controller's HTTP API read raw: the body's size and
+// the metrics' text are what the benchmark reports.
+type capacityAPI struct {
+	base, token string
+}
+
+func (a *capacityAPI) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s: %.200s", path, resp.Status, body)
+	}
+	return body, err
+}
+
+// metrics reads /metrics into series → value (series as written, labels
+// included).
+func (a *capacityAPI) metrics(ctx context.Context) (map[string]float64, error) {
+	body, err := a.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// saveProfile saves the controller's profile at path (under
+// /debug/pprof/) as file in $VLMFLEET_CAPACITY_PROFILES, if set.
+func saveProfile(t *testing.T, ctx context.Context, api *capacityAPI, file, path string) {
+	dir := os.Getenv(capacityProfilesEnv)
+	if dir == "" {
+		return
+	}
+	body, err := api.get(ctx, path)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, file), body, 0o644)
+	}
+	if err != nil {
+		t.Errorf("profile %s: %v", path, err)
+	}
+}
+
+// waitOnline waits until the controller shows n agents online.
+func waitOnline(t *testing.T, ctx context.Context, api *capacityAPI, n int) {
+	t.Helper()
+	var online int
+	err := poll.Retry(ctx, func(int) error {
+		body, err := api.get(ctx, "/api/agents")
+		if err != nil {
+			return err
+		}
+		var agents []controller.AgentView
+		if err := json.Unmarshal(body, &agents); err != nil {
+			return backoff.Permanent(err)
+		}
+		online = 0
+		for _, a := range agents {
+			if a.Online {
+				online++
+			}
+		}
+		if online < n {
+			return fmt.Errorf("%d of %d agents online", online, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("agents never all online: %v", err)
+	}
+}
+
+// watchIdle watches the controller for d with nothing to do but its
+// agents' heartbeats.
+func watchIdle(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, d time.Duration) idleStats {
+	t.Helper()
+	p, err := process.NewProcessWithContext(ctx, int32(l.ctrl.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, err := api.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0, err := p.TimesWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(d): // the window itself is what is measured
+	}
+	t1, err := p.TimesWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began).Seconds()
+	m1, err := api.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := p.MemoryInfoWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := idleStats{
+		cpuPct:           100 * (t1.User + t1.System - t0.User - t0.System) / took,
+		rss:              float64(mem.RSS),
+		heartbeatsPerSec: (m1["vlmfleet_heartbeats_total"] - m0["vlmfleet_heartbeats_total"]) / took,
+		goroutines:       m1["go_goroutines"],
+		heapInuse:        m1["go_memstats_heap_inuse_bytes"],
+	}
+	s.delayP50 = histogramQuantile(m0, m1, "vlmfleet_heartbeat_delay_seconds", 0.5)
+	s.delayP99 = histogramQuantile(m0, m1, "vlmfleet_heartbeat_delay_seconds", 0.99)
+	return s
+}
+
+// histogramQuantile is the upper bound of the bucket that holds the q
+// quantile of what the histogram name took in between two scrapes.
+func histogramQuantile(m0, m1 map[string]float64, name string, q float64) float64 {
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	prefix := name + `_bucket{le="`
+	for k, v := range m1 {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		le, err := strconv.ParseFloat(strings.TrimSuffix(k[len(prefix):], `"}`), 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{le, v - m0[k]})
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return int(math.Copysign(1, a.le-b.le)) })
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return math.NaN()
+	}
+	total := bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= q*total {
+			return b.le
+		}
+	}
+	return math.Inf(1)
+}
+
+// timeAgents times n GET /api/agents one after another.
+func timeAgents(t *testing.T, ctx context.Context, api *capacityAPI, n int) (p50, p99 time.Duration, size int) {
+	t.Helper()
+	var lat []time.Duration
+	for range n {
+		began := time.Now()
+		body, err := api.get(ctx, "/api/agents")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(began))
+		size = len(body)
+	}
+	st := watchStats{latencies: lat}
+	return st.pct(0.5), st.pct(0.99), size
+}
+
+// ingestMessages builds result messages of 8-camera combinations for the
+// runs of a sweep: the run header and a request record as the agents
+// measured them (one camera), with the default workload's 8 records
+// (secs 0), or as many as 8 cameras make in secs at that request's latency
+// (an upper bound: with 8 cameras each request takes longer). Each message
+// adds a combination its run has not got (pass apart), so every message
+// stores new records.
+func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep, n, secs, pass int) (subjects []string, ids []string, data [][]byte, records int) {
+	t.Helper()
+	v, err := l.cl.Sweep(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []protocol.Run
+	for _, j := range v.JobList {
+		if j.RunID == "" {
+			continue
+		}
+		r, err := l.cl.Run(ctx, j.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Combinations) == 0 || len(r.Combinations[0].Requests) == 0 {
+			continue // its job failed (the check of the sweep says so)
+		}
+		runs = append(runs, r)
+		if len(runs) == 100 {
+			break // enough runs to spread the messages over
+		}
+	}
+	if len(runs) == 0 {
+		t.Fatal("the sweep stored no run")
+	}
+	records = protocol.DefaultWorkload().RequestsPerLevel
+	if secs > 0 {
+		e2e := runs[0].Combinations[0].Requests[0].E2E
+		records = max(8, int(8*float64(secs)/max(e2e, 0.01)))
+	}
+	var keys []protocol.ComboKey
+	for _, size := range protocol.ImageSizes() {
+		for images := 1; images <= 8; images++ {
+			for cams := 8; cams <= 64; cams++ {
+				keys = append(keys, protocol.ComboKey{Size: size.Name, Images: images, Cameras: cams})
+			}
+		}
+	}
+	for i := range n {
+		r := runs[i%len(runs)]
+		k := keys[(pass*n+i)/len(runs)%len(keys)]
+		c := r.Combinations[0]
+		c.ComboKey = k
+		c.Completed, c.Failed, c.Errors = records, 0, nil
+		proto := c.Requests[0]
+		c.Requests = make([]protocol.RequestRecord, records)
+		for q := range c.Requests {
+			rec := proto
+			rec.Camera, rec.Seq, rec.Start = q%8, q/8, float64(q)*0.125
+			c.Requests[q] = rec
+		}
+		hdr := r
+		hdr.Combinations = nil
+		m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: r.AgentID, Run: hdr, Combination: &c}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subjects = append(subjects, protocol.AgentSubject(r.AgentID, protocol.KindResult))
+		ids = append(ids, "result."+r.ID+"."+k.String())
+		data = append(data, b)
+	}
+	return subjects, ids, data, records
+}
+
+// measureIngest publishes n result messages into the events stream as
+// fast as JetStream acknowledges them and times the controller storing
+// them (its ingested counter). It publishes as the controller's own NATS
+// user: the agents' users may publish only their own subjects, and the
+// messages name the agents of real runs.
+func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, s protocol.Sweep, n, secs int, profile string) ingestStats {
+	t.Helper()
+	pass := 0
+	if secs > 0 {
+		pass = 1
+	}
+	subjects, ids, data, records := ingestMessages(t, ctx, l, s, n, secs, pass)
+	st := ingestStats{messages: n, records: records}
+	for _, d := range data {
+		st.msgBytes += len(d)
+	}
+	_, js := testutil.ConnectJS(t, "nats://"+l.natsAddr, testutil.NkeyFile(t, filepath.Join(l.dir, "data", controller.ControllerSeedFile)),
+		nats.Timeout(30*time.Second))
+	m0, err := api.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ingested = `vlmfleet_messages_ingested_total{kind="result"}`
+	const rejected = `vlmfleet_messages_rejected_total{kind="result"}`
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		saveProfile(t, ctx, api, profile, "/debug/pprof/profile?seconds=10")
+	}()
+	defer func() { <-profiled }()
+	began := time.Now()
+	for i := range data {
+		if i%1000 == 999 { // the client holds at most 4,000 unacknowledged
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
+		}
+		if _, err := js.PublishAsync(subjects[i], data[i], jetstream.WithMsgID(ids[i])); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	st.publish = time.Since(began)
+	var m1 map[string]float64
+	err = backoff.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond}.Retry(ctx, func(int) error {
+		if m1, err = api.metrics(ctx); err != nil {
+			return err
+		}
+		done := m1[ingested] - m0[ingested] + m1[rejected] - m0[rejected]
+		if done < float64(n) {
+			return fmt.Errorf("%.0f of %d stored", done, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ingest: %v", err)
+	}
+	st.stored = time.Since(began)
+	st.rejected = m1[rejected] - m0[rejected]
+	if st.rejected > 0 {
+		t.Errorf("ingest: %.0f of %d messages rejected", st.rejected, n)
+	}
+	return st
+}
+
+func capacityTable(rows []capacityRow, ings []ingestStats) []string {
+	mib := func(b float64) string { return fmt.Sprintf("%.0f MiB", b/(1<<20)) }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+	lines := []string{fmt.Sprintf("%-34s", "agents")}
+	add := func(name string, f func(r capacityRow) string) {
+		line := fmt.Sprintf("%-34s", name)
+		for _, r := range rows {
+			line += fmt.Sprintf(" | %16s", f(r))
+		}
+		lines = append(lines, line)
+	}
+	for _, r := range rows {
+		lines[0] += fmt.Sprintf(" | %16d", r.agents)
+	}
+	add("enrolment, each", func(r capacityRow) string { return ms(r.enrolEach) })
+	add("all online after start", func(r capacityRow) string { return r.online.Round(100 * time.Millisecond).String() })
+	add("idle CPU (of one core)", func(r capacityRow) string { return fmt.Sprintf("%.1f%%", r.idle.cpuPct) })
+	add("idle RSS", func(r capacityRow) string { return mib(r.idle.rss) })
+	add("idle Go heap in use", func(r capacityRow) string { return mib(r.idle.heapInuse) })
+	add("idle goroutines", func(r capacityRow) string { return fmt.Sprintf("%.0f", r.idle.goroutines) })
+	add("heartbeats taken in", func(r capacityRow) string { return fmt.Sprintf("%.0f/s", r.idle.heartbeatsPerSec) })
+	add("heartbeat delay p50 / p99 (<=)", func(r capacityRow) string {
+		return fmt.Sprintf("%gs / %gs", r.idle.delayP50, r.idle.delayP99)
+	})
+	add("GET /api/agents idle p50", func(r capacityRow) string { return ms(r.agentsP50) })
+	add("GET /api/agents idle p99", func(r capacityRow) string { return ms(r.agentsP99) })
+	add("GET /api/agents body", func(r capacityRow) string { return fmt.Sprintf("%d KB", r.agentsBytes/1000) })
+	add("one-combination sweep, all agents", func(r capacityRow) string { return r.sweep.Round(100 * time.Millisecond).String() })
+	add("  controller CPU in it", func(r capacityRow) string { return r.sweepCPU.Round(100 * time.Millisecond).String() })
+	add("  peak RSS", func(r capacityRow) string { return mib(r.sweepPeakRSS) })
+	add("  GET /api/agents p50 / p99", func(r capacityRow) string { return ms(r.sweepAgentsP50) + " / " + ms(r.sweepAgentsP99) })
+	lines = append(lines, "")
+	for _, ing := range ings {
+		each := float64(ing.msgBytes) / float64(ing.messages)
+		secs := ing.stored.Seconds()
+		lines = append(lines,
+			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %.1f KB each, %.1f MB in all)",
+				ing.messages, ing.records, each/1000, float64(ing.msgBytes)/1e6),
+			fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
+			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs))
+	}
+	return lines
+}
