@@ -8,6 +8,7 @@ import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.
 const DATA_URL = '/api/explorer/data';
 // PAGE_ROWS rows are put in the table at a time; more follow as the reader
 // scrolls, so a change never lays out a thousand rows the reader cannot see.
+// The server writes as many into the served page (explorer.FirstRowsShown).
 const PAGE_ROWS = 50;
 const startedAt = performance.now();
 
