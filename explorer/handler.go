@@ -21,10 +21,6 @@ const (
 	PathRows = "/api/explorer/rows"
 )
 
-// firstRowsPath is what the served page shows first while its dataset is
-// on its way: the rows of its default view, as many as it displays at once.
-const firstRowsPath = PathRows + "?limit=50"
-
 type handler struct {
 	src RunSource
 	log zerolog.Logger
@@ -48,8 +44,26 @@ func NewHandler(src RunSource, log zerolog.Logger) http.Handler {
 	mux.HandleFunc("GET "+PathRows, h.rows)
 	mux.HandleFunc("GET "+PathCompare, h.compare)
 	mux.HandleFunc("/api/explorer/", h.other)
-	mux.Handle("/", web.Handler(web.WithFirstRows(firstRowsPath)))
+	mux.Handle("/", web.Handler(web.WithTableRows(h.firstRows)))
 	return mux
+}
+
+// firstRows is the served page's table rows: the first rows of the
+// default view, written once per generation of the runs. Without them
+// (the runs could not be read) the page goes out with an empty table and
+// its script reports the failure when it asks for the data.
+func (h *handler) firstRows(r *http.Request) []byte {
+	s, err := h.snapshot(r.Context())
+	if err != nil {
+		h.log.Error().Err(err).Str("path", r.URL.Path).Msg("reading runs for the page's first rows")
+		return nil
+	}
+	rows, err := s.encoded("first-rows-html", func() ([]byte, error) { return FirstRowsHTML(s.ds) })
+	if err != nil {
+		h.log.Error().Err(err).Str("path", r.URL.Path).Msg("writing the page's first rows")
+		return nil
+	}
+	return rows
 }
 
 // snapshot is the aggregate of the runs as they are now: the cached one

@@ -218,10 +218,10 @@ func TestHandlerErrorsAndDelegation(t *testing.T) {
 		t.Errorf("HEAD %s: %d", PathData, code)
 	}
 	// Everything else is the page's: the same answer as web.Handler gives
-	// (the page showing its first rows from the rows API).
-	for _, path := range []string{"/", "/static/app.js", "/favicon.ico"} {
+	// (the page itself carries its first rows: firstrows_test.go).
+	for _, path := range []string{"/static/app.js", "/favicon.ico"} {
 		rec := httptest.NewRecorder()
-		web.Handler(web.WithFirstRows(firstRowsPath)).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		web.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		code, body := get(t, srv, "GET", path, nil)
 		if code != rec.Code || body != rec.Body.String() {
 			t.Errorf("%s: %d (%d bytes), web.Handler gives %d (%d bytes)", path, code, len(body), rec.Code, rec.Body.Len())

@@ -3,9 +3,9 @@ package web
 import (
 	"bytes"
 	"fmt"
-	"html"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,19 +23,21 @@ func Handler(opts ...Option) http.Handler {
 	if err != nil {
 		return errorHandler(err)
 	}
-	index, err := servedIndex(assets, cfg)
+	index, err := servedIndex(assets)
 	if err != nil {
 		return errorHandler(err)
 	}
+	serveIndex := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", pagePolicy)
+		var rows []byte
+		if cfg.rows != nil {
+			rows = cfg.rows(r)
+		}
+		serveAsset(w, r, "index.html", index.with(rows))
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", pagePolicy)
-		serveAsset(w, r, "index.html", index)
-	})
-	mux.HandleFunc("GET /index.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", pagePolicy)
-		serveAsset(w, r, "index.html", index)
-	})
+	mux.HandleFunc("GET /{$}", serveIndex)
+	mux.HandleFunc("GET /index.html", serveIndex)
 	// The compare page loads its comparison from /api/explorer/compare.
 	mux.HandleFunc("GET /compare", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", pagePolicy)
@@ -61,44 +63,72 @@ const pagePolicy = "default-src 'self'; img-src 'self' data: blob:; script-src '
 type Option func(*config)
 
 type config struct {
-	firstRows string
+	rows func(r *http.Request) []byte
 }
 
-// WithFirstRows has the served page show the first rows of its default
-// view from path (a page of GET /api/explorer/rows, as many rows as the
-// page displays at once) while the whole dataset is still on its way: the
-// table shows rows without waiting for every row's every point.
-func WithFirstRows(path string) Option {
-	return func(c *config) { c.firstRows = path }
+// WithTableRows has the page served at "/" carry rows (<tr> elements, the
+// first rows of the default view, written by the explorer from its data)
+// in its table, so that the table shows rows as soon as the HTML and the
+// stylesheet are parsed, before any script has run. rows is asked at each
+// request and should return the same slice while the data has not changed:
+// the page is made again only when the rows differ from the last ones.
+func WithTableRows(rows func(r *http.Request) []byte) Option {
+	return func(c *config) { c.rows = rows }
 }
 
 // dataPath is the explorer's data (explorer.PathData), which the served
 // page reads.
 const dataPath = "/api/explorer/data"
 
+// tableBody is where the page's table rows go (static/index.html).
+const tableBody = `<tbody id="tbody">`
+
 // servedIndex links the stylesheet, the chart library and the app module
 // with their content hashes.
-func servedIndex(assets map[string]asset, cfg config) (asset, error) {
+func servedIndex(assets map[string]asset) (*indexPage, error) {
 	link := func(name string) string { return "static/" + name + "?v=" + assets[name].hash }
-	first := ""
-	if cfg.firstRows != "" {
-		p := html.EscapeString(cfg.firstRows)
-		first = fmt.Sprintf(`<meta name="vlmfleet-first-rows" content="%s">
-<link rel="preload" href="%s" as="fetch" crossorigin="anonymous">
-`, p, p)
-	}
 	// The data is asked for at once, beside the stylesheet and the scripts,
 	// instead of after the modules have loaded and run; the page's fetch
 	// takes the preloaded answer (same URL, mode and credentials).
-	head := fmt.Sprintf(`%s<link rel="preload" href="%s" as="fetch" crossorigin="anonymous">
+	head := fmt.Sprintf(`<link rel="preload" href="%s" as="fetch" crossorigin="anonymous">
 <link rel="stylesheet" href="%s">
-<script defer src="%s"></script>`, first, dataPath, link("style.css"), link(chartLibPath))
+<script defer src="%s"></script>`, dataPath, link("style.css"), link(chartLibPath))
 	scripts := fmt.Sprintf(`<script type="module" src="%s"></script>`, link("app.js"))
 	page, err := fillMarkers(string(assets["index.html"].body), head, scripts)
 	if err != nil {
-		return asset{}, err
+		return nil, err
 	}
-	return newAsset("index.html", []byte(page)), nil
+	at := strings.Index(page, tableBody)
+	if at < 0 || strings.Count(page, tableBody) != 1 {
+		return nil, fmt.Errorf("static/index.html must hold %s exactly once", tableBody)
+	}
+	at += len(tableBody)
+	return &indexPage{before: page[:at], after: page[at:], empty: newAsset("index.html", []byte(page))}, nil
+}
+
+// indexPage is the served page around its table's rows, and the last page
+// made with rows, kept while the rows are the same.
+type indexPage struct {
+	before, after string
+	empty         asset
+
+	mu       sync.Mutex
+	lastRows []byte
+	last     asset
+}
+
+func (p *indexPage) with(rows []byte) asset {
+	if len(rows) == 0 {
+		return p.empty
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastRows == nil || !bytes.Equal(rows, p.lastRows) {
+		body := make([]byte, 0, len(p.before)+len(rows)+len(p.after))
+		body = append(append(append(body, p.before...), rows...), p.after...)
+		p.lastRows, p.last = rows, newAsset("index.html", body)
+	}
+	return p.last
 }
 
 func serveAsset(w http.ResponseWriter, r *http.Request, name string, a asset) {

@@ -8,6 +8,7 @@ import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.
 const DATA_URL = '/api/explorer/data';
 // PAGE_ROWS rows are put in the table at a time; more follow as the reader
 // scrolls, so a change never lays out a thousand rows the reader cannot see.
+// The server writes as many into the served page (explorer.FirstRowsShown).
 const PAGE_ROWS = 50;
 const startedAt = performance.now();
 
@@ -51,17 +52,15 @@ function slug(s) {
   return s.toLowerCase().replace(/[^a-z0-9.]+/g, '-').replace(/^-|-$/g, '');
 }
 
-// loadDataset reads the dataset; a served page's fetch waits for before
-// (the first rows shown, at most a second) to parse it, since parsing
-// megabytes takes the main thread and the first rows would wait behind it.
-async function loadDataset(before) {
+// loadDataset reads the dataset: inline in an exported file, else the
+// served page's answer.
+async function loadDataset() {
   const inline = document.getElementById('vlmfleet-data');
   if (inline) return JSON.parse(inline.textContent);
   // The request the served page's <link rel="preload"> made already, as
   // the page's head started it: this takes its answer.
   const res = await fetch(DATA_URL);
   if (!res.ok) throw new Error(`GET ${DATA_URL}: ${res.status} ${res.statusText}`);
-  if (before) await Promise.race([before, new Promise((r) => setTimeout(r, 1000))]);
   return res.json();
 }
 
@@ -687,7 +686,7 @@ function createExplorer(ds) {
       io.observe($('more'));
     }
     applyURL();
-    tbody.replaceChildren(); // the first rows shown before the data came, if any
+    tbody.replaceChildren(); // the served page's first rows: the explorer's own replace them
     render();
     document.body.offsetHeight; // include style and layout in the figure
     perf.firstRenderMs = performance.now() - t;
@@ -705,75 +704,18 @@ function createExplorer(ds) {
   return { start, perf, state: () => JSON.parse(JSON.stringify(st)), defaultTarget: DEFAULT_TARGET };
 }
 
-// showFirstRows puts the first rows of the default view in the table from
-// the rows API (a page the served page's head names and preloads) while the
-// whole dataset is still on its way; the explorer replaces them with its
-// own rows when it starts. Only the default view: another view in the URL
-// (a filter, a sort) has other first rows. Any failure leaves the table to
-// the explorer, which reports its own.
-async function showFirstRows() {
-  const meta = document.querySelector('meta[name="vlmfleet-first-rows"]');
-  if (!meta || location.hash.replace(/^#/, '') !== '') return;
-  let body;
-  try {
-    const res = await fetch(meta.content);
-    if (!res.ok) return;
-    body = await res.json();
-  } catch {
-    return;
-  }
-  const tbody = document.getElementById('tbody');
-  if (document.documentElement.dataset.ready === 'true' || !tbody || tbody.children.length || !Array.isArray(body.rows) || !body.rows.length) return;
-  const frag = document.createDocumentFragment();
-  for (const v of body.rows) frag.append(firstRow(v));
-  tbody.replaceChildren(frag);
-  document.body.offsetHeight; // style and layout, as in the explorer's figure
-  // The same figure as the explorer's perf.sinceNavigationMs, for rows
-  // that came first.
-  window.vlmfleetFirstRows = { ms: performance.now(), rows: body.rows.length, total: body.total };
-  // Let the rows be painted before the dataset's parse holds the main
-  // thread (a hidden tab runs no animation frames: the timer ends the wait).
-  await new Promise((r) => {
-    requestAnimationFrame(() => setTimeout(r, 0));
-    setTimeout(r, 100);
-  });
-}
-
-// firstRow is one row of GET /api/explorer/rows as the explorer's row
-// shows it, without what needs the whole dataset (the regression badge, the
-// expanded row).
-function firstRow(v) {
-  const measured = !!v.measured;
-  const why = measured && v.completed === 0 && v.failed > 0 ? failureText(v) : '';
-  const result = measured ? !!v.pass : null;
-  const tr = el('tr', { class: `row ${result == null ? 'nodata' : result ? 'pass' : 'fail'}`, 'data-id': v.id });
-  const name = el('td', { class: 'c-model' },
-    el('button', { type: 'button', class: 'toggle', 'aria-expanded': 'false' }, el('span', { class: 'chev', 'aria-hidden': 'true' }), el('span', { class: 'name', text: v.model })));
-  if (v.simulated) name.append(el('span', { class: 'badge badge-sim', text: 'SIMULATED', title: 'From a simulated run, not a measurement of real hardware' }));
-  const whyEl = el('span', { class: 'why', text: why });
-  whyEl.hidden = !why;
-  name.append(whyEl, el('span', { class: 'setup', text: [formatParams(v.params_b), v.quantization, v.engine, v.device].filter((x) => x && x !== '—').join(' · ') }));
-  const res = result == null ? '—' : result ? 'PASS' : 'FAIL';
-  tr.append(name,
-    el('td', { class: 'num', text: formatParams(v.params_b) }),
-    el('td', { text: v.quantization }),
-    el('td', { text: v.engine }),
-    el('td', { text: v.device }),
-    el('td', { class: 'num c-rt', text: why ? 'all failed' : formatSeconds(v.ttft), title: why || null }),
-    el('td', { class: 'num c-tps', text: formatTPS(v.tps) }),
-    el('td', { class: 'num c-max', text: measured ? v.max_cameras_label : '—' }),
-    el('td', { class: 'c-result' }, el('span', { class: `result ${result == null ? 'result-none' : result ? 'result-pass' : 'result-fail'}`, text: res })));
-  return tr;
-}
-
 async function main() {
-  // The first rows, while the whole dataset is on its way; a failure is
-  // quiet (the explorer reports its own).
-  const first = showFirstRows().catch(() => {});
+  // The served page's table holds the first rows of the default view
+  // (written by the server); another view in the URL (a filter, a sort)
+  // has other rows, so they go until the explorer shows that view's.
+  if (location.hash.replace(/^#/, '') !== '') document.getElementById('tbody').replaceChildren();
   let ds;
   try {
-    ds = normaliseDataset(await loadDataset(first));
+    ds = normaliseDataset(await loadDataset());
   } catch (err) {
+    // Without the data the page cannot filter, sort or open a row: the
+    // served rows go rather than look like a table that works.
+    document.getElementById('tbody').replaceChildren();
     const box = document.getElementById('load-error');
     box.hidden = false;
     box.textContent = `The results could not be loaded: ${err.message}`;
