@@ -101,7 +101,17 @@ func watchEvents(t *testing.T, c *Controller) *eventLog {
 // waitFor blocks until n events match, or fails the test.
 func (l *eventLog) waitFor(t *testing.T, n int, match func(Event) bool) []Event {
 	t.Helper()
-	deadline := time.After(waitLimit)
+	got, ok := l.waitWithin(waitLimit, n, match)
+	if !ok {
+		t.Fatalf("waited %s for %d matching events, saw %d", waitLimit, n, len(got))
+	}
+	return got
+}
+
+// waitWithin is waitFor for a test that tries again: it reports whether n
+// events matched within limit instead of failing.
+func (l *eventLog) waitWithin(limit time.Duration, n int, match func(Event) bool) ([]Event, bool) {
+	deadline := time.After(limit)
 	for {
 		l.mu.Lock()
 		var got []Event
@@ -112,12 +122,12 @@ func (l *eventLog) waitFor(t *testing.T, n int, match func(Event) bool) []Event 
 		}
 		l.mu.Unlock()
 		if len(got) >= n {
-			return got
+			return got, true
 		}
 		select {
 		case <-l.signal:
 		case <-deadline:
-			t.Fatalf("waited %s for %d matching events, saw %d", waitLimit, n, len(got))
+			return got, false
 		}
 	}
 }

@@ -89,6 +89,13 @@ func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
 	}
 	if cc := events.stop(); cc != nil {
 		cc.Stop()
+		<-cc.Closed()
+	}
+	// The unsubscription reaches the server before the agent's report, or
+	// the server may still hand the report to the stopped consumption's
+	// pull that was waiting (seen under load).
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
 	}
 	a.state(t, job, protocol.JobAccepted, 1, true)
 	rec, err := c.store.Job(job)
