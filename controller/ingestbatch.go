@@ -121,13 +121,11 @@ func decodeResult(msg jetstream.Msg) *protocol.ResultMessage {
 // storeResults stores result messages in one transaction and acks them,
 // or, when it fails, hands each to handleDurable.
 func (c *Controller) storeResults(rs []queuedMsg) {
-	switch len(rs) {
-	case 0:
-		return
-	case 1:
-		c.handleDurable(rs[0].msg)
+	if len(rs) == 0 {
 		return
 	}
+	// A lone result goes the same way: handing it to handleDurable would
+	// decode it a second time.
 	ms := make([]protocol.ResultMessage, len(rs))
 	for i, r := range rs {
 		ms[i] = *r.m
