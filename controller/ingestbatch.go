@@ -19,7 +19,7 @@ const maxIngestBatch = 256
 // its fsync each, a few milliseconds: a fleet's results would queue up
 // behind them. The goroutine takes every message waiting, up to
 // maxIngestBatch, and stores the result messages among them in one
-// transaction (handleBatch). Messages are stored and acknowledged in the
+// transaction (storeBatch). Messages are stored and acknowledged in the
 // order they came, as before. The handler decodes a result message before
 // it hands it on, so that decoding the next messages (on the consumer's
 // goroutine) overlaps storing the last ones. It runs until ctx ends, then stores what
@@ -73,7 +73,7 @@ type queuedMsg struct {
 	m   *protocol.ResultMessage
 }
 
-// handleBatch stores messages in their order. Consecutive result messages
+// storeBatch stores messages in their order. Consecutive result messages
 // go into one transaction (store.ApplyResults); anything else, and a
 // result that does not decode, is handled alone by handleDurable. When a
 // batch fails as a whole (one message refused, a store error), nothing of
@@ -81,15 +81,6 @@ type queuedMsg struct {
 // refused message is refused on its own and the others are stored, as
 // one at a time. A redelivered message rewrites the same records, so
 // nothing counts twice either way.
-func (c *Controller) handleBatch(msgs []jetstream.Msg) {
-	qs := make([]queuedMsg, len(msgs))
-	for i, msg := range msgs {
-		qs[i] = queuedMsg{msg, decodeResult(msg)}
-	}
-	c.storeBatch(qs)
-}
-
-// storeBatch is handleBatch with the results decoded.
 func (c *Controller) storeBatch(qs []queuedMsg) {
 	var results []queuedMsg
 	for _, q := range qs {

@@ -86,3 +86,13 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 		t.Errorf("%d rejections recorded, want the one refused message: %+v", len(rej), rej)
 	}
 }
+
+// handleBatch is what startIngest's goroutine does with msgs, decoding
+// them first as its handler does.
+func (c *Controller) handleBatch(msgs []jetstream.Msg) {
+	qs := make([]queuedMsg, len(msgs))
+	for i, msg := range msgs {
+		qs[i] = queuedMsg{msg, decodeResult(msg)}
+	}
+	c.storeBatch(qs)
+}
