@@ -28,6 +28,11 @@ const consumerCheckEvery = 30 * time.Second
 // (TestNATSClusterNodeKilledMidSweep). The agents' job pulls use 5 s too.
 const consumePullHeartbeat = 5 * time.Second
 
+// consumePullBytes bounds what a consumption of the controller's holds
+// received and not yet handed on, in bytes rather than messages: results
+// range from a few kilobytes to megabytes.
+const consumePullBytes = 32 << 20
+
 // rebindPolicy spaces the tries to recreate a lost consumer.
 var rebindPolicy = backoff.Policy{First: 250 * time.Millisecond, Max: 15 * time.Second}
 
@@ -73,7 +78,7 @@ func (b *binding) bind(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: consumer %s on %s: %w", b.cfg.Durable, b.stream, err)
 	}
-	cc, err := cons.Consume(b.handle, jetstream.ConsumeErrHandler(b.consumeError), jetstream.PullHeartbeat(consumePullHeartbeat))
+	cc, err := cons.Consume(b.handle, jetstream.ConsumeErrHandler(b.consumeError), jetstream.PullHeartbeat(consumePullHeartbeat), jetstream.PullMaxBytes(consumePullBytes))
 	if err != nil {
 		return fmt.Errorf("controller: consume %s: %w", b.stream, err)
 	}

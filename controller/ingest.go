@@ -25,9 +25,12 @@ const MaxDeliveries = 50
 // repeat identically), or retried after a transient store failure (Nak with
 // a growing delay) until its last delivery, which is recorded and
 // terminated: a message awaiting retry holds one of MaxAckPending slots, so
-// retrying without end would let a few hundred of them stop ingestion.
+// retrying without end would let a few thousand of them stop ingestion.
+// MaxAckPending is several times what one transaction stores
+// (maxIngestBatch): with only one batch's worth, the server sent nothing
+// while a batch was being written, and the decoders stood idle.
 func EventsConsumerConfig() jetstream.ConsumerConfig {
-	return durableConsumer("vlmfleet controller: stores agent events", 256)
+	return durableConsumer("vlmfleet controller: stores agent events", 2048)
 }
 
 // durableConsumer is the configuration of a consumer of the controller's
@@ -238,18 +241,22 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 			c.sendCancel(s.AgentID, s.JobID)
 		}
 	case protocol.KindResult:
-		m, err := decodeEvent(data, subjAgent, protocol.DecodeResultMessage, func(m *protocol.ResultMessage) string { return m.AgentID })
+		rm, err := decodeEvent(data, subjAgent, protocol.DecodeReceivedResult, func(m *protocol.ReceivedResult) string { return m.AgentID })
 		if err != nil {
 			return err
 		}
-		if err := c.store.ApplyResult(*m, now); errors.Is(err, store.ErrUnreportedAttempt) {
+		m, err := store.PrepareResult(rm)
+		if err != nil {
+			return err
+		}
+		if err := c.store.ApplyPrepared(m, now); errors.Is(err, store.ErrUnreportedAttempt) {
 			c.log.Info().Str("run", m.Run.ID).Str("agent", m.AgentID).
 				Msg("not closing a run: its attempt never reached an agent (the job's delivery was lost and made again)")
 			return nil
 		} else if err != nil {
 			return err
 		}
-		c.emitResult(m)
+		c.emitResult(&m.ResultMessage)
 	default:
 		return store.Rejectf("subject %q: unknown event kind %q (want hello, state or result)", subject, kind)
 	}

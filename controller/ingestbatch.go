@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"runtime"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -13,33 +15,57 @@ import (
 // consumer's MaxAckPending bounds how many can wait anyway.
 const maxIngestBatch = 256
 
-// startIngest starts the goroutine that stores the events consumer's
-// messages and returns the consumer's handler, which hands each message
-// to it. Storing one message per transaction costs a write to disk and
-// its fsync each, a few milliseconds: a fleet's results would queue up
-// behind them. The goroutine takes every message waiting, up to
-// maxIngestBatch, and stores the result messages among them in one
-// transaction (storeBatch). Messages are stored and acknowledged in the
-// order they came, as before. The handler decodes a result message before
-// it hands it on, so that decoding the next messages (on the consumer's
-// goroutine) overlaps storing the last ones. It runs until ctx ends, then stores what
-// it was handed already: Close drains the consumption first, so nothing
-// is handed after.
+// ingestQueue is how many messages may be on their way from the consumer
+// to the store: decoded, being decoded, or waiting for a decoder.
+const ingestQueue = 2 * maxIngestBatch
+
+// startIngest starts the goroutines that decode and store the events
+// consumer's messages and returns the consumer's handler, which hands each
+// message to them. Storing one message per transaction costs a write to
+// disk and its fsync each, a few milliseconds: a fleet's results would
+// queue up behind them. So the storing goroutine takes every message
+// waiting, up to maxIngestBatch, and stores the result messages among them
+// in one transaction (storeBatch), in the order they came, and acks them
+// after it. Decoding a result message costs more than storing it (its
+// JSON is most of the work of the ingest), so the messages are decoded
+// before, by a decoder per core, while the last batch is stored. It runs
+// until ctx ends, then stores what it was handed already: Close drains the
+// consumption first, so nothing is handed after.
 func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
-	q := make(chan queuedMsg, maxIngestBatch)
+	queue := make(chan *queuedMsg, ingestQueue)
+	work := make(chan *queuedMsg, ingestQueue)
+	stored := make(chan struct{})
+	for range runtime.GOMAXPROCS(0) {
+		c.bg.Add(1)
+		go func() {
+			defer c.bg.Done()
+			for {
+				select {
+				case q := <-work:
+					q.r = decodeResult(q.msg)
+					close(q.decoded)
+				case <-stored:
+					return
+				}
+			}
+		}()
+	}
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		batch := make([]queuedMsg, 0, maxIngestBatch)
+		// The decoders stop after the last store: the messages stored
+		// then wait for them.
+		defer close(stored)
+		batch := make([]*queuedMsg, 0, maxIngestBatch)
 		for {
 			select {
-			case m := <-q:
-				batch = append(batch, m)
+			case q := <-queue:
+				batch = append(batch, q)
 			case <-ctx.Done():
 				// The rest is stored before the store closes; what is
 				// left unacknowledged is delivered again after a restart.
-				for len(q) > 0 {
-					batch = append(batch, <-q)
+				for len(queue) > 0 {
+					batch = append(batch, <-queue)
 				}
 				c.storeBatch(batch)
 				return
@@ -47,8 +73,8 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 		more:
 			for len(batch) < maxIngestBatch {
 				select {
-				case m := <-q:
-					batch = append(batch, m)
+				case q := <-queue:
+					batch = append(batch, q)
 				default:
 					break more
 				}
@@ -59,18 +85,25 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 		}
 	}()
 	return func(msg jetstream.Msg) {
+		q := &queuedMsg{msg: msg, decoded: make(chan struct{})}
 		select {
-		case q <- queuedMsg{msg, decodeResult(msg)}:
+		case queue <- q:
 		case <-c.done: // closing: unacknowledged, it is delivered again
+			return
 		}
+		// Queued, it will be stored, which waits for its decoding: the
+		// decoders run until then, so this send does not wait for ever.
+		work <- q
 	}
 }
 
-// queuedMsg is a message on its way to the store; m is its result
-// message, decoded, or nil for anything else.
+// queuedMsg is a message on its way to the store. r is its result
+// message, decoded and prepared for storing, or nil for anything else,
+// once decoded is closed.
 type queuedMsg struct {
-	msg jetstream.Msg
-	m   *protocol.ResultMessage
+	msg     jetstream.Msg
+	decoded chan struct{}
+	r       *store.Result
 }
 
 // storeBatch stores messages in their order. Consecutive result messages
@@ -81,10 +114,11 @@ type queuedMsg struct {
 // refused message is refused on its own and the others are stored, as
 // one at a time. A redelivered message rewrites the same records, so
 // nothing counts twice either way.
-func (c *Controller) storeBatch(qs []queuedMsg) {
-	var results []queuedMsg
+func (c *Controller) storeBatch(qs []*queuedMsg) {
+	var results []*queuedMsg
 	for _, q := range qs {
-		if q.m != nil {
+		<-q.decoded
+		if q.r != nil {
 			results = append(results, q)
 			continue
 		}
@@ -95,31 +129,36 @@ func (c *Controller) storeBatch(qs []queuedMsg) {
 	c.storeResults(results)
 }
 
-// decodeResult is msg's result message when msg is one that decodes and
-// names the agent of its subject; nil otherwise.
-func decodeResult(msg jetstream.Msg) *protocol.ResultMessage {
+// decodeResult is msg's result message, prepared for storing, when msg is
+// one that decodes and names the agent of its subject; nil otherwise,
+// for handleDurable to settle.
+func decodeResult(msg jetstream.Msg) *store.Result {
 	agent, kind, err := parseAgentSubject(msg.Subject())
 	if err != nil || kind != protocol.KindResult {
 		return nil
 	}
-	m, err := decodeEvent(msg.Data(), agent, protocol.DecodeResultMessage, func(m *protocol.ResultMessage) string { return m.AgentID })
+	m, err := decodeEvent(msg.Data(), agent, protocol.DecodeReceivedResult, func(m *protocol.ReceivedResult) string { return m.AgentID })
 	if err != nil {
 		return nil
 	}
-	return m
+	r, err := store.PrepareResult(m)
+	if err != nil {
+		return nil
+	}
+	return r
 }
 
 // storeResults stores result messages in one transaction and acks them,
 // or, when it fails, hands each to handleDurable.
-func (c *Controller) storeResults(rs []queuedMsg) {
+func (c *Controller) storeResults(rs []*queuedMsg) {
 	if len(rs) == 0 {
 		return
 	}
 	// A lone result goes the same way: handing it to handleDurable would
 	// decode it a second time.
-	ms := make([]protocol.ResultMessage, len(rs))
+	ms := make([]*store.Result, len(rs))
 	for i, r := range rs {
-		ms[i] = *r.m
+		ms[i] = r.r
 	}
 	if err := c.store.ApplyResults(ms, time.Now().UTC()); err != nil {
 		c.log.Debug().Err(err).Int("messages", len(rs)).Msg("a batch of results failed as a whole; storing them one at a time")
@@ -134,6 +173,6 @@ func (c *Controller) storeResults(rs []queuedMsg) {
 		if err := r.msg.Ack(); err != nil {
 			c.log.Warn().Err(err).Str("subject", r.msg.Subject()).Msg("ack failed; the message will be redelivered and stored again idempotently")
 		}
-		c.emitResult(r.m)
+		c.emitResult(&r.r.ResultMessage)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -90,9 +91,76 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 // handleBatch is what startIngest's goroutine does with msgs, decoding
 // them first as its handler does.
 func (c *Controller) handleBatch(msgs []jetstream.Msg) {
-	qs := make([]queuedMsg, len(msgs))
+	qs := make([]*queuedMsg, len(msgs))
 	for i, msg := range msgs {
-		qs[i] = queuedMsg{msg, decodeResult(msg)}
+		qs[i] = &queuedMsg{msg: msg, decoded: make(chan struct{}), r: decodeResult(msg)}
+		close(qs[i].decoded)
 	}
 	c.storeBatch(qs)
+}
+
+// Messages published together are decoded side by side and stored in the
+// order they came: a run's many combinations and then its final message
+// leave it closed with all of them, and its job's states in order.
+func TestIngestStoresInTheOrderPublished(t *testing.T) {
+	c := startController(t, t.TempDir())
+	ev, a := announced(t, c, "a1", "d1")
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
+	job := sw.Jobs[0]
+	run := testRun(store.RunIDFor(job, 1), "a1")
+	run.JobID, run.SweepID = job, sw.ID
+	const n = 600
+	var sizes []string
+	for _, s := range protocol.ImageSizes() {
+		sizes = append(sizes, s.Name)
+	}
+	pub := func(kind string, v any, id string) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.js.PublishAsync(protocol.AgentSubject("a1", kind), data, jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func(st protocol.JobState) {
+		pub(protocol.KindState, protocol.JobStateChange{Schema: 1, JobID: job, AgentID: "a1", State: st, Time: time.Now().UTC(), Attempt: 1, RunID: run.ID},
+			protocol.StateMsgID(job, st, 1))
+	}
+	state(protocol.JobRunning)
+	for i := range n {
+		cb := testCombo(sizes[i%len(sizes)], 1+i/len(sizes))
+		pub(protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: cb}, protocol.ResultMsgID(run.ID, cb.ComboKey.String()))
+	}
+	closed := run
+	closed.Status, closed.FinishedAt = protocol.RunCompleted, time.Now().UTC()
+	pub(protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: closed, Final: true, Expected: n}, protocol.ResultMsgID(run.ID, "final"))
+	state(protocol.JobCompleted)
+	select {
+	case <-a.js.PublishAsyncComplete():
+	case <-waitCtx(t).Done():
+		t.Fatal("publishing took too long")
+	}
+	ev.waitFor(t, 1, func(e Event) bool {
+		s, ok := e.Data.(protocol.JobStateChange)
+		return ok && s.State == protocol.JobCompleted
+	})
+	got, err := c.store.RunSummary(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != protocol.RunCompleted || len(got.Combinations) != n {
+		t.Errorf("run %s with %d combinations, want completed with %d", got.Status, len(got.Combinations), n)
+	}
+	j, err := c.Job(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != protocol.JobCompleted {
+		t.Errorf("job %s, want completed", j.State)
+	}
+	// A result stored before its attempt's running state is refused.
+	if rej, err := c.store.Rejected(context.Background(), 0); err != nil || len(rej) != 0 {
+		t.Errorf("rejected %+v (%v): the messages were stored out of order", rej, err)
+	}
 }

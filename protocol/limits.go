@@ -58,8 +58,15 @@ func checkNames(limit int, fields ...string) error {
 
 // checkFigure refuses a measured figure that is not a finite number, 0 or more.
 func checkFigure(field string, v float64) error {
+	return checkFigureOf("", field, v)
+}
+
+// checkFigureOf is checkFigure of the field prefix+name, which it names
+// only when it refuses the figure: a result's many figures are checked at
+// every message, and making their names was most of the checks' cost.
+func checkFigureOf(prefix, name string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-		return fmt.Errorf("%s: %g, want 0 or more", field, v)
+		return fmt.Errorf("%s%s: %g, want 0 or more", prefix, name, v)
 	}
 	return nil
 }
@@ -85,6 +92,13 @@ func checkOrder(prefix string, started, finished time.Time) error {
 func checkStringMap(field string, m map[string]string) error {
 	if len(m) > MaxListLen {
 		return fmt.Errorf("%s: %d entries, at most %d", field, len(m), MaxListLen)
+	}
+	ok := true
+	for k, v := range m {
+		ok = ok && len(k) <= MaxNameLen && len(v) <= MaxLineLen
+	}
+	if ok {
+		return nil
 	}
 	for _, k := range sortedKeys(m) {
 		if err := checkLen(fmt.Sprintf("%s key %.40q", field, k), k, MaxNameLen); err != nil {
@@ -155,8 +169,8 @@ func (r *Run) validateStrings() error {
 		return fmt.Errorf("engine.command: %d arguments, at most %d", len(r.Engine.Command), MaxListLen)
 	}
 	for i, a := range r.Engine.Command {
-		if err := checkLen(fmt.Sprintf("engine.command[%d]", i), a, MaxLineLen); err != nil {
-			return err
+		if len(a) > MaxLineLen {
+			return checkLen(fmt.Sprintf("engine.command[%d]", i), a, MaxLineLen)
 		}
 	}
 	if err := checkStringMap("engine.props", r.Engine.Props); err != nil {
@@ -166,8 +180,8 @@ func (r *Run) validateStrings() error {
 		return fmt.Errorf("warnings: %d, at most %d", len(r.Warnings), MaxListLen)
 	}
 	for i, w := range r.Warnings {
-		if err := checkLen(fmt.Sprintf("warnings[%d]", i), w, MaxLineLen); err != nil {
-			return err
+		if len(w) > MaxLineLen {
+			return checkLen(fmt.Sprintf("warnings[%d]", i), w, MaxLineLen)
 		}
 	}
 	return r.Device.validate("device.")
@@ -205,8 +219,8 @@ func (d *DeviceFacts) validate(prefix string) error {
 		return fmt.Errorf("%swarnings: %d, at most %d", prefix, len(d.Warnings), MaxListLen)
 	}
 	for i, w := range d.Warnings {
-		if err := checkLen(fmt.Sprintf("%swarnings[%d]", prefix, i), w, MaxLineLen); err != nil {
-			return err
+		if len(w) > MaxLineLen {
+			return checkLen(fmt.Sprintf("%swarnings[%d]", prefix, i), w, MaxLineLen)
 		}
 	}
 	return nil
@@ -302,8 +316,8 @@ func (c *Combination) validateFigures() error {
 			c.Completed, c.Failed, c.Completed+c.Failed, len(c.Requests))
 	}
 	for i := range c.Requests {
-		if err := c.Requests[i].validate(fmt.Sprintf("requests[%d].", i)); err != nil {
-			return err
+		if err := c.Requests[i].validate(); err != nil {
+			return fmt.Errorf("requests[%d].%w", i, err)
 		}
 	}
 	return nil
@@ -318,15 +332,16 @@ func (s *Stats) validate(name string, n int) error {
 		name string
 		v    float64
 	}{{"mean", s.Mean}, {"p50", s.P50}, {"p90", s.P90}, {"p99", s.P99}, {"min", s.Min}, {"max", s.Max}} {
-		if err := checkFigure(name+"."+f.name, f.v); err != nil {
+		if err := checkFigureOf(name+".", f.name, f.v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// validate checks one request record; p is its field prefix.
-func (q *RequestRecord) validate(p string) error {
+// validate checks one request record; its error names the field of the
+// record.
+func (q *RequestRecord) validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -334,7 +349,7 @@ func (q *RequestRecord) validate(p string) error {
 		{"start", q.Start}, {"ttfb", q.TTFB}, {"role_chunk", q.RoleChunk}, {"ttft", q.TTFT},
 		{"last_token", q.LastToken}, {"e2e", q.E2E}, {"tps", q.TPS}, {"itl", q.ITL},
 	} {
-		if err := checkFigure(p+f.name, f.v); err != nil {
+		if err := checkFigure(f.name, f.v); err != nil {
 			return err
 		}
 	}
@@ -347,25 +362,28 @@ func (q *RequestRecord) validate(p string) error {
 		{"images", q.Images, MaxImagesInRequest},
 		{"decode_tokens", q.DecodeTokens, math.MaxInt32}, {"cached_tokens", q.CachedTokens, math.MaxInt32},
 	} {
-		if err := checkCount(p+n.name, n.v, n.hi); err != nil {
+		if err := checkCount(n.name, n.v, n.hi); err != nil {
 			return err
 		}
 	}
-	if err := checkNames(MaxNameLen, p+"token_source", q.TokenSource, p+"finish_reason", q.FinishReason); err != nil {
+	if err := checkNames(MaxNameLen, "token_source", q.TokenSource, "finish_reason", q.FinishReason); err != nil {
 		return err
 	}
-	if err := checkLen(p+"error", q.Error, MaxLineLen); err != nil {
+	if err := checkLen("error", q.Error, MaxLineLen); err != nil {
 		return err
 	}
 	if len(q.Timings) > MaxListLen {
-		return fmt.Errorf("%stimings: %d entries, at most %d", p, len(q.Timings), MaxListLen)
+		return fmt.Errorf("timings: %d entries, at most %d", len(q.Timings), MaxListLen)
+	}
+	if len(q.Timings) == 0 {
+		return nil
 	}
 	for _, k := range sortedKeys(q.Timings) {
-		if err := checkLen(fmt.Sprintf("%stimings key %.40q", p, k), k, MaxNameLen); err != nil {
+		if err := checkLen(fmt.Sprintf("timings key %.40q", k), k, MaxNameLen); err != nil {
 			return err
 		}
 		if v := q.Timings[k]; math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%stimings[%q]: %g, want a finite number", p, k, v)
+			return fmt.Errorf("timings[%q]: %g, want a finite number", k, v)
 		}
 	}
 	return nil

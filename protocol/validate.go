@@ -108,9 +108,23 @@ func (s *JobStateChange) validate() error {
 	return checkLen("error", s.Error, MaxTextLen)
 }
 
-// DecodeResultMessage reads and validates a result message.
+// DecodeResultMessage reads and validates a result message, its
+// combination's telemetry series decoded too (DecodeReceivedResult keeps
+// it as it came).
 func DecodeResultMessage(data []byte) (*ResultMessage, error) {
-	return decode("result message", data, func(m *ResultMessage) int { return m.Schema }, (*ResultMessage).validate)
+	r, err := DecodeReceivedResult(data)
+	if err != nil {
+		return nil, err
+	}
+	m := r.ResultMessage
+	if m.Combination != nil && r.Series != nil {
+		series, err := DecodeTelemetrySeries(r.Series)
+		if err != nil {
+			return nil, fmt.Errorf("result message: telemetry_series: %w", err)
+		}
+		m.Combination.TelemetrySeries = series
+	}
+	return &m, nil
 }
 
 func (m *ResultMessage) validate() error {

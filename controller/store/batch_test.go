@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestApplyResultsStoresAsOneByOneAndOnce(t *testing.T) {
 	}
 	gen := s.RunsGeneration()
 	for range 2 { // the second time: a redelivery of all of it
-		if err := s.ApplyResults(batch, time.Now()); err != nil {
+		if err := s.ApplyResults(received(t, batch...), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,11 +55,11 @@ func TestApplyResultsStoresNothingWhenOneFails(t *testing.T) {
 	stranger := r1
 	stranger.AgentID = ""
 	gen := s.RunsGeneration()
-	err := s.ApplyResults([]protocol.ResultMessage{
+	err := s.ApplyResults(received(t, []protocol.ResultMessage{
 		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 1)},
 		{Schema: 1, AgentID: "a9", Run: stranger, Combination: combo("720p", 1)}, // not a9's job
 		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 2)},
-	}, time.Now())
+	}...), time.Now())
 	var be *BatchError
 	if !errors.As(err, &be) || be.Index != 1 {
 		t.Fatalf("got %v, want a BatchError naming message 1", err)
@@ -70,4 +71,26 @@ func TestApplyResultsStoresNothingWhenOneFails(t *testing.T) {
 	if s.RunsGeneration() != gen {
 		t.Error("a batch rolled back moved the runs generation")
 	}
+}
+
+// received is what the controller makes of the messages it receives:
+// each encoded as its agent sends it, decoded with its telemetry series
+// and request records kept as they came, and prepared for storing.
+func received(t *testing.T, ms ...protocol.ResultMessage) []*Result {
+	t.Helper()
+	out := make([]*Result, len(ms))
+	for i, m := range ms {
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := protocol.DecodeReceivedResult(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = PrepareResult(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

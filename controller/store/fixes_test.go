@@ -98,7 +98,7 @@ func TestSummariesCarryFiguresNotRequests(t *testing.T) {
 		t.Fatalf("runs %+v, want %s then %s", runs, older.ID, newer.ID)
 	}
 	got := runs[0].Combinations
-	if len(got) != 1 || got[0].Completed != 8 || got[0].TTFT.Mean != 1.3 || got[0].Telemetry == nil || *got[0].Telemetry.GPUUtilMean != gpu {
+	if len(got) != 1 || got[0].Completed != 1 || got[0].TTFT.Mean != 1.3 || got[0].Telemetry == nil || *got[0].Telemetry.GPUUtilMean != gpu {
 		t.Fatalf("combination lost its figures or telemetry: %+v", got)
 	}
 	for _, r := range runs {

@@ -88,8 +88,13 @@ func (s *Store) ImportRuns(entries []ImportEntry) ([]string, error) {
 			if err := putJSON(rb, r.ID, &rec); err != nil {
 				return fail(err)
 			}
+			var parts runParts
 			for _, c := range combos {
-				if err := putCombination(tx, r.ID, c); err != nil {
+				key, combo, reqs, err := encodeCombination(c, nil, nil)
+				if err == nil {
+					err = putRecords(tx, r.ID, &parts, key, combo, reqs)
+				}
+				if err != nil {
 					return fail(err)
 				}
 			}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -53,12 +52,25 @@ var ErrUnreportedAttempt = errors.New("closes an attempt no agent reported: noth
 // checkLabRun): nothing is made up for it. Imports (ImportRuns) do not come
 // this way and name no job.
 func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		s.runsChanged(tx)
-		return applyResult(tx, m, received)
-	})
+	r, err := PrepareResult(&protocol.ReceivedResult{ResultMessage: m})
 	if err != nil {
 		return fmt.Errorf("store: result for run %s: %w", m.Run.ID, err)
+	}
+	return s.ApplyPrepared(r, received)
+}
+
+// ApplyPrepared is ApplyResult for a message PrepareResult prepared.
+func (s *Store) ApplyPrepared(r *Result, received time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		s.runsChanged(tx)
+		w := newResultWriter(tx)
+		if err := w.apply(r, received); err != nil {
+			return err
+		}
+		return w.flush()
+	})
+	if err != nil {
+		return fmt.Errorf("store: result for run %s: %w", r.Run.ID, err)
 	}
 	return nil
 }
@@ -79,24 +91,51 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // write to disk (and its fsync) for all of them, where ApplyResult makes
 // one each, which is what bounds the ingest rate. Each message is applied
 // as ApplyResult applies it alone, later ones seeing what earlier ones
-// wrote. It stores all of them or none: when one fails (refused, an
-// unreported attempt, a store error) nothing is written and a *BatchError
-// names it, so that the caller can take them one at a time and settle each
-// message on its own.
-func (s *Store) ApplyResults(ms []protocol.ResultMessage, received time.Time) error {
+// wrote; a run's header and its job are decoded once for the batch, and
+// the header written once, as the last of its messages left it. The
+// messages' records were encoded before (PrepareResult), so that the
+// transaction, which one writer holds at a time, only writes them. It
+// stores all of them or none: when one fails
+// (refused, an unreported attempt, a store error) nothing is written and a
+// *BatchError names it, so that the caller can take them one at a time
+// and settle each message on its own.
+func (s *Store) ApplyResults(ms []*Result, received time.Time) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		s.runsChanged(tx)
+		w := newResultWriter(tx)
 		for i, m := range ms {
-			if err := applyResult(tx, m, received); err != nil {
+			if err := w.apply(m, received); err != nil {
 				return &BatchError{Index: i, Err: fmt.Errorf("result for run %s: %w", m.Run.ID, err)}
 			}
 		}
-		return nil
+		return w.flush()
 	})
 }
 
-// applyResult is ApplyResult within tx; an error leaves tx to be rolled back.
-func applyResult(tx *bolt.Tx, m protocol.ResultMessage, received time.Time) error {
+// resultWriter applies result messages within one transaction. It keeps
+// what it read of each run and job, so that many messages of one run cost
+// one read of its records, and writes each run's header once, at flush.
+type resultWriter struct {
+	tx    *bolt.Tx
+	jobs  map[string]*JobRecord
+	runs  map[string]*cachedRun
+	dirty []string // runs to write at flush, in the order first changed
+}
+
+// cachedRun is a run's stored header as the messages so far left it.
+type cachedRun struct {
+	rec           runRecord
+	exists, dirty bool
+	parts         runParts
+}
+
+func newResultWriter(tx *bolt.Tx) *resultWriter {
+	return &resultWriter{tx: tx, jobs: map[string]*JobRecord{}, runs: map[string]*cachedRun{}}
+}
+
+// apply is ApplyResult's logic for one message; an error leaves the
+// transaction to be rolled back.
+func (w *resultWriter) apply(m *Result, received time.Time) error {
 	if err := protocol.ValidateID("run id", m.Run.ID); err != nil {
 		return &RejectError{Reason: "result message: " + err.Error()}
 	}
@@ -110,16 +149,15 @@ func applyResult(tx *bolt.Tx, m protocol.ResultMessage, received time.Time) erro
 	}
 	// Everything that arrives over the lab's NATS was measured by the lab.
 	run.Source = protocol.SourceLab
-	job, attempt, err := checkLabRun(tx, run)
+	job, attempt, err := w.checkLabRun(run)
 	if err != nil {
 		return err
 	}
-	rb := tx.Bucket(bucketRuns)
-	var rec runRecord
-	exists, err := getJSON(rb, run.ID, &rec)
+	cr, err := w.run(run.ID)
 	if err != nil {
 		return err
 	}
+	rec, exists := &cr.rec, cr.exists
 	if !exists && m.Final && m.Combination == nil && !job.reported(attempt) {
 		// An agent that takes a job again closes the previous
 		// attempt's run, not knowing whether that attempt ever reached
@@ -153,35 +191,72 @@ func applyResult(tx *bolt.Tx, m protocol.ResultMessage, received time.Time) erro
 			rec.Expected = m.Expected
 		}
 		rec.UpdatedAt = received
-		if err := putJSON(rb, run.ID, &rec); err != nil {
-			return err
+		cr.exists = true
+		if !cr.dirty {
+			cr.dirty = true
+			w.dirty = append(w.dirty, run.ID)
 		}
 	}
 	if m.Combination == nil {
 		return nil
 	}
-	return putCombination(tx, run.ID, *m.Combination)
+	return putRecords(w.tx, run.ID, &cr.parts, m.key, m.combo, m.requests)
 }
 
-func putCombination(tx *bolt.Tx, runID string, c protocol.Combination) error {
-	cb, err := tx.Bucket(bucketCombos).CreateBucketIfNotExists([]byte(runID))
+// flush writes the run headers the messages changed.
+func (w *resultWriter) flush() error {
+	rb := w.tx.Bucket(bucketRuns)
+	for _, id := range w.dirty {
+		if err := putJSON(rb, id, &w.runs[id].rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run is run id's stored header, read once per writer.
+func (w *resultWriter) run(id string) (*cachedRun, error) {
+	if cr, ok := w.runs[id]; ok {
+		return cr, nil
+	}
+	cr := &cachedRun{}
+	exists, err := getJSON(w.tx.Bucket(bucketRuns), id, &cr.rec)
 	if err != nil {
-		return fmt.Errorf("combos of %s: %w", runID, err)
+		return nil, err
 	}
-	qb, err := tx.Bucket(bucketRequests).CreateBucketIfNotExists([]byte(runID))
-	if err != nil {
-		return fmt.Errorf("requests of %s: %w", runID, err)
+	cr.exists = exists
+	w.runs[id] = cr
+	return cr, nil
+}
+
+// runParts are a run's buckets of combinations and of request records,
+// opened (or made) by the first putCombination of a transaction.
+type runParts struct{ combos, reqs *bolt.Bucket }
+
+// putRecords stores a combination's records under key in run runID's
+// buckets, which parts holds once opened; requests nil means it has none.
+func putRecords(tx *bolt.Tx, runID string, parts *runParts, key string, combo, requests []byte) error {
+	if parts.combos == nil {
+		cb, err := tx.Bucket(bucketCombos).CreateBucketIfNotExists([]byte(runID))
+		if err != nil {
+			return fmt.Errorf("combos of %s: %w", runID, err)
+		}
+		qb, err := tx.Bucket(bucketRequests).CreateBucketIfNotExists([]byte(runID))
+		if err != nil {
+			return fmt.Errorf("requests of %s: %w", runID, err)
+		}
+		parts.combos, parts.reqs = cb, qb
 	}
-	key := c.ComboKey.String()
-	reqs := c.Requests
-	c.Requests = nil
-	if err := putJSON(cb, key, &c); err != nil {
-		return err
+	if err := parts.combos.Put([]byte(key), combo); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
 	}
-	if len(reqs) == 0 {
-		return qb.Delete([]byte(key))
+	if requests == nil {
+		return parts.reqs.Delete([]byte(key))
 	}
-	return putJSON(qb, key, reqs)
+	if err := parts.reqs.Put([]byte(key), requests); err != nil {
+		return fmt.Errorf("put the requests of %s: %w", key, err)
+	}
+	return nil
 }
 
 // Runs lists every run with its combinations and per-request records.
@@ -208,7 +283,7 @@ func (s *Store) ListRuns(ctx context.Context, q RunQuery) ([]protocol.Run, error
 				q.Source != "" && r.Source != q.Source:
 				return nil
 			}
-			if err := loadCombinations(tx, &r, q.Requests); err != nil {
+			if err := loadCombinations(tx, &r, q.Requests, true); err != nil {
 				return err
 			}
 			out = append(out, r)
@@ -240,7 +315,7 @@ func (s *Store) getRun(id string, requests bool) (protocol.Run, error) {
 			return err
 		}
 		r = rec.Run
-		return loadCombinations(tx, &r, requests)
+		return loadCombinations(tx, &r, requests, true)
 	})
 	if err != nil {
 		return protocol.Run{}, fmt.Errorf("store: run %s: %w", id, err)
@@ -248,7 +323,7 @@ func (s *Store) getRun(id string, requests bool) (protocol.Run, error) {
 	return r, nil
 }
 
-func loadCombinations(tx *bolt.Tx, r *protocol.Run, requests bool) error {
+func loadCombinations(tx *bolt.Tx, r *protocol.Run, requests, series bool) error {
 	r.Combinations = []protocol.Combination{}
 	cb := tx.Bucket(bucketCombos).Bucket([]byte(r.ID))
 	if cb == nil {
@@ -259,13 +334,13 @@ func loadCombinations(tx *bolt.Tx, r *protocol.Run, requests bool) error {
 		qb = tx.Bucket(bucketRequests).Bucket([]byte(r.ID))
 	}
 	err := cb.ForEach(func(k, v []byte) error {
-		var c protocol.Combination
-		if err := json.Unmarshal(v, &c); err != nil {
+		c, err := readCombination(v, series)
+		if err != nil {
 			return fmt.Errorf("run %s combination %s: %w", r.ID, k, err)
 		}
 		if qb != nil {
 			if data := qb.Get(k); data != nil {
-				if err := json.Unmarshal(data, &c.Requests); err != nil {
+				if c.Requests, err = readRequests(data); err != nil {
 					return fmt.Errorf("run %s requests of %s: %w", r.ID, k, err)
 				}
 			}
@@ -358,16 +433,24 @@ func RunIDFor(jobID string, attempt int) string {
 // attempt's first results, which are then refused and recorded. That needs
 // a store failing for one write and not the next; the refusal keeps the
 // message under /api/rejected, where an operator sees it.
-func checkLabRun(tx *bolt.Tx, run protocol.Run) (job JobRecord, attempt int, err error) {
+func (w *resultWriter) checkLabRun(run protocol.Run) (job *JobRecord, attempt int, err error) {
 	if run.JobID == "" {
-		return job, 0, Rejectf("run %s names no job: a lab run is the run of a job this controller made", run.ID)
+		return nil, 0, Rejectf("run %s names no job: a lab run is the run of a job this controller made", run.ID)
 	}
-	ok, err := getJSON(tx.Bucket(bucketJobs), run.JobID, &job)
-	if err != nil {
-		return job, 0, err
-	}
+	job, ok := w.jobs[run.JobID]
 	if !ok {
-		return job, 0, Rejectf("run %s: unknown job %s: this controller never made it", run.ID, run.JobID)
+		job = &JobRecord{}
+		found, err := getJSON(w.tx.Bucket(bucketJobs), run.JobID, job)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !found {
+			job = nil
+		}
+		w.jobs[run.JobID] = job
+	}
+	if job == nil {
+		return nil, 0, Rejectf("run %s: unknown job %s: this controller never made it", run.ID, run.JobID)
 	}
 	if job.Job.AgentID != run.AgentID {
 		return job, 0, Rejectf("run %s: job %s belongs to agent %s, not %s", run.ID, run.JobID, job.Job.AgentID, run.AgentID)

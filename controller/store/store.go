@@ -22,8 +22,11 @@ import (
 )
 
 // SchemaVersion is the layout of the database file. A file written by a
-// newer layout is refused rather than misread.
-const SchemaVersion = 1
+// newer layout is refused rather than misread; an older one is read as it
+// is and marked with this version at open, since what this build writes
+// an older one would misread. Schema 2 compresses the records of
+// combinations and requests (records.go).
+const SchemaVersion = 2
 
 // Bucket names. combos and requests hold one nested bucket per run id, keyed
 // by the combination's ComboKey.String(), so a run's parts are found without
@@ -104,7 +107,7 @@ func Open(path string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
 	}
 	pidPath := path + ".pid"
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			holder := "another process"
@@ -148,6 +151,9 @@ func (s *Store) init() error {
 		}
 		if n > SchemaVersion {
 			return fmt.Errorf("store: %s has schema %d, this build reads up to %d; use a newer vlmfleet", s.path, n, SchemaVersion)
+		}
+		if n < SchemaVersion {
+			return meta.Put([]byte("schema"), []byte(strconv.Itoa(SchemaVersion)))
 		}
 		return nil
 	})

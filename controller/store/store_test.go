@@ -40,9 +40,12 @@ func testRun(id, agent string) protocol.Run {
 
 func combo(size string, cams int) *protocol.Combination {
 	return &protocol.Combination{
-		ComboKey: protocol.ComboKey{Size: size, Images: 1, Cameras: cams}, Completed: 8,
-		TTFT:     protocol.Stats{N: 8, Mean: 1.3},
+		ComboKey: protocol.ComboKey{Size: size, Images: 1, Cameras: cams}, Completed: 1,
+		TTFT:     protocol.Stats{N: 1, Mean: 1.3},
 		Requests: []protocol.RequestRecord{{Camera: 0, Seq: 0, TTFT: 1.3, CompletionTokens: 128}},
+		TelemetrySeries: []protocol.TelemetrySample{
+			{Time: time.Unix(1700000001, 0).UTC(), Rails: map[string]float64{"VDD_GPU_SOC": 22.5}, Extra: map[string]float64{"ram_used_mb": 10239}},
+		},
 	}
 }
 

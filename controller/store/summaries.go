@@ -15,7 +15,7 @@ import (
 
 // SummarySource reads runs for the explorer: each run with its
 // combinations, their figures and telemetry summary, never the per-request
-// records. It satisfies the explorer's RunSource.
+// records or the telemetry series. It satisfies the explorer's RunSource.
 //
 // It remembers the runs it decoded, each under a hash of its stored bytes
 // (the run's record and every combination's), so that reading the runs
@@ -136,7 +136,7 @@ func (src SummarySource) readRun(m *runMemo, id string) (memoRun, error) {
 			return err
 		}
 		mr.run = rec.Run
-		return loadCombinations(tx, &mr.run, false)
+		return loadCombinations(tx, &mr.run, false, false)
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return memoRun{}, fmt.Errorf("store: run %s: %w", id, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/internal/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/swarm"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -53,9 +54,10 @@ const (
 // RSS, the heartbeats it takes in and their delay, GET /api/agents
 // (p50/p99, body size), and a one-combination sweep over every agent
 // (time, peak RSS, /api/agents meanwhile). Then it measures the ingest
-// rate: result messages of the default workload's 8-camera combination,
-// with their request records, published as fast as JetStream takes them,
-// and the time until the controller has stored them all. Run it with
+// rate: result messages the size agents on real devices publish
+// (ingestload: the default workload's 8-camera combination, and 8 cameras
+// measured for 30 s), published as fast as JetStream takes them, and the
+// time until the controller has stored them all. Run it with
 // ./scripts/capacity.
 func TestCapacity(t *testing.T) {
 	env := os.Getenv(capacityEnv)
@@ -142,11 +144,13 @@ func TestCapacity(t *testing.T) {
 			t.Log("capacity: " + line)
 		}
 	}
-	// Two message sizes: the default workload's 8-camera combination (8
-	// request records) and 8 cameras measured for 30 s.
+	// Two shapes: the default workload's 8-camera combination (8 request
+	// records, 6 s of telemetry) and 8 cameras measured for 30 s (80
+	// records).
+	runs := ingestRuns(t, ctx, l, lastSweep)
 	ings := []ingestStats{
-		measureIngest(t, ctx, l, api, lastSweep, ingestN, 0, "ingest-cpu.pprof"),
-		measureIngest(t, ctx, l, api, lastSweep, ingestN, 30, "ingest-30s-cpu.pprof"),
+		measureIngest(t, ctx, l, api, runs, ingestN, 0, ingestload.Shape{}, "ingest-cpu.pprof"),
+		measureIngest(t, ctx, l, api, runs, ingestN, 1, ingestload.Shape{Records: 80, Seconds: 30}, "ingest-30s-cpu.pprof"),
 	}
 	t.Log("capacity: " + strings.Repeat("-", 60))
 	for _, line := range capacityTable(rows, ings) {
@@ -191,9 +195,9 @@ type idleStats struct {
 }
 
 type ingestStats struct {
-	messages, msgBytes, records int
-	publish, stored             time.Duration
-	rejected                    float64
+	messages, msgBytes, records, samples int
+	publish, stored                      time.Duration
+	rejected                             float64
 }
 
 // capacityAPI is the controller's HTTP API read raw: the body's size and
@@ -383,14 +387,9 @@ func timeAgents(t *testing.T, ctx context.Context, api *capacityAPI, n int) (p50
 	return st.pct(0.5), st.pct(0.99), size
 }
 
-// ingestMessages builds result messages of 8-camera combinations for the
-// runs of a sweep: the run header and a request record as the agents
-// measured them (one camera), with the default workload's 8 records
-// (secs 0), or as many as 8 cameras make in secs at that request's latency
-// (an upper bound: with 8 cameras each request takes longer). Each message
-// adds a combination its run has not got (pass apart), so every message
-// stores new records.
-func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep, n, secs, pass int) (subjects []string, ids []string, data [][]byte, records int) {
+// ingestRuns are up to 100 runs of a sweep that stored a combination:
+// the runs the ingest's messages are results of, with their real headers.
+func ingestRuns(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep) []protocol.Run {
 	t.Helper()
 	v, err := l.cl.Sweep(ctx, s.ID)
 	if err != nil {
@@ -405,7 +404,7 @@ func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep,
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Combinations) == 0 || len(r.Combinations[0].Requests) == 0 {
+		if len(r.Combinations) == 0 {
 			continue // its job failed (the check of the sweep says so)
 		}
 		runs = append(runs, r)
@@ -416,78 +415,50 @@ func ingestMessages(t *testing.T, ctx context.Context, l *lab, s protocol.Sweep,
 	if len(runs) == 0 {
 		t.Fatal("the sweep stored no run")
 	}
-	records = protocol.DefaultWorkload().RequestsPerLevel
-	if secs > 0 {
-		e2e := runs[0].Combinations[0].Requests[0].E2E
-		records = max(8, int(8*float64(secs)/max(e2e, 0.01)))
-	}
-	var keys []protocol.ComboKey
-	for _, size := range protocol.ImageSizes() {
-		for images := 1; images <= 8; images++ {
-			for cams := 8; cams <= 64; cams++ {
-				keys = append(keys, protocol.ComboKey{Size: size.Name, Images: images, Cameras: cams})
-			}
-		}
-	}
-	for i := range n {
-		r := runs[i%len(runs)]
-		k := keys[(pass*n+i)/len(runs)%len(keys)]
-		c := r.Combinations[0]
-		c.ComboKey = k
-		c.Completed, c.Failed, c.Errors = records, 0, nil
-		proto := c.Requests[0]
-		c.Requests = make([]protocol.RequestRecord, records)
-		for q := range c.Requests {
-			rec := proto
-			rec.Camera, rec.Seq, rec.Start = q%8, q/8, float64(q)*0.125
-			c.Requests[q] = rec
-		}
-		hdr := r
-		hdr.Combinations = nil
-		m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: r.AgentID, Run: hdr, Combination: &c}
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		subjects = append(subjects, protocol.AgentSubject(r.AgentID, protocol.KindResult))
-		ids = append(ids, "result."+r.ID+"."+k.String())
-		data = append(data, b)
-	}
-	return subjects, ids, data, records
+	return runs
 }
 
-// measureIngest publishes n result messages into the events stream as
-// fast as JetStream acknowledges them and times the controller storing
-// them (its ingested counter). It publishes as the controller's own NATS
-// user: the agents' users may publish only their own subjects, and the
-// messages name the agents of real runs.
-func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, s protocol.Sweep, n, secs int, profile string) ingestStats {
+// measureIngest publishes n result messages of the shape (ingestload:
+// the size and make-up of what agents on real devices publish) for the
+// runs into the events stream, as fast as JetStream acknowledges them,
+// and times the controller storing them: until its durable consumer has
+// acknowledged the last (it acknowledges a message once stored), read
+// from JetStream rather than from the controller, which the reading would
+// load. It publishes as the controller's own NATS user: the agents' users
+// may publish only their own subjects, and the messages name the agents
+// of real runs.
+func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, runs []protocol.Run, n, pass int, shape ingestload.Shape, profile string) ingestStats {
 	t.Helper()
-	pass := 0
-	if secs > 0 {
-		pass = 1
+	msgs, err := ingestload.Build(runs, n, pass, shape)
+	if err != nil {
+		t.Fatal(err)
 	}
-	subjects, ids, data, records := ingestMessages(t, ctx, l, s, n, secs, pass)
-	st := ingestStats{messages: n, records: records}
-	for _, d := range data {
-		st.msgBytes += len(d)
+	st := ingestStats{messages: n, records: shape.Records, samples: shape.Samples()}
+	if st.records == 0 {
+		st.records = protocol.DefaultWorkload().RequestsPerLevel
+	}
+	for _, m := range msgs {
+		st.msgBytes += len(m.Data)
 	}
 	_, js := testutil.ConnectJS(t, "nats://"+l.natsAddr, testutil.NkeyFile(t, filepath.Join(l.dir, "data", controller.ControllerSeedFile)),
 		nats.Timeout(30*time.Second))
+	cons, err := js.Consumer(ctx, protocol.StreamEvents, controller.ConsumerName)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m0, err := api.metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ingested = `vlmfleet_messages_ingested_total{kind="result"}`
-	const rejected = `vlmfleet_messages_rejected_total{kind="result"}`
 	profiled := make(chan struct{})
 	go func() {
 		defer close(profiled)
-		saveProfile(t, ctx, api, profile, "/debug/pprof/profile?seconds=10")
+		saveProfile(t, ctx, api, profile, "/debug/pprof/profile?seconds=5")
 	}()
 	defer func() { <-profiled }()
 	began := time.Now()
-	for i := range data {
+	var last uint64
+	for i, m := range msgs {
 		if i%1000 == 999 { // the client holds at most 4,000 unacknowledged
 			select {
 			case <-js.PublishAsyncComplete():
@@ -495,8 +466,19 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 				t.Fatal(ctx.Err())
 			}
 		}
-		if _, err := js.PublishAsync(subjects[i], data[i], jetstream.WithMsgID(ids[i])); err != nil {
+		f, err := js.PublishAsync(m.Subject, m.Data, jetstream.WithMsgID(m.ID))
+		if err != nil {
 			t.Fatalf("publish %d: %v", i, err)
+		}
+		if i == len(msgs)-1 {
+			select {
+			case ack := <-f.Ok():
+				last = ack.Sequence
+			case err := <-f.Err():
+				t.Fatalf("publish %d: %v", i, err)
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
 		}
 	}
 	select {
@@ -505,14 +487,13 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatal(ctx.Err())
 	}
 	st.publish = time.Since(began)
-	var m1 map[string]float64
-	err = backoff.Policy{First: 20 * time.Millisecond, Max: 100 * time.Millisecond}.Retry(ctx, func(int) error {
-		if m1, err = api.metrics(ctx); err != nil {
+	err = backoff.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond}.Retry(ctx, func(int) error {
+		info, err := cons.Info(ctx)
+		if err != nil {
 			return err
 		}
-		done := m1[ingested] - m0[ingested] + m1[rejected] - m0[rejected]
-		if done < float64(n) {
-			return fmt.Errorf("%.0f of %d stored", done, n)
+		if info.AckFloor.Stream < last {
+			return fmt.Errorf("stored up to stream sequence %d of %d", info.AckFloor.Stream, last)
 		}
 		return nil
 	})
@@ -520,7 +501,16 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatalf("ingest: %v", err)
 	}
 	st.stored = time.Since(began)
+	m1, err := api.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ingested = `vlmfleet_messages_ingested_total{kind="result"}`
+	const rejected = `vlmfleet_messages_rejected_total{kind="result"}`
 	st.rejected = m1[rejected] - m0[rejected]
+	if got := m1[ingested] - m0[ingested] + st.rejected; got != float64(n) {
+		t.Errorf("ingest: the controller counts %.0f result messages settled, want %d", got, n)
+	}
 	if st.rejected > 0 {
 		t.Errorf("ingest: %.0f of %d messages rejected", st.rejected, n)
 	}
@@ -563,8 +553,8 @@ func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 		each := float64(ing.msgBytes) / float64(ing.messages)
 		secs := ing.stored.Seconds()
 		lines = append(lines,
-			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %.1f KB each, %.1f MB in all)",
-				ing.messages, ing.records, each/1000, float64(ing.msgBytes)/1e6),
+			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %d telemetry samples, %.1f KB each, %.1f MB in all)",
+				ing.messages, ing.records, ing.samples, each/1000, float64(ing.msgBytes)/1e6),
 			fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
 			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs))
 	}

@@ -1,0 +1,272 @@
+package protocol
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ReceivedResult is a result message decoded for storing. The controller
+// keeps a combination's telemetry series and request records as the JSON
+// they came in: decoding a series into samples (maps of rails and fields)
+// and encoding it again cost most of what storing a result cost, and the
+// controller reads nothing in it. The series is checked to decode as
+// []TelemetrySample and the requests are decoded and validated, so what
+// is stored reads back as what was checked (DecodeCombinationRecord,
+// DecodeRequestRecords).
+type ReceivedResult struct {
+	// ResultMessage is the message. Its Combination, if any, has no
+	// TelemetrySeries (it is in Series) and has its Requests decoded.
+	ResultMessage
+	// Series is the combination's telemetry_series as it came: a JSON
+	// array, or nil when it had none.
+	Series []byte
+	// Requests is the combination's requests as they came: a JSON array,
+	// or nil when it had none.
+	Requests []byte
+}
+
+// Result messages and the records stored from them are read with
+// encoding/json/v2's defaults: field names match exactly, and a duplicate
+// name or invalid UTF-8 is an error, so that a stored series or record has
+// one reading, the one it was checked in.
+
+// DecodeReceivedResult reads and validates a result message as
+// DecodeResultMessage does, keeping its combination's series and request
+// records as they came (see ReceivedResult). Its error names the line,
+// column and field of what was wrong.
+func DecodeReceivedResult(data []byte) (*ReceivedResult, error) {
+	const what = "result message"
+	if len(data) > MaxMessageBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
+	}
+	// The series and requests are cut from data by the decoder's offsets.
+	w := resultWire{Combination: &combinationWire{in: data}}
+	if err := jsonv2.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, describeV2Error(data, err))
+	}
+	if w.Combination != nil && !w.Combination.seen {
+		w.Combination = nil // the message has none
+	}
+	m := &ReceivedResult{ResultMessage: ResultMessage{
+		Schema: w.Schema, AgentID: w.AgentID, Run: w.Run, Final: w.Final, Expected: w.Expected,
+	}}
+	if c := w.Combination; c != nil {
+		comb := c.Combination
+		comb.TelemetrySeries, comb.Requests = nil, c.Requests.records
+		m.Combination = &comb
+		m.Series, m.Requests = c.TelemetrySeries.raw, c.Requests.raw
+	}
+	if s := m.Schema; s < 1 || s > SchemaVersion {
+		return nil, fmt.Errorf("%s: schema %d, this build reads schema 1..%d", what, s, SchemaVersion)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, nil
+}
+
+// resultWire is ResultMessage as DecodeReceivedResult reads it.
+type resultWire struct {
+	Schema      int              `json:"schema"`
+	AgentID     string           `json:"agent_id"`
+	Run         Run              `json:"run"`
+	Combination *combinationWire `json:"combination"`
+	Final       bool             `json:"final"`
+	Expected    int              `json:"expected"`
+}
+
+// combinationWire is a Combination whose series and requests are kept as
+// they came: its own fields take their names from the embedded ones. in
+// is the message being decoded, set before it is, which the raw parts are
+// cut from; seen says that the message had a combination.
+type combinationWire struct {
+	Combination
+	TelemetrySeries rawSeries   `json:"telemetry_series"`
+	Requests        rawRequests `json:"requests"`
+	in              []byte
+	seen            bool
+}
+
+// UnmarshalJSONFrom decodes the combination as a struct of its fields.
+func (w *combinationWire) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	type fields combinationWire // the same fields without this method
+	w.seen = true
+	w.Requests.in = w.in
+	return jsonv2.UnmarshalDecode(dec, (*fields)(w))
+}
+
+type rawSeries struct{ raw []byte }
+
+// UnmarshalJSONFrom checks the series and keeps it as it came. A series
+// as agents write it is checked by seriesReadsAsSamples, which reads its
+// bytes once; anything else, and whatever that check does not take, is
+// decoded into samples, which says exactly what is wrong, if anything.
+func (s *rawSeries) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	if !seriesReadsAsSamples(v) {
+		var samples []TelemetrySample
+		if err := jsonv2.Unmarshal(v, &samples); err != nil {
+			return placeError(err, dec.InputOffset()-int64(len(v)), dec.StackPointer())
+		}
+	}
+	if v.Kind() != 'n' {
+		s.raw = v.Clone()
+	}
+	return nil
+}
+
+// placeError moves the error of decoding a value alone to where the value
+// is in the document: at byte offset off, field ptr.
+func placeError(err error, off int64, ptr jsontext.Pointer) error {
+	var sem *jsonv2.SemanticError
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &sem):
+		e := *sem
+		e.ByteOffset += off
+		e.JSONPointer = ptr + e.JSONPointer
+		return &e
+	case errors.As(err, &syn):
+		e := *syn
+		e.ByteOffset += off
+		e.JSONPointer = ptr + e.JSONPointer
+		return &e
+	}
+	return err
+}
+
+type rawRequests struct {
+	in, raw []byte
+	records []RequestRecord
+}
+
+// UnmarshalJSONFrom decodes the records and keeps them as they came.
+func (r *rawRequests) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	start := dec.InputOffset()
+	if err := jsonv2.UnmarshalDecode(dec, &r.records); err != nil {
+		return err
+	}
+	r.raw = valueAt(r.in, start, dec.InputOffset())
+	return nil
+}
+
+// valueAt is the JSON value that a decoder read between the offsets start
+// and end of data: from start on, a member's value follows its name
+// after white space and a colon. A null is no value.
+func valueAt(data []byte, start, end int64) []byte {
+	v := bytes.TrimLeft(data[start:end], " \t\r\n:")
+	if string(v) == "null" {
+		return nil
+	}
+	return v
+}
+
+// fitsFloat64 reports whether a JSON number parses as a float64 without
+// overflowing. One without an exponent and with fewer digits than the
+// largest float64 (309 before the point) always does.
+func fitsFloat64(num []byte) bool {
+	if len(num) < 300 {
+		exp := false
+		for _, b := range num {
+			exp = exp || b == 'e' || b == 'E'
+		}
+		if !exp {
+			return true
+		}
+	}
+	_, err := strconv.ParseFloat(string(num), 64)
+	return err == nil
+}
+
+// DecodeCombinationRecord reads a combination as the controller stores it
+// (its JSON without request records), with the options the records were
+// checked in; without series it skips the telemetry series, which only a
+// whole run document carries.
+func DecodeCombinationRecord(data []byte, series bool) (Combination, error) {
+	if series {
+		var c Combination
+		err := jsonv2.Unmarshal(data, &c)
+		return c, err
+	}
+	var w struct {
+		Combination
+		TelemetrySeries jsontext.Value `json:"telemetry_series"`
+	}
+	err := jsonv2.Unmarshal(data, &w)
+	return w.Combination, err
+}
+
+// DecodeTelemetrySeries reads a telemetry series as ReceivedResult keeps it.
+func DecodeTelemetrySeries(data []byte) ([]TelemetrySample, error) {
+	var s []TelemetrySample
+	err := jsonv2.Unmarshal(data, &s)
+	return s, err
+}
+
+// DecodeRequestRecords reads a combination's request records as the
+// controller stores them.
+func DecodeRequestRecords(data []byte) ([]RequestRecord, error) {
+	var rs []RequestRecord
+	err := jsonv2.Unmarshal(data, &rs)
+	return rs, err
+}
+
+// describeV2Error turns an encoding/json/v2 error into one that names the
+// line and column, and the field, where the document was wrong.
+func describeV2Error(data []byte, err error) error {
+	var sem *jsonv2.SemanticError
+	var syn *jsontext.SyntacticError
+	var off int64
+	var ptr jsontext.Pointer
+	var cause error
+	switch {
+	case errors.As(err, &syn):
+		off, ptr, cause = syn.ByteOffset, syn.JSONPointer, syn.Err
+	case errors.As(err, &sem):
+		off, ptr = sem.ByteOffset, sem.JSONPointer
+		cause = sem.Err
+		if cause == nil {
+			want := "another type"
+			if sem.GoType != nil {
+				want = "Go " + sem.GoType.String()
+			}
+			cause = fmt.Errorf("got JSON %s, want %s", describeKind(sem.JSONKind, sem.JSONValue), want)
+		}
+	default:
+		return err
+	}
+	l, c := LineCol(data, off)
+	if ptr != "" {
+		return fmt.Errorf("line %d column %d: field %q: %v", l, c, string(ptr), cause)
+	}
+	return fmt.Errorf("line %d column %d: %v", l, c, cause)
+}
+
+func describeKind(k jsontext.Kind, v jsontext.Value) string {
+	switch k {
+	case 'n':
+		return "null"
+	case 'f', 't':
+		return "bool"
+	case '"':
+		return "string"
+	case '0':
+		if len(v) > 0 && len(v) <= 40 {
+			return "number " + string(v)
+		}
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	return "value"
+}
