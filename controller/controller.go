@@ -93,6 +93,8 @@ type Controller struct {
 	opt   Options
 	log   zerolog.Logger
 	store *store.Store
+	// headers remembers the run headers of the result messages decoded.
+	headers *protocol.HeaderCache
 
 	ns       *server.Server
 	nc       *nats.Conn
@@ -188,6 +190,7 @@ func New(opt Options) (*Controller, error) {
 		sec:         sec,
 		tls:         tlsSt,
 		events:      newFanout(),
+		headers:     protocol.NewHeaderCache(runHeadersKept),
 		live:        newLiveState(),
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),

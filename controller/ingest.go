@@ -241,7 +241,9 @@ func (c *Controller) ingest(subject string, data []byte, storedAt time.Time) err
 			c.sendCancel(s.AgentID, s.JobID)
 		}
 	case protocol.KindResult:
-		rm, err := decodeEvent(data, subjAgent, protocol.DecodeReceivedResult, func(m *protocol.ReceivedResult) string { return m.AgentID })
+		rm, err := decodeEvent(data, subjAgent, func(data []byte) (*protocol.ReceivedResult, error) {
+			return protocol.DecodeReceivedResult(data, c.headers)
+		}, func(m *protocol.ReceivedResult) string { return m.AgentID })
 		if err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 			for {
 				select {
 				case q := <-work:
-					q.r = decodeResult(q.msg)
+					q.r = decodeResult(q.msg, c.headers)
 					close(q.decoded)
 				case <-stored:
 					return
@@ -129,15 +129,22 @@ func (c *Controller) storeBatch(qs []*queuedMsg) {
 	c.storeResults(results)
 }
 
+// runHeadersKept is how many run headers the controller remembers, by
+// their bytes, not to decode them again (protocol.HeaderCache): more than
+// the runs whose results arrive together, one per agent measuring.
+const runHeadersKept = 2048
+
 // decodeResult is msg's result message, prepared for storing, when msg is
 // one that decodes and names the agent of its subject; nil otherwise,
-// for handleDurable to settle.
-func decodeResult(msg jetstream.Msg) *store.Result {
+// for handleDurable to settle. headers remembers the run headers.
+func decodeResult(msg jetstream.Msg, headers *protocol.HeaderCache) *store.Result {
 	agent, kind, err := parseAgentSubject(msg.Subject())
 	if err != nil || kind != protocol.KindResult {
 		return nil
 	}
-	m, err := decodeEvent(msg.Data(), agent, protocol.DecodeReceivedResult, func(m *protocol.ReceivedResult) string { return m.AgentID })
+	m, err := decodeEvent(msg.Data(), agent, func(data []byte) (*protocol.ReceivedResult, error) {
+		return protocol.DecodeReceivedResult(data, headers)
+	}, func(m *protocol.ReceivedResult) string { return m.AgentID })
 	if err != nil {
 		return nil
 	}

@@ -38,14 +38,15 @@ type ReceivedResult struct {
 // DecodeReceivedResult reads and validates a result message as
 // DecodeResultMessage does, keeping its combination's series and request
 // records as they came (see ReceivedResult). Its error names the line,
-// column and field of what was wrong.
-func DecodeReceivedResult(data []byte) (*ReceivedResult, error) {
+// column and field of what was wrong. headers, if not nil, remembers the
+// run headers decoded, for the next messages of their runs.
+func DecodeReceivedResult(data []byte, headers *HeaderCache) (*ReceivedResult, error) {
 	const what = "result message"
 	if len(data) > MaxMessageBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
 	}
 	// The series and requests are cut from data by the decoder's offsets.
-	w := resultWire{Combination: &combinationWire{in: data}}
+	w := resultWire{Combination: &combinationWire{in: data}, Run: headerWire{cache: headers}}
 	if err := jsonv2.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, describeV2Error(data, err))
 	}
@@ -53,7 +54,7 @@ func DecodeReceivedResult(data []byte) (*ReceivedResult, error) {
 		w.Combination = nil // the message has none
 	}
 	m := &ReceivedResult{ResultMessage: ResultMessage{
-		Schema: w.Schema, AgentID: w.AgentID, Run: w.Run, Final: w.Final, Expected: w.Expected,
+		Schema: w.Schema, AgentID: w.AgentID, Run: w.Run.run, Final: w.Final, Expected: w.Expected,
 	}}
 	if c := w.Combination; c != nil {
 		comb := c.Combination
@@ -74,7 +75,7 @@ func DecodeReceivedResult(data []byte) (*ReceivedResult, error) {
 type resultWire struct {
 	Schema      int              `json:"schema"`
 	AgentID     string           `json:"agent_id"`
-	Run         Run              `json:"run"`
+	Run         headerWire       `json:"run"`
 	Combination *combinationWire `json:"combination"`
 	Final       bool             `json:"final"`
 	Expected    int              `json:"expected"`

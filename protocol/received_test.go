@@ -47,7 +47,7 @@ func TestDecodeReceivedResultKeepsSeriesAndRequestsAsSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DecodeReceivedResult(data)
+	r, err := DecodeReceivedResult(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestDecodeReceivedResultWithoutCombination(t *testing.T) {
 		mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r, Final: true, Expected: 3}),
 		strings.Replace(mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r, Final: true}), `"final":true`, `"combination":null,"final":true`, 1),
 	} {
-		m, err := DecodeReceivedResult([]byte(body))
+		m, err := DecodeReceivedResult([]byte(body), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
@@ -99,7 +99,7 @@ func TestDecodeReceivedResultWithoutCombination(t *testing.T) {
 		}
 	}
 	// Neither a combination nor final is refused, as before.
-	_, err := DecodeReceivedResult([]byte(mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r})))
+	_, err := DecodeReceivedResult([]byte(mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r})), nil)
 	if err == nil || !strings.Contains(err.Error(), "neither") {
 		t.Errorf("a message with nothing: %v", err)
 	}
@@ -137,7 +137,7 @@ func TestDecodeReceivedResultNamesWhatIsWrong(t *testing.T) {
 			if strings.HasSuffix(name, "object") {
 				bad = strings.Replace(bad, `],"requests"`, `]},"requests"`, 1)
 			}
-			_, err := DecodeReceivedResult([]byte(bad))
+			_, err := DecodeReceivedResult([]byte(bad), nil)
 			// A figure out of its range is found once decoded: its
 			// error names the field, not a place in the text.
 			located := !strings.HasPrefix(name, "negative")
@@ -212,7 +212,7 @@ func FuzzDecodeReceivedResult(f *testing.F) {
 	f.Add(final)
 	f.Add([]byte(`{"schema":1,"agent_id":"a1","run":{"id":"r","config":{"model":"m"},"status":"running"},"combination":{"size":"480p","images":1,"cameras":1,"telemetry_series":[{"t":"2026-12-02T01:02:03Z"}],"requests":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := DecodeReceivedResult(data)
+		m, err := DecodeReceivedResult(data, nil)
 		if err != nil {
 			return
 		}
@@ -237,4 +237,36 @@ func FuzzDecodeReceivedResult(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Through a cache, a header met before reads as it did, a changed one
+// anew, and a bad one is refused as without the cache, naming its field.
+func TestDecodeReceivedResultThroughHeaderCache(t *testing.T) {
+	cache := NewHeaderCache(2)
+	m := resultWithSeries(2)
+	data := []byte(mustJSON(t, m))
+	first, err := DecodeReceivedResult(data, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := DecodeReceivedResult(data, cache)
+	if err != nil || !reflect.DeepEqual(again, first) {
+		t.Fatalf("the same message again: %+v, %v", again, err)
+	}
+	plain, _ := DecodeReceivedResult(data, nil)
+	if !reflect.DeepEqual(first, plain) {
+		t.Errorf("through the cache %+v, without %+v", first, plain)
+	}
+	m.Run.Status, m.Run.Error = RunFailed, "engine died"
+	changed, err := DecodeReceivedResult([]byte(mustJSON(t, m)), cache)
+	if err != nil || changed.Run.Status != RunFailed || changed.Run.Error != "engine died" {
+		t.Errorf("a changed header read as %+v (%v)", changed.Run, err)
+	}
+	for _, c := range []*HeaderCache{cache, nil} {
+		bad := strings.Replace(string(data), `"params_b":`, `"params_b":"four",`+`"x":`, 1)
+		_, err := DecodeReceivedResult([]byte(bad), c)
+		if err == nil || !strings.Contains(err.Error(), `field "/run/config/params_b"`) || !strings.Contains(err.Error(), "line 1 column") {
+			t.Errorf("a bad header (cache %v): %v", c != nil, err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -25,4 +26,21 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q shows the password", tc.in, got)
 		}
 	}
+}
+
+// FuzzPlainNames holds the id checks to the patterns they replaced.
+func FuzzPlainNames(f *testing.F) {
+	agent := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	id := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$`)
+	for _, s := range []string{"", "a", "agx-orin_01", "-a", "a.b:c", "sw-20261202-002203-297c54e2-j1-a1", "a b", "é", strings.Repeat("a", 64), strings.Repeat("a", 65), strings.Repeat("a", 201)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := ValidateAgentID(s) == nil, agent.MatchString(s); got != want {
+			t.Errorf("agent id %q: valid %v, the pattern says %v", s, got, want)
+		}
+		if got, want := ValidateID("id", s) == nil, id.MatchString(s); got != want {
+			t.Errorf("id %q: valid %v, the pattern says %v", s, got, want)
+		}
+	})
 }

@@ -112,7 +112,7 @@ func (s *JobStateChange) validate() error {
 // combination's telemetry series decoded too (DecodeReceivedResult keeps
 // it as it came).
 func DecodeResultMessage(data []byte) (*ResultMessage, error) {
-	r, err := DecodeReceivedResult(data)
+	r, err := DecodeReceivedResult(data, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func received(t *testing.T, ms ...protocol.ResultMessage) []*Result {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := protocol.DecodeReceivedResult(data)
+		r, err := protocol.DecodeReceivedResult(data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
