@@ -23,7 +23,8 @@ type ReceivedResult struct {
 	// TelemetrySeries (it is in Series) and has its Requests decoded.
 	ResultMessage
 	// Series is the combination's telemetry_series as it came: a JSON
-	// array, or nil when it had none.
+	// array, or nil when it had none. It and Requests are parts of the
+	// message decoded, not copies.
 	Series []byte
 	// Requests is the combination's requests as they came: a JSON array,
 	// or nil when it had none.
@@ -97,11 +98,11 @@ type combinationWire struct {
 func (w *combinationWire) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	type fields combinationWire // the same fields without this method
 	w.seen = true
-	w.Requests.in = w.in
+	w.TelemetrySeries.in, w.Requests.in = w.in, w.in
 	return jsonv2.UnmarshalDecode(dec, (*fields)(w))
 }
 
-type rawSeries struct{ raw []byte }
+type rawSeries struct{ in, raw []byte }
 
 // UnmarshalJSONFrom checks the series and keeps it as it came. A series
 // as agents write it is checked by seriesReadsAsSamples, which reads its
@@ -112,15 +113,16 @@ func (s *rawSeries) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	if err != nil {
 		return err
 	}
+	end := dec.InputOffset()
+	start := end - int64(len(v))
 	if !seriesReadsAsSamples(v) {
 		var samples []TelemetrySample
 		if err := jsonv2.Unmarshal(v, &samples); err != nil {
-			return placeError(err, dec.InputOffset()-int64(len(v)), dec.StackPointer())
+			return placeError(err, start, dec.StackPointer())
 		}
 	}
-	if v.Kind() != 'n' {
-		s.raw = v.Clone()
-	}
+	// The message's own bytes, which outlive the decoder's buffer.
+	s.raw = valueAt(s.in, start, end)
 	return nil
 }
 

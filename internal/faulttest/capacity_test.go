@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,6 +199,10 @@ type ingestStats struct {
 	messages, msgBytes, records, samples int
 	publish, stored                      time.Duration
 	rejected                             float64
+	// controllerCPU and testCPU are the CPU the controller and this
+	// process (the publisher and the swarm) used from the first publish
+	// until all was stored.
+	controllerCPU, testCPU time.Duration
 }
 
 // capacityAPI is the controller's HTTP API read raw: the body's size and
@@ -456,6 +461,15 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		saveProfile(t, ctx, api, profile, "/debug/pprof/profile?seconds=5")
 	}()
 	defer func() { <-profiled }()
+	ctrl, err := process.NewProcessWithContext(ctx, int32(l.ctrl.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, err := ctrl.TimesWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self0 := selfCPU(t)
 	began := time.Now()
 	var last uint64
 	for i, m := range msgs {
@@ -501,6 +515,12 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatalf("ingest: %v", err)
 	}
 	st.stored = time.Since(began)
+	c1, err := ctrl.TimesWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.controllerCPU = time.Duration((c1.User + c1.System - c0.User - c0.System) * float64(time.Second))
+	st.testCPU = selfCPU(t) - self0
 	m1, err := api.metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -515,6 +535,15 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Errorf("ingest: %.0f of %d messages rejected", st.rejected, n)
 	}
 	return st
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func capacityTable(rows []capacityRow, ings []ingestStats) []string {
@@ -556,7 +585,9 @@ func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %d telemetry samples, %.1f KB each, %.1f MB in all)",
 				ing.messages, ing.records, ing.samples, each/1000, float64(ing.msgBytes)/1e6),
 			fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
-			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs))
+			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs),
+			fmt.Sprintf("ingest: CPU meanwhile: the controller %.2f cores (%.0f µs a message), the publisher and the swarm %.2f cores",
+				ing.controllerCPU.Seconds()/secs, float64(ing.controllerCPU.Microseconds())/float64(ing.messages), ing.testCPU.Seconds()/secs))
 	}
 	return lines
 }
