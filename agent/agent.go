@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -87,6 +89,9 @@ type Agent struct {
 
 	// out spools what must reach the controller while Run runs.
 	out *outbox.Outbox
+	// compressResults is set once the controller said that it takes
+	// compressed result messages (askDrain).
+	compressResults atomic.Bool
 }
 
 // New checks the configuration; Run connects.
@@ -470,6 +475,16 @@ func (a *Agent) spool(ctx context.Context, subject, msgID string, v any) (uint64
 	return seq, nil
 }
 
+// onTheWire is a spooled message as it is sent: the spool keeps the JSON,
+// and a result goes compressed to a controller that said it takes it
+// (askDrain), decided at each send.
+func (a *Agent) onTheWire(subject string, data []byte) []byte {
+	if a.compressResults.Load() && strings.HasSuffix(subject, "."+protocol.KindResult) {
+		return protocol.CompressPayload(data)
+	}
+	return data
+}
+
 // spoolDrainTimeout is how long a stopping agent goes on sending its spool:
 // enough for what the last job left when NATS is there, and not holding a
 // stop up when it is not (the next start sends the rest).
@@ -483,7 +498,7 @@ func (a *Agent) startFlusher(ctx context.Context) (stop func()) {
 	go func() {
 		defer close(done)
 		_ = a.out.Run(fctx, func(pctx context.Context, subject, msgID string, data []byte) error {
-			_, err := a.js.Publish(pctx, subject, data, jetstream.WithMsgID(msgID))
+			_, err := a.js.Publish(pctx, subject, a.onTheWire(subject, data), jetstream.WithMsgID(msgID))
 			return err
 		})
 	}()

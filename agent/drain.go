@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -71,7 +72,9 @@ func (a *Agent) waitWhileDrained(ctx context.Context) error {
 // first job; the controller answers with the agent's drain, so an agent
 // drained while it was stopped takes no job before it learns so. No answer
 // (a controller that does not know the agent yet) leaves it taking jobs;
-// later drains come on the control subject.
+// later drains come on the control subject. The answer also says whether
+// the controller takes compressed results (protocol.EncodingS2): only then
+// does the agent send them so.
 func (a *Agent) askDrain(ctx context.Context) {
 	a.mu.Lock()
 	a.seq++
@@ -93,5 +96,11 @@ func (a *Agent) askDrain(ctx context.Context) {
 		a.log.Warn().Err(err).Msg("ignoring a malformed answer to the first heartbeat")
 		return
 	}
+	a.answered(d)
+}
+
+// answered takes the controller's answer to the first heartbeat.
+func (a *Agent) answered(d *protocol.Drain) {
 	a.setDrained(d.Drained)
+	a.compressResults.Store(slices.Contains(d.Encodings, protocol.EncodingS2))
 }

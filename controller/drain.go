@@ -92,7 +92,8 @@ func (c *Controller) answerDrain(next nats.MsgHandler) nats.MsgHandler {
 			c.log.Warn().Err(err).Str("agent", id).Msg("reading the agent's drain failed; its first heartbeat goes unanswered")
 			return
 		}
-		data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: a.Drained})
+		// The answer also says that this controller takes compressed results.
+		data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: a.Drained, Encodings: []string{protocol.EncodingS2}})
 		if err == nil {
 			err = m.Respond(data)
 		}

@@ -158,7 +158,12 @@ func nakDelay(delivered uint64) time.Duration {
 
 func (c *Controller) reject(msg jetstream.Msg, seq uint64, reason string) {
 	c.log.Warn().Str("subject", msg.Subject()).Uint64("stream_seq", seq).Str("reason", reason).Msg("rejected an agent event")
-	if err := c.store.Reject(store.Rejection{Time: time.Now().UTC(), Subject: msg.Subject(), StreamSeq: seq, Reason: reason}, msg.Data()); err != nil {
+	// A compressed message is kept as its JSON, for an operator to read.
+	data, err := protocol.Uncompress(msg.Data())
+	if err != nil {
+		data = msg.Data()
+	}
+	if err := c.store.Reject(store.Rejection{Time: time.Now().UTC(), Subject: msg.Subject(), StreamSeq: seq, Reason: reason}, data); err != nil {
 		c.log.Error().Err(err).Msg("recording a rejection failed")
 	}
 	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {

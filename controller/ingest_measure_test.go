@@ -83,9 +83,10 @@ func TestMeasureIngest(t *testing.T) {
 				t.Fatal(err)
 			}
 			pass++
-			bytes := 0
+			bytes, wire := 0, 0
 			for _, msg := range msgs {
-				bytes += len(msg.Data)
+				bytes += len(msg.JSON)
+				wire += len(msg.Data)
 			}
 			mode := "live"
 			if backlog {
@@ -103,8 +104,8 @@ func TestMeasureIngest(t *testing.T) {
 				t.Logf("ingest backlog: the first result stored %v after the controller's start", r.firstAfter.Round(time.Millisecond))
 			}
 			secs := r.took.Seconds()
-			t.Logf("ingest %-7s %s: %d messages of %.1f KB: published in %v, stored in %v: %.0f combinations/s, %.1f MB/s, %.0f µs of CPU a message",
-				mode, sh.name, n, float64(bytes)/float64(n)/1000, r.publish.Round(time.Millisecond), r.took.Round(time.Millisecond),
+			t.Logf("ingest %-7s %s: %d messages of %.1f KB (%.1f KB compressed): published in %v, stored in %v: %.0f combinations/s, %.1f MB/s of JSON, %.0f µs of CPU a message",
+				mode, sh.name, n, float64(bytes)/float64(n)/1000, float64(wire)/float64(n)/1000, r.publish.Round(time.Millisecond), r.took.Round(time.Millisecond),
 				float64(n)/secs, float64(bytes)/1e6/secs, float64(r.cpu.Microseconds())/float64(n))
 		}
 	}

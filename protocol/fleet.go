@@ -56,6 +56,10 @@ func LabelsMatch(have, want map[string]string) bool {
 type Drain struct {
 	Schema  int  `json:"schema"`
 	Drained bool `json:"drained"`
+	// Encodings are the compressions of result messages the controller
+	// takes (EncodingS2), in its answer to an agent's first heartbeat; an
+	// agent sends its results plain to one that names none.
+	Encodings []string `json:"encodings,omitempty"`
 }
 
 // DecodeControl reads a message of an agent's control subject: a Drain

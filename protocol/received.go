@@ -38,13 +38,18 @@ type ReceivedResult struct {
 
 // DecodeReceivedResult reads and validates a result message as
 // DecodeResultMessage does, keeping its combination's series and request
-// records as they came (see ReceivedResult). Its error names the line,
-// column and field of what was wrong. headers, if not nil, remembers the
-// run headers decoded, for the next messages of their runs.
+// records as they came (see ReceivedResult); data may be compressed
+// (CompressPayload). Its error names the line, column and field of what
+// was wrong. headers, if not nil, remembers the run headers decoded, for
+// the next messages of their runs.
 func DecodeReceivedResult(data []byte, headers *HeaderCache) (*ReceivedResult, error) {
 	const what = "result message"
 	if len(data) > MaxMessageBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
+	}
+	data, err := Uncompress(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	// The series and requests are cut from data by the decoder's offsets.
 	w := resultWire{Combination: &combinationWire{in: data}, Run: headerWire{cache: headers}}

@@ -206,6 +206,7 @@ func FuzzSeriesReadsAsSamples(f *testing.F) {
 func FuzzDecodeReceivedResult(f *testing.F) {
 	good, _ := json.Marshal(resultWithSeries(2))
 	f.Add(good)
+	f.Add(CompressPayload(good))
 	r := recordedRun()
 	r.Combinations = nil
 	final, _ := json.Marshal(ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r, Final: true})

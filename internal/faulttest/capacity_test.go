@@ -196,9 +196,11 @@ type idleStats struct {
 }
 
 type ingestStats struct {
-	messages, msgBytes, records, samples int
-	publish, stored                      time.Duration
-	rejected                             float64
+	// msgBytes is the messages' JSON, wireBytes what was sent: compressed,
+	// as agents send results to a controller that takes them so.
+	messages, msgBytes, wireBytes, records, samples int
+	publish, stored                                 time.Duration
+	rejected                                        float64
 	// controllerCPU and testCPU are the CPU the controller and this
 	// process (the publisher and the swarm) used from the first publish
 	// until all was stored.
@@ -443,7 +445,8 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		st.records = protocol.DefaultWorkload().RequestsPerLevel
 	}
 	for _, m := range msgs {
-		st.msgBytes += len(m.Data)
+		st.msgBytes += len(m.JSON)
+		st.wireBytes += len(m.Data)
 	}
 	_, js := testutil.ConnectJS(t, "nats://"+l.natsAddr, testutil.NkeyFile(t, filepath.Join(l.dir, "data", controller.ControllerSeedFile)),
 		nats.Timeout(30*time.Second))
@@ -582,10 +585,10 @@ func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 		each := float64(ing.msgBytes) / float64(ing.messages)
 		secs := ing.stored.Seconds()
 		lines = append(lines,
-			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %d telemetry samples, %.1f KB each, %.1f MB in all)",
-				ing.messages, ing.records, ing.samples, each/1000, float64(ing.msgBytes)/1e6),
+			fmt.Sprintf("ingest: %d result messages of an 8-camera combination (%d request records, %d telemetry samples, %.1f KB of JSON each, %.1f KB compressed, %.1f MB of JSON in all)",
+				ing.messages, ing.records, ing.samples, each/1000, float64(ing.wireBytes)/float64(ing.messages)/1000, float64(ing.msgBytes)/1e6),
 			fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
-			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs),
+			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s of JSON stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs),
 			fmt.Sprintf("ingest: CPU meanwhile: the controller %.2f cores (%.0f µs a message), the publisher and the swarm %.2f cores",
 				ing.controllerCPU.Seconds()/secs, float64(ing.controllerCPU.Microseconds())/float64(ing.messages), ing.testCPU.Seconds()/secs))
 	}

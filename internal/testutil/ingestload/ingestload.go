@@ -57,8 +57,10 @@ func (s Shape) Samples() int {
 type Message struct {
 	Subject string
 	// ID is the message id the agent would give it.
-	ID   string
-	Data []byte
+	ID string
+	// Data is the message as an agent sends it to a controller that takes
+	// compressed results (protocol.CompressPayload), JSON its JSON.
+	Data, JSON []byte
 }
 
 // Build makes n result messages spread over the runs (each a run header:
@@ -94,7 +96,8 @@ func Build(runs []protocol.Run, n, pass int, shape Shape) ([]Message, error) {
 		out = append(out, Message{
 			Subject: protocol.AgentSubject(r.AgentID, protocol.KindResult),
 			ID:      protocol.ResultMsgID(r.ID, c.ComboKey.String()),
-			Data:    b,
+			Data:    protocol.CompressPayload(b),
+			JSON:    b,
 		})
 	}
 	return out, nil
