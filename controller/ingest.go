@@ -25,12 +25,12 @@ const MaxDeliveries = 50
 // repeat identically), or retried after a transient store failure (Nak with
 // a growing delay) until its last delivery, which is recorded and
 // terminated: a message awaiting retry holds one of MaxAckPending slots, so
-// retrying without end would let a few thousand of them stop ingestion.
+// retrying without end would let thousands of them stop ingestion.
 // MaxAckPending is several times what one transaction stores
 // (maxIngestBatch): with only one batch's worth, the server sent nothing
 // while a batch was being written, and the decoders stood idle.
 func EventsConsumerConfig() jetstream.ConsumerConfig {
-	return durableConsumer("vlmfleet controller: stores agent events", 2048)
+	return durableConsumer("vlmfleet controller: stores agent events", 4096)
 }
 
 // durableConsumer is the configuration of a consumer of the controller's

@@ -25,7 +25,7 @@ import (
 
 // TestMeasureIngest measures the controller's ingest in this process: result
 // messages of the size agents on real devices publish (ingestload), for the
-// runs of 20 agents, stored through the embedded NATS server and bbolt as
+// runs of 100 agents (as many as the results of a fleet arriving together spread over), stored through the embedded NATS server and bbolt as
 // in production. Two ways, for each shape:
 //
 //   - live: the messages are published as fast as JetStream acknowledges
@@ -71,7 +71,7 @@ func TestMeasureIngest(t *testing.T) {
 	dir := t.TempDir()
 	m := &ingestMeter{t: t, dir: dir}
 	m.start()
-	runs := reportedRuns(t, m.c, 20)
+	runs := reportedRuns(t, m.c, 100)
 	pass := 0
 	for _, sh := range shapes {
 		for _, backlog := range []bool{false, true} {

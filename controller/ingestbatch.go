@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,12 +13,20 @@ import (
 )
 
 // maxIngestBatch bounds the messages stored in one transaction. The events
-// consumer's MaxAckPending bounds how many can wait anyway.
-const maxIngestBatch = 256
+// consumer's MaxAckPending bounds how many can wait anyway. A batch costs
+// a read of each run's header and job it touches and an fsync, so larger
+// batches store a fleet's results, spread over many runs, for less: 1,024
+// stored 10 % more a second than 256 (docs/benchmarks.md).
+const maxIngestBatch = 1024
 
 // ingestQueue is how many messages may be on their way from the consumer
-// to the store: decoded, being decoded, or waiting for a decoder.
-const ingestQueue = 2 * maxIngestBatch
+// to the store: decoded, being decoded, or waiting for a decoder; and
+// ingestQueueBytes how many bytes, which bounds the memory they hold
+// whatever their size (a message may have up to 8 MiB).
+const (
+	ingestQueue      = 2 * maxIngestBatch
+	ingestQueueBytes = 64 << 20
+)
 
 // startIngest starts the goroutines that decode and store the events
 // consumer's messages and returns the consumer's handler, which hands each
@@ -34,6 +43,7 @@ const ingestQueue = 2 * maxIngestBatch
 func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 	queue := make(chan *queuedMsg, ingestQueue)
 	work := make(chan *queuedMsg, ingestQueue)
+	budget := newByteBudget(ingestQueueBytes)
 	stored := make(chan struct{})
 	for range runtime.GOMAXPROCS(0) {
 		c.bg.Add(1)
@@ -80,21 +90,71 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 				}
 			}
 			c.storeBatch(batch)
+			n := 0
+			for _, q := range batch {
+				n += len(q.msg.Data())
+			}
+			budget.release(n)
 			clear(batch)
 			batch = batch[:0]
 		}
 	}()
 	return func(msg jetstream.Msg) {
+		if !budget.take(len(msg.Data()), c.done) {
+			return // closing: unacknowledged, it is delivered again
+		}
 		q := &queuedMsg{msg: msg, decoded: make(chan struct{})}
 		select {
 		case queue <- q:
-		case <-c.done: // closing: unacknowledged, it is delivered again
+		case <-c.done:
 			return
 		}
 		// Queued, it will be stored, which waits for its decoding: the
 		// decoders run until then, so this send does not wait for ever.
 		work <- q
 	}
+}
+
+// byteBudget bounds the bytes of the messages on their way to the store.
+type byteBudget struct {
+	mu    sync.Mutex
+	most  int
+	used  int
+	freed chan struct{} // closed at the next release
+}
+
+func newByteBudget(most int) *byteBudget {
+	return &byteBudget{most: most, freed: make(chan struct{})}
+}
+
+// take waits until the messages on their way hold less than the budget,
+// then counts n bytes more; one message is taken whatever its size. It
+// returns false, taking nothing, once stop is closed.
+func (b *byteBudget) take(n int, stop <-chan struct{}) bool {
+	for {
+		b.mu.Lock()
+		if b.used < b.most {
+			b.used += n
+			b.mu.Unlock()
+			return true
+		}
+		freed := b.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-stop:
+			return false
+		}
+	}
+}
+
+// release counts n bytes stored.
+func (b *byteBudget) release(n int) {
+	b.mu.Lock()
+	b.used -= n
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // queuedMsg is a message on its way to the store. r is its result

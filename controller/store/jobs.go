@@ -391,24 +391,3 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 	}
 	return rec, changed, nil
 }
-
-// lastAttempt is the highest attempt the job has reached: reported by its
-// agent (every report is in the history, even one that did not move the
-// job) or set by the controller's own verdict.
-func (j *JobRecord) lastAttempt() int {
-	n := j.Attempt
-	for _, h := range j.History {
-		n = max(n, h.Attempt)
-	}
-	return n
-}
-
-// reported says whether the job's agent reported the attempt at all.
-func (j *JobRecord) reported(attempt int) bool {
-	for _, h := range j.History {
-		if h.Attempt == attempt {
-			return true
-		}
-	}
-	return false
-}

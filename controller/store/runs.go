@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/vlmfleet/vlmfleet/protocol"
 	bolt "go.etcd.io/bbolt"
 )
@@ -117,7 +120,7 @@ func (s *Store) ApplyResults(ms []*Result, received time.Time) error {
 // one read of its records, and writes each run's header once, at flush.
 type resultWriter struct {
 	tx    *bolt.Tx
-	jobs  map[string]*JobRecord
+	jobs  map[string]*jobAttempts
 	runs  map[string]*cachedRun
 	dirty []string // runs to write at flush, in the order first changed
 }
@@ -130,7 +133,7 @@ type cachedRun struct {
 }
 
 func newResultWriter(tx *bolt.Tx) *resultWriter {
-	return &resultWriter{tx: tx, jobs: map[string]*JobRecord{}, runs: map[string]*cachedRun{}}
+	return &resultWriter{tx: tx, jobs: map[string]*jobAttempts{}, runs: map[string]*cachedRun{}}
 }
 
 // apply is ApplyResult's logic for one message; an error leaves the
@@ -214,19 +217,65 @@ func (w *resultWriter) flush() error {
 	return nil
 }
 
-// run is run id's stored header, read once per writer.
+// run is run id's stored header, read once per writer. Only what apply
+// looks at is read: a header it writes, it writes whole.
 func (w *resultWriter) run(id string) (*cachedRun, error) {
 	if cr, ok := w.runs[id]; ok {
 		return cr, nil
 	}
 	cr := &cachedRun{}
-	exists, err := getJSON(w.tx.Bucket(bucketRuns), id, &cr.rec)
-	if err != nil {
-		return nil, err
+	if data := w.tx.Bucket(bucketRuns).Get([]byte(id)); data != nil {
+		var f struct {
+			Run struct {
+				Source  string `json:"source"`
+				Origin  string `json:"origin"`
+				AgentID string `json:"agent_id"`
+				Status  string `json:"status"`
+			} `json:"run"`
+			Expected int  `json:"expected"`
+			Final    bool `json:"final"`
+		}
+		if err := jsonv2.Unmarshal(data, &f, jsonv1.DefaultOptionsV1()); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", id, err)
+		}
+		cr.exists = true
+		cr.rec.Final, cr.rec.Expected = f.Final, f.Expected
+		cr.rec.Run.Source, cr.rec.Run.Origin, cr.rec.Run.AgentID, cr.rec.Run.Status = f.Run.Source, f.Run.Origin, f.Run.AgentID, f.Run.Status
 	}
-	cr.exists = exists
 	w.runs[id] = cr
 	return cr, nil
+}
+
+// jobAttempts is what the checks of a result read of its job.
+type jobAttempts struct {
+	Job struct {
+		AgentID string `json:"agent_id"`
+	} `json:"job"`
+	Attempt int `json:"attempt"`
+	History []struct {
+		Attempt int `json:"attempt"`
+	} `json:"history"`
+}
+
+// lastAttempt is the highest attempt the job has reached: reported by its
+// agent (every report is in the history, even one that did not move the
+// job) or set by the controller's own verdict.
+func (j *jobAttempts) lastAttempt() int {
+	n := j.Attempt
+	for _, h := range j.History {
+		n = max(n, h.Attempt)
+	}
+	return n
+}
+
+// reported says whether the job's agent reported the attempt at all.
+func (j *jobAttempts) reported(attempt int) bool {
+	for _, h := range j.History {
+		if h.Attempt == attempt {
+			return true
+		}
+	}
+	return false
 }
 
 // runParts are a run's buckets of combinations and of request records,
@@ -433,19 +482,17 @@ func RunIDFor(jobID string, attempt int) string {
 // attempt's first results, which are then refused and recorded. That needs
 // a store failing for one write and not the next; the refusal keeps the
 // message under /api/rejected, where an operator sees it.
-func (w *resultWriter) checkLabRun(run protocol.Run) (job *JobRecord, attempt int, err error) {
+func (w *resultWriter) checkLabRun(run protocol.Run) (job *jobAttempts, attempt int, err error) {
 	if run.JobID == "" {
 		return nil, 0, Rejectf("run %s names no job: a lab run is the run of a job this controller made", run.ID)
 	}
 	job, ok := w.jobs[run.JobID]
 	if !ok {
-		job = &JobRecord{}
-		found, err := getJSON(w.tx.Bucket(bucketJobs), run.JobID, job)
-		if err != nil {
-			return nil, 0, err
-		}
-		if !found {
-			job = nil
+		if data := w.tx.Bucket(bucketJobs).Get([]byte(run.JobID)); data != nil {
+			job = &jobAttempts{}
+			if err := jsonv2.Unmarshal(data, job, jsonv1.DefaultOptionsV1()); err != nil {
+				return nil, 0, fmt.Errorf("decode %s: %w", run.JobID, err)
+			}
 		}
 		w.jobs[run.JobID] = job
 	}
