@@ -36,7 +36,8 @@ const (
 	// 1,000 agents), else the steps as "200,1000".
 	capacityEnv = "VLMFLEET_CAPACITY"
 	// capacityIngestEnv is how many result messages the ingest step
-	// publishes (default 10,000).
+	// publishes of each shape (default 30,000: some seconds at the rates
+	// measured, so that the start and the end weigh little).
 	capacityIngestEnv = "VLMFLEET_CAPACITY_INGEST"
 	// capacityProfilesEnv names a directory where the benchmark saves the
 	// controller's profiles: a heap profile at each step, idle, and a CPU
@@ -69,7 +70,7 @@ func TestCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ingestN := 10000
+	ingestN := 30000
 	if v := os.Getenv(capacityIngestEnv); v != "" {
 		if ingestN, err = strconv.Atoi(v); err != nil || ingestN < 1 {
 			t.Fatalf("%s=%q: want a number of messages", capacityIngestEnv, v)
