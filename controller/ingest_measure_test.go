@@ -8,13 +8,11 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
@@ -179,11 +177,13 @@ func (m *ingestMeter) live(msgs []ingestload.Message) ingestRun {
 	defer cancel()
 	_, js := adminConn(t, m.c)
 	want := m.stored.Load() + int64(len(msgs))
-	began, cpu0 := time.Now(), processCPU(t)
-	publishAll(t, ctx, js, msgs)
+	began, cpu0 := time.Now(), testutil.ProcessCPU(t)
+	if _, err := ingestload.Publish(ctx, js, msgs); err != nil {
+		t.Fatal(err)
+	}
 	r := ingestRun{publish: time.Since(began)}
 	m.wait(ctx, want)
-	r.took, r.cpu = time.Since(began), processCPU(t)-cpu0
+	r.took, r.cpu = time.Since(began), testutil.ProcessCPU(t)-cpu0
 	return r
 }
 
@@ -208,41 +208,21 @@ func (m *ingestMeter) backlog(msgs []ingestload.Message) ingestRun {
 		t.Fatal("nats server did not start")
 	}
 	_, js := testutil.ConnectJS(t, ns.ClientURL(), nats.Timeout(30*time.Second))
-	publishAll(t, ctx, js, msgs)
+	if _, err := ingestload.Publish(ctx, js, msgs); err != nil {
+		t.Fatal(err)
+	}
 	r := ingestRun{publish: time.Since(began)}
 	ns.Shutdown()
 	ns.WaitForShutdown()
 
 	want := m.stored.Load() + int64(len(msgs))
 	m.first.Store(0)
-	began, cpu0 := time.Now(), processCPU(t)
+	began, cpu0 := time.Now(), testutil.ProcessCPU(t)
 	m.start()
 	m.wait(ctx, want)
-	r.took, r.cpu = time.Since(began), processCPU(t)-cpu0
+	r.took, r.cpu = time.Since(began), testutil.ProcessCPU(t)-cpu0
 	r.firstAfter = time.Duration(m.first.Load() - began.UnixNano())
 	return r
-}
-
-// publishAll publishes msgs as fast as JetStream acknowledges them.
-func publishAll(t *testing.T, ctx context.Context, js jetstream.JetStream, msgs []ingestload.Message) {
-	t.Helper()
-	for i, msg := range msgs {
-		if i%1000 == 999 { // the client holds at most 4,000 unacknowledged
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
-			}
-		}
-		if _, err := js.PublishAsync(msg.Subject, msg.Data, jetstream.WithMsgID(msg.ID)); err != nil {
-			t.Fatalf("publish %d: %v", i, err)
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	}
 }
 
 // reportedRuns has n agents announce themselves and report attempt 1 of
@@ -292,13 +272,4 @@ func cpuProfile(t *testing.T, file string) (stop func()) {
 			t.Error(err)
 		}
 	}
-}
-
-// processCPU is the CPU time this process has used.
-func processCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

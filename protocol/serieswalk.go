@@ -18,28 +18,7 @@ import (
 func seriesReadsAsSamples(v []byte) bool {
 	w := walker{b: v}
 	w.space()
-	if w.peek() == 'n' {
-		return true // null: no series
-	}
-	if !w.take('[') {
-		return false
-	}
-	if w.space(); w.take(']') {
-		return true
-	}
-	for {
-		if !w.sample() {
-			return false
-		}
-		w.space()
-		if w.take(']') {
-			return true
-		}
-		if !w.take(',') {
-			return false
-		}
-		w.space()
-	}
+	return w.elements(w.sample) && w.space() == len(w.b)
 }
 
 // walker reads well-formed JSON.
@@ -63,14 +42,42 @@ func (w *walker) take(c byte) bool {
 	return false
 }
 
-func (w *walker) space() {
+// space reads white space and returns where it ended.
+func (w *walker) space() int {
 	for w.i < len(w.b) {
 		switch w.b[w.i] {
 		case ' ', '\t', '\r', '\n':
 			w.i++
 		default:
-			return
+			return w.i
 		}
+	}
+	return w.i
+}
+
+// elements reads an array, each element with element, or null.
+func (w *walker) elements(element func() bool) bool {
+	if w.peek() == 'n' {
+		return w.literal("null")
+	}
+	if !w.take('[') {
+		return false
+	}
+	if w.space(); w.take(']') {
+		return true
+	}
+	for {
+		if !element() {
+			return false
+		}
+		w.space()
+		if w.take(']') {
+			return true
+		}
+		if !w.take(',') {
+			return false
+		}
+		w.space()
 	}
 }
 
@@ -224,26 +231,8 @@ func (w *walker) sample() bool {
 
 // strings reads an array of strings, or null.
 func (w *walker) strings() bool {
-	if w.peek() == 'n' {
-		return w.literal("null")
-	}
-	if !w.take('[') {
-		return false
-	}
-	if w.space(); w.take(']') {
-		return true
-	}
-	for {
-		if _, _, ok := w.str(); !ok {
-			return false
-		}
-		w.space()
-		if w.take(']') {
-			return true
-		}
-		if !w.take(',') {
-			return false
-		}
-		w.space()
-	}
+	return w.elements(func() bool {
+		_, _, ok := w.str()
+		return ok
+	})
 }

@@ -13,12 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"github.com/shirou/gopsutil/v4/process"
 
@@ -473,36 +471,11 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	self0 := selfCPU(t)
+	self0 := testutil.ProcessCPU(t)
 	began := time.Now()
-	var last uint64
-	for i, m := range msgs {
-		if i%1000 == 999 { // the client holds at most 4,000 unacknowledged
-			select {
-			case <-js.PublishAsyncComplete():
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
-			}
-		}
-		f, err := js.PublishAsync(m.Subject, m.Data, jetstream.WithMsgID(m.ID))
-		if err != nil {
-			t.Fatalf("publish %d: %v", i, err)
-		}
-		if i == len(msgs)-1 {
-			select {
-			case ack := <-f.Ok():
-				last = ack.Sequence
-			case err := <-f.Err():
-				t.Fatalf("publish %d: %v", i, err)
-			case <-ctx.Done():
-				t.Fatal(ctx.Err())
-			}
-		}
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
+	last, err := ingestload.Publish(ctx, js, msgs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	st.publish = time.Since(began)
 	err = backoff.Policy{First: 5 * time.Millisecond, Max: 20 * time.Millisecond}.Retry(ctx, func(int) error {
@@ -524,7 +497,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatal(err)
 	}
 	st.controllerCPU = time.Duration((c1.User + c1.System - c0.User - c0.System) * float64(time.Second))
-	st.testCPU = selfCPU(t) - self0
+	st.testCPU = testutil.ProcessCPU(t) - self0
 	m1, err := api.metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -539,15 +512,6 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Errorf("ingest: %.0f of %d messages rejected", st.rejected, n)
 	}
 	return st
-}
-
-// selfCPU is the CPU time this process has used.
-func selfCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func capacityTable(rows []capacityRow, ings []ingestStats) []string {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,4 +148,14 @@ func NkeyFile(t testing.TB, file string) nats.Option {
 		t.Fatal(err)
 	}
 	return opt
+}
+
+// ProcessCPU is the CPU time this process has used, user and system.
+func ProcessCPU(t testing.TB) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

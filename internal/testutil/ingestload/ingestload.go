@@ -7,11 +7,14 @@
 package ingestload
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
@@ -222,5 +225,39 @@ func Header(id, jobID, sweepID, agent string, created time.Time) protocol.Run {
 		},
 		Client: protocol.ClientInfo{Name: "vlmfleet-loadgen", Version: "v0.9.0", ImageSet: "builtin",
 			ImageSetHash: "5b66655170e4726a5464794245c60245037d903d9fd8e983cb17cef0d2a7809e", ImageCount: 16, Go: "go1.26.8"},
+	}
+}
+
+// Publish publishes msgs as fast as JetStream acknowledges them, each
+// with its message id, and returns the stream sequence of the last.
+func Publish(ctx context.Context, js jetstream.JetStream, msgs []Message) (last uint64, err error) {
+	var f jetstream.PubAckFuture
+	for i, m := range msgs {
+		if i%1000 == 999 { // the client holds at most 4,000 unacknowledged
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		if f, err = js.PublishAsync(m.Subject, m.Data, jetstream.WithMsgID(m.ID)); err != nil {
+			return 0, fmt.Errorf("publish %d: %w", i, err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if f == nil {
+		return 0, nil
+	}
+	select {
+	case ack := <-f.Ok():
+		return ack.Sequence, nil
+	case err := <-f.Err():
+		return 0, fmt.Errorf("publish the last: %w", err)
+	case <-ctx.Done():
+		return 0, ctx.Err()
 	}
 }
