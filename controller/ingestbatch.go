@@ -49,10 +49,11 @@ func (c *Controller) startIngest(ctx context.Context) jetstream.MessageHandler {
 		c.bg.Add(1)
 		go func() {
 			defer c.bg.Done()
+			var prep store.Preparer
 			for {
 				select {
 				case q := <-work:
-					q.r = decodeResult(q.msg, c.headers)
+					q.r = decodeResult(q.msg, c.headers, &prep)
 					close(q.decoded)
 				case <-stored:
 					return
@@ -196,8 +197,9 @@ const runHeadersKept = 2048
 
 // decodeResult is msg's result message, prepared for storing, when msg is
 // one that decodes and names the agent of its subject; nil otherwise,
-// for handleDurable to settle. headers remembers the run headers.
-func decodeResult(msg jetstream.Msg, headers *protocol.HeaderCache) *store.Result {
+// for handleDurable to settle. headers remembers the run headers; prep is
+// the calling goroutine's.
+func decodeResult(msg jetstream.Msg, headers *protocol.HeaderCache, prep *store.Preparer) *store.Result {
 	agent, kind, err := parseAgentSubject(msg.Subject())
 	if err != nil || kind != protocol.KindResult {
 		return nil
@@ -208,7 +210,7 @@ func decodeResult(msg jetstream.Msg, headers *protocol.HeaderCache) *store.Resul
 	if err != nil {
 		return nil
 	}
-	r, err := store.PrepareResult(m)
+	r, err := prep.Prepare(m)
 	if err != nil {
 		return nil
 	}

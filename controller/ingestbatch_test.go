@@ -93,7 +93,7 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 func (c *Controller) handleBatch(msgs []jetstream.Msg) {
 	qs := make([]*queuedMsg, len(msgs))
 	for i, msg := range msgs {
-		qs[i] = &queuedMsg{msg: msg, decoded: make(chan struct{}), r: decodeResult(msg, c.headers)}
+		qs[i] = &queuedMsg{msg: msg, decoded: make(chan struct{}), r: decodeResult(msg, c.headers, new(store.Preparer))}
 		close(qs[i].decoded)
 	}
 	c.storeBatch(qs)

@@ -47,14 +47,65 @@ func DecodeReceivedResult(data []byte, headers *HeaderCache) (*ReceivedResult, e
 	if len(data) > MaxMessageBytes {
 		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
 	}
-	data, err := Uncompress(data)
+	js, err := Uncompress(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	if m, ok := decodeCut(js, headers); ok {
+		return m, nil
+	}
+	m, err := decodeReceived(js, headers, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, nil
+}
+
+// decodeCut decodes a message whose series cutSeries checked without the
+// decoder reading the series again: it reads a copy of the message with
+// "[]" in the series' place. The decoder's check of that copy and the
+// quick check of the series together are the decoder's check of the
+// message. Anything that does not go so (an error, the placeholder not
+// where the decoder finds the series) is answered by decoding the message
+// as it is, so that errors read as they always did.
+func decodeCut(js []byte, headers *HeaderCache) (*ReceivedResult, bool) {
+	start, end, ok := cutSeries(js)
+	if !ok {
+		return nil, false
+	}
+	doc := make([]byte, 0, len(js)-(end-start)+2)
+	doc = append(append(append(doc, js[:start]...), "[]"...), js[end:]...)
+	cut := &seriesCut{start: int64(start), series: js[start:end]}
+	if string(cut.series) == "null" {
+		cut.series = nil
+	}
+	m, err := decodeReceived(doc, headers, cut)
+	if err != nil || !cut.placed {
+		return nil, false
+	}
+	return m, true
+}
+
+// seriesCut is a message's series, cut out of it at offset start before
+// it was decoded (decodeCut). placed says that the decoder found the
+// placeholder there, as the combination's telemetry_series.
+type seriesCut struct {
+	start  int64
+	series []byte
+	placed bool
+}
+
+// errCutMisplaced is decodeCut's copy of a message read otherwise than
+// cutSeries read the message.
+var errCutMisplaced = errors.New("the series is not where it was cut")
+
+// decodeReceived decodes a result message, its series cut out if cut is
+// not nil.
+func decodeReceived(data []byte, headers *HeaderCache, cut *seriesCut) (*ReceivedResult, error) {
 	// The series and requests are cut from data by the decoder's offsets.
-	w := resultWire{Combination: &combinationWire{in: data}, Run: headerWire{cache: headers}}
+	w := resultWire{Combination: &combinationWire{in: data, cut: cut}, Run: headerWire{cache: headers}}
 	if err := jsonv2.Unmarshal(data, &w); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, describeV2Error(data, err))
+		return nil, describeV2Error(data, err)
 	}
 	if w.Combination != nil && !w.Combination.seen {
 		w.Combination = nil // the message has none
@@ -69,10 +120,10 @@ func DecodeReceivedResult(data []byte, headers *HeaderCache) (*ReceivedResult, e
 		m.Series, m.Requests = c.TelemetrySeries.raw, c.Requests.raw
 	}
 	if s := m.Schema; s < 1 || s > SchemaVersion {
-		return nil, fmt.Errorf("%s: schema %d, this build reads schema 1..%d", what, s, SchemaVersion)
+		return nil, fmt.Errorf("schema %d, this build reads schema 1..%d", s, SchemaVersion)
 	}
 	if err := m.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, err
 	}
 	return m, nil
 }
@@ -96,6 +147,7 @@ type combinationWire struct {
 	TelemetrySeries rawSeries   `json:"telemetry_series"`
 	Requests        rawRequests `json:"requests"`
 	in              []byte
+	cut             *seriesCut
 	seen            bool
 }
 
@@ -103,16 +155,20 @@ type combinationWire struct {
 func (w *combinationWire) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	type fields combinationWire // the same fields without this method
 	w.seen = true
-	w.TelemetrySeries.in, w.Requests.in = w.in, w.in
+	w.TelemetrySeries.in, w.TelemetrySeries.cut, w.Requests.in = w.in, w.cut, w.in
 	return jsonv2.UnmarshalDecode(dec, (*fields)(w))
 }
 
-type rawSeries struct{ in, raw []byte }
+type rawSeries struct {
+	in, raw []byte
+	cut     *seriesCut
+}
 
 // UnmarshalJSONFrom checks the series and keeps it as it came. A series
 // as agents write it is checked by seriesReadsAsSamples, which reads its
 // bytes once; anything else, and whatever that check does not take, is
 // decoded into samples, which says exactly what is wrong, if anything.
+// A series cut out (decodeCut) was checked: here is its placeholder.
 func (s *rawSeries) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	v, err := dec.ReadValue()
 	if err != nil {
@@ -120,6 +176,13 @@ func (s *rawSeries) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	}
 	end := dec.InputOffset()
 	start := end - int64(len(v))
+	if s.cut != nil {
+		if start != s.cut.start || s.cut.placed || string(v) != "[]" {
+			return errCutMisplaced
+		}
+		s.cut.placed, s.raw = true, s.cut.series
+		return nil
+	}
 	if !seriesReadsAsSamples(v) {
 		var samples []TelemetrySample
 		if err := jsonv2.Unmarshal(v, &samples); err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // agentSeries is a telemetry series as an agent on a Jetson writes one: a
@@ -161,14 +160,38 @@ func TestSeriesReadsAsSamples(t *testing.T) {
 		{`[]`, true},
 		{` [ { "t" : "2026-12-02T01:02:03Z" , "rails" : { "a" : 1 } } ] `, true},
 		{`[{"gpu_util":null,"rails":null,"extra":{"x":null},"throttle":null}]`, true},
-		{`[{"future_field":{"nested":[1,"]",{"}":2}]}}]`, true},
+		{`[{"t":"2026-12-02T01:02:03.123456789+05:30","throttle":["sw_thermal","é"]}]`, true},
+		{`[{"gpu_util":-0,"power_w":1.5e-3,"temp_c":2E+2,"cpu_util":0.0}]`, true},
+		{`[{"future_field":1}]`, false},  // a field samples do not have
 		{`[null]`, false},                // the decoder takes it as a zero sample
 		{`[{"gpu\u005futil":1}]`, false}, // an escaped name
+		{`[{"throttle":["a\"b"]}]`, false},
 		{`[{"throttle":["a",null]}]`, false},
 		{`[{"gpu_util":"99"}]`, false},
 		{`[{"rails":{"x":1e400}}]`, false},
+		{`[{"rails":{"b":1,"a":2}}]`, false}, // not in encoding/json's order
+		{`[{"rails":{"a":1,"a":2}}]`, false},
+		{`[{"gpu_util":1,"gpu_util":2}]`, false},
 		{`[{"t":"2026-13-02T01:02:03Z"}]`, false},
+		{`[{"t":"2026-12-02T01:02:03,5Z"}]`, false},
+		{`[{"t":"2026-12-02T01:02:03+24:00"}]`, false},
+		{`[{"t":"2026-12-02T1:02:03Z"}]`, false},
+		{`[{"t":null}]`, false},
 		{`{"t":1}`, false},
+		// Not JSON, which the decoder was to say before: now the quick
+		// check must.
+		{`[{"gpu_util":01}]`, false},
+		{`[{"gpu_util":1.}]`, false},
+		{`[{"gpu_util":.5}]`, false},
+		{`[{"gpu_util":1e}]`, false},
+		{`[{"gpu_util":-}]`, false},
+		{`[{"gpu_util":1-2}]`, false},
+		{`[{"gpu_util":1,}]`, false},
+		{`[{"gpu_util":1}`, false},
+		{`[{"gpu_util":1}]]`, false},
+		{"[{\"throttle\":[\"a\tb\"]}]", false},
+		{"[{\"throttle\":[\"\xff\"]}]", false},
+		{`[{"gpu_util":nul}]`, false},
 	} {
 		if got := seriesReadsAsSamples([]byte(tc.series)); got != tc.quick {
 			t.Errorf("%s: quick check %v, want %v", tc.series, got, tc.quick)
@@ -182,8 +205,8 @@ func TestSeriesReadsAsSamples(t *testing.T) {
 	}
 }
 
-// FuzzSeriesReadsAsSamples holds the quick check to its promise: a
-// well-formed series it takes decodes into samples.
+// FuzzSeriesReadsAsSamples holds the quick check to its promise: what it
+// takes, well formed or not, decodes into samples.
 func FuzzSeriesReadsAsSamples(f *testing.F) {
 	agent, _ := json.Marshal(agentSeries(2))
 	f.Add(agent)
@@ -191,7 +214,7 @@ func FuzzSeriesReadsAsSamples(f *testing.F) {
 	f.Add([]byte(`[{"gpu_util":-0.5e3,"extra":{}}]`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if !jsontext.Value(data).IsValid() || !seriesReadsAsSamples(data) {
+		if !seriesReadsAsSamples(data) {
 			return
 		}
 		var s []TelemetrySample
@@ -270,4 +293,79 @@ func TestDecodeReceivedResultThroughHeaderCache(t *testing.T) {
 			t.Errorf("a bad header (cache %v): %v", c != nil, err)
 		}
 	}
+}
+
+// An agent's message is decoded with its series cut out (decodeCut), and
+// a message whose series is elsewhere than cutSeries looks, or one the
+// quick check does not take, as it is: the same result either way.
+func TestDecodeCut(t *testing.T) {
+	agent := mustJSON(t, resultWithSeries(3))
+	indented, _ := json.MarshalIndent(resultWithSeries(2), "", "  ")
+	withHeaderSeries := resultWithSeries(2)
+	hc := *withHeaderSeries.Combination
+	withHeaderSeries.Run.Combinations = []Combination{hc} // a series before the combination's
+	for _, tc := range []struct {
+		name string
+		msg  string
+		cut  bool
+	}{
+		{"an agent's message", agent, true},
+		{"indented, line ends in its series", string(indented), true},
+		{"a null series", strings.Replace(agent, agent[strings.Index(agent, `"telemetry_series":`):strings.Index(agent, `,"requests"`)], `"telemetry_series":null`, 1), true},
+		{"a series in the run header first", mustJSON(t, withHeaderSeries), false},
+		{"a series the quick check leaves", strings.Replace(agent, `"gpu_util":99`, `"gpu_util":99,"future":1`, 1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := decodeReceived([]byte(tc.msg), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, ok := decodeCut([]byte(tc.msg), nil)
+			if ok != tc.cut {
+				t.Fatalf("decodeCut took it: %v, want %v", ok, tc.cut)
+			}
+			if ok && !reflect.DeepEqual(m, want) {
+				t.Errorf("cut, it decodes as\n%+v\nas it is\n%+v", m, want)
+			}
+			got, err := DecodeReceivedResult([]byte(tc.msg), nil)
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("DecodeReceivedResult = %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+	// A message that is wrong after its series is refused as it always
+	// was, its line and column those of the message as sent.
+	bad := strings.Replace(string(indented), `"seq": 0,`, `"seq": "zero",`, 1)
+	if bad == string(indented) || strings.Index(bad, `"zero"`) < strings.Index(bad, `"telemetry_series"`) {
+		t.Fatal("no request record after the series to spoil")
+	}
+	_, errCut := DecodeReceivedResult([]byte(bad), nil)
+	_, errWhole := decodeReceived([]byte(bad), nil, nil)
+	if errCut == nil || errWhole == nil || !strings.Contains(errCut.Error(), errWhole.Error()) {
+		t.Errorf("a bad field after the series: %v, want %v", errCut, errWhole)
+	}
+}
+
+// FuzzDecodeCut holds decodeCut to what it promises: a message it takes
+// decodes, read as it is, into the same result.
+func FuzzDecodeCut(f *testing.F) {
+	good, _ := json.Marshal(resultWithSeries(2))
+	f.Add(good)
+	indented, _ := json.MarshalIndent(resultWithSeries(1), "", " ")
+	f.Add(indented)
+	f.Add([]byte(`{"schema":1,"agent_id":"a1","run":{"id":"r","config":{"model":"m"},"status":"running"},"combination":{"size":"480p","images":1,"cameras":1,"telemetry_series":[{"t":"2026-12-02T01:02:03Z"}],"requests":null}}`))
+	f.Add([]byte(`{"schema":1,"agent_id":"a1","run":{"id":"r","config":{"model":"m"},"status":"running","error":"telemetry_series"},"combination":{"size":"480p","images":1,"cameras":1,"telemetry_series":[],"telemetry_series":[]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cut, ok := decodeCut(data, nil)
+		if !ok {
+			return
+		}
+		whole, err := decodeReceived(data, nil, nil)
+		if err != nil {
+			t.Fatalf("cut, %q decodes; as it is: %v", data, err)
+		}
+		if !reflect.DeepEqual(cut, whole) {
+			t.Fatalf("%q: cut, it decodes as\n%+v\nas it is\n%+v", data, cut, whole)
+		}
+	})
 }

@@ -43,6 +43,7 @@ func (s *Store) ImportRuns(entries []ImportEntry) ([]string, error) {
 	}
 	ids := make([]string, 0, len(entries))
 	seen := map[string]int{}
+	var prep Preparer
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		s.runsChanged(tx)
 		rb := tx.Bucket(bucketRuns)
@@ -90,7 +91,7 @@ func (s *Store) ImportRuns(entries []ImportEntry) ([]string, error) {
 			}
 			var parts runParts
 			for _, c := range combos {
-				key, combo, reqs, err := encodeCombination(c, nil, nil)
+				key, combo, reqs, err := prep.combination(c, nil, nil)
 				if err == nil {
 					err = putRecords(tx, r.ID, &parts, key, combo, reqs)
 				}

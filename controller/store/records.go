@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -24,14 +25,25 @@ const compressedRecord = 0x01
 // smaller ones gain too little to pay for it.
 const compressAbove = 512
 
-// encodeRecord is the stored form of a record's JSON.
-func encodeRecord(js []byte) []byte {
+// A Preparer encodes result messages' records for the store (Prepare),
+// reusing its buffers from one message to the next: the records' JSON and
+// their compression, written in buffers made for each, were half of what
+// it allocated. One goroutine uses it at a time. The zero Preparer is
+// ready to use.
+type Preparer struct {
+	js, z []byte
+}
+
+// record is the stored form of a record's JSON, in memory of its own.
+func (p *Preparer) record(js []byte) []byte {
 	if len(js) <= compressAbove {
-		return js
+		return bytes.Clone(js)
 	}
-	out := make([]byte, 1+s2.MaxEncodedLen(len(js)))
-	out[0] = compressedRecord
-	return out[:1+len(s2.Encode(out[1:], js))]
+	if n := s2.MaxEncodedLen(len(js)); cap(p.z) < n {
+		p.z = make([]byte, n)
+	}
+	z := s2.Encode(p.z[:cap(p.z)], js)
+	return append(append(make([]byte, 0, 1+len(z)), compressedRecord), z...)
 }
 
 // decodeRecord is the JSON of a stored record.
@@ -58,31 +70,37 @@ type Result struct {
 }
 
 // PrepareResult encodes a received result message's records for
-// ApplyResults. The combination's telemetry series and request records
-// are stored as they came (protocol.ReceivedResult), the combination's
-// other fields as encoding/json writes them.
+// ApplyResults, as a Preparer of its own does (Preparer.Prepare).
 func PrepareResult(r *protocol.ReceivedResult) (*Result, error) {
-	p := &Result{ResultMessage: r.ResultMessage}
+	return new(Preparer).Prepare(r)
+}
+
+// Prepare encodes a received result message's records for ApplyResults.
+// The combination's telemetry series and request records are stored as
+// they came (protocol.ReceivedResult), the combination's other fields as
+// encoding/json writes them.
+func (p *Preparer) Prepare(r *protocol.ReceivedResult) (*Result, error) {
+	res := &Result{ResultMessage: r.ResultMessage}
 	if r.Combination == nil {
-		return p, nil
+		return res, nil
 	}
 	c := *r.Combination
 	var err error
-	if p.key, p.combo, p.requests, err = encodeCombination(c, r.Series, r.Requests); err != nil {
+	if res.key, res.combo, res.requests, err = p.combination(c, r.Series, r.Requests); err != nil {
 		// It would fail the same way again: refused, not retried.
 		return nil, &RejectError{Reason: err.Error()}
 	}
 	// The message keeps the combination without its bulk, encoded now.
 	c.TelemetrySeries, c.Requests = nil, nil
-	p.Combination = &c
-	return p, nil
+	res.Combination = &c
+	return res, nil
 }
 
-// encodeCombination is a combination's key and its records as stored:
-// series and requests, when not nil, are its telemetry series and request
-// records as they came, stored as they are instead of c's; requests comes
-// back nil when it has none.
-func encodeCombination(c protocol.Combination, series, requests []byte) (key string, combo, reqs []byte, err error) {
+// combination is a combination's key and its records as stored: the
+// combination without its requests (and with series, when not nil, as its
+// telemetry series), and its requests (nil when it has none), encoded
+// from c.Requests when requests is nil.
+func (p *Preparer) combination(c protocol.Combination, series, requests []byte) (key string, combo, reqs []byte, err error) {
 	key = c.ComboKey.String()
 	if requests == nil && len(c.Requests) > 0 {
 		if requests, err = json.Marshal(c.Requests); err != nil {
@@ -90,21 +108,25 @@ func encodeCombination(c protocol.Combination, series, requests []byte) (key str
 		}
 	}
 	if requests != nil {
-		reqs = encodeRecord(requests)
+		reqs = p.record(requests)
 	}
 	c.Requests = nil
 	if series != nil {
 		c.TelemetrySeries = nil
 	}
-	js, err := json.Marshal(&c)
-	if err != nil {
+	// As json.Marshal writes it, in a buffer with room for the series.
+	buf := bytes.NewBuffer(p.js[:0])
+	buf.Grow(len(series) + 4<<10)
+	if err := json.NewEncoder(buf).Encode(&c); err != nil {
 		return "", nil, nil, fmt.Errorf("encode %s: %w", key, err)
 	}
+	js := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if series != nil {
 		// The series, checked, as it came, as the object's last member.
 		js = append(append(append(js[:len(js)-1], `,"telemetry_series":`...), series...), '}')
 	}
-	return key, encodeRecord(js), reqs, nil
+	p.js = js[:0]
+	return key, p.record(js), reqs, nil
 }
 
 // readCombination decodes a stored combination record, with its telemetry
