@@ -249,13 +249,18 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startNATS(ctx); err != nil {
 		return err
 	}
-	if err := c.ensureStreams(ctx); err != nil {
+	if err := c.untilJetStreamAnswers(ctx, "streams", c.ensureStreams); err != nil {
 		return err
 	}
-	if err := c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), c.startIngest(bgCtx), "events consumer"); err != nil {
+	ingest := c.startIngest(bgCtx)
+	if err := c.untilJetStreamAnswers(ctx, "events consumer", func(ctx context.Context) error {
+		return c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), ingest, "events consumer")
+	}); err != nil {
 		return err
 	}
-	if err := c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer"); err != nil {
+	if err := c.untilJetStreamAnswers(ctx, "advisories consumer", func(ctx context.Context) error {
+		return c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer")
+	}); err != nil {
 		return err
 	}
 	c.watchConsumers(bgCtx)

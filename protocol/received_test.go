@@ -192,6 +192,8 @@ func TestSeriesReadsAsSamples(t *testing.T) {
 		{"[{\"throttle\":[\"a\tb\"]}]", false},
 		{"[{\"throttle\":[\"\xff\"]}]", false},
 		{`[{"gpu_util":nul}]`, false},
+		{`[{"gpu_util":` + strings.Repeat("1", 305) + `}]`, true},  // 1.1e304
+		{`[{"gpu_util":` + strings.Repeat("1", 310) + `}]`, false}, // 1.1e309: more than a float64 holds
 	} {
 		if got := seriesReadsAsSamples([]byte(tc.series)); got != tc.quick {
 			t.Errorf("%s: quick check %v, want %v", tc.series, got, tc.quick)

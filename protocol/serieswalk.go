@@ -130,7 +130,7 @@ func (w *walker) number() bool {
 		return false
 	}
 	if !w.take('e') && !w.take('E') {
-		return w.i-start < 300 // see fitsFloat64
+		return w.i-start < 300 || fitsFloat64(w.b[start:w.i]) // short: surely (see fitsFloat64)
 	}
 	if !w.take('+') {
 		w.take('-')
@@ -334,8 +334,8 @@ func rfc3339Shape(s []byte) bool {
 // it as seriesReadsAsSamples does. It returns where the series starts and
 // ends, or false for a message without one there or with a series the
 // check does not take. It does not know that what it found is the
-// combination's series: the decoder, reading the message with that place
-// blanked out, says so (decodeCut).
+// combination's series: the decoder, reading the message with "[]" in its
+// place, says so (decodeCut).
 func cutSeries(msg []byte) (start, end int, ok bool) {
 	const member = `"telemetry_series":`
 	i := bytes.Index(msg, []byte(member))

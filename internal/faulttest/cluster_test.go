@@ -46,6 +46,17 @@ const clusterRoutePassword = "pw-route"
 // controller and agents, and returns once it has formed and elected a
 // JetStream meta leader.
 func newNATSCluster(t *testing.T, ctx context.Context, agents []string) *natsCluster {
+	c := configureNATSCluster(t, ctx, agents)
+	for _, n := range c.nodes {
+		c.startNode(n)
+	}
+	c.waitFormed()
+	return c
+}
+
+// configureNATSCluster writes the configuration of a 3-node cluster whose
+// accounts admit the controller and agents, and starts none of its nodes.
+func configureNATSCluster(t *testing.T, ctx context.Context, agents []string) *natsCluster {
 	c := &natsCluster{t: t, ctx: ctx}
 	routes := make([]string, 3)
 	for i := range 3 {
@@ -78,10 +89,6 @@ cluster {
 			strings.Join(routeURLs, ", "), natsAccounts(agents))
 		n.conf = testutil.WriteFile(t, filepath.Join(n.dir, "nats-server.conf"), conf)
 	}
-	for _, n := range c.nodes {
-		c.startNode(n)
-	}
-	c.waitFormed()
 	return c
 }
 
@@ -89,6 +96,25 @@ cluster {
 func (c *natsCluster) startNode(n *clusterNode) {
 	c.t.Helper()
 	n.proc = start(c.t, n.dir, "nats-server-"+n.name, bin.natsServer, "-c", n.conf)
+}
+
+// waitListening waits until the node takes client connections, which it
+// does before it has a cluster to route them to.
+func (c *natsCluster) waitListening(n *clusterNode) {
+	c.t.Helper()
+	err := poll.Retry(c.ctx, func(int) error {
+		if n.proc.exited() {
+			return backoff.Permanent(fmt.Errorf("nats-server %s exited", n.name))
+		}
+		conn, err := dialTCP(n.addr)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+	if err != nil {
+		c.t.Fatalf("nats-server %s does not listen on %s: %v", n.name, n.addr, err)
+	}
 }
 
 // waitFormed waits until every running node is healthy (its /healthz

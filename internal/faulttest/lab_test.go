@@ -48,6 +48,9 @@ type labOptions struct {
 	controllerArgs []string
 	// speedup runs the simulated engines this many times faster.
 	speedup float64
+	// beforeHealthy, if set, runs once the controller's first process has
+	// started and before the lab waits for it to answer healthy.
+	beforeHealthy func(ctrl *proc)
 }
 
 // lab is a controller and agents, each its own process, in one directory.
@@ -77,7 +80,11 @@ func newLab(t *testing.T, ctx context.Context, opt labOptions) *lab {
 			t.Fatal(err)
 		}
 	}
-	l.startController()
+	l.launchController()
+	if opt.beforeHealthy != nil {
+		opt.beforeHealthy(l.ctrl)
+	}
+	l.waitHealthy()
 	tok, err := os.ReadFile(filepath.Join(l.dir, "data", "api-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +102,13 @@ func newLab(t *testing.T, ctx context.Context, opt labOptions) *lab {
 // directory and addresses, and returns once its API answers healthy.
 func (l *lab) startController() {
 	l.t.Helper()
+	l.launchController()
+	l.waitHealthy()
+}
+
+// launchController starts the controller's process.
+func (l *lab) launchController() {
+	l.t.Helper()
 	args := []string{"controller", "--data-dir", filepath.Join(l.dir, "data"), "--http", l.httpAddr}
 	if l.opt.natsURL != "" {
 		args = append(args, "--nats-url", l.opt.natsURL)
@@ -103,7 +117,6 @@ func (l *lab) startController() {
 	}
 	args = append(args, l.opt.controllerArgs...)
 	l.ctrl = start(l.t, filepath.Join(l.dir, "logs"), "controller", bin.vlmfleet, args...)
-	l.waitHealthy()
 }
 
 // waitHealthy waits until the controller answers /api/health with ok.

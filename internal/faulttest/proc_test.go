@@ -2,6 +2,9 @@ package faulttest
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/internal/backoff"
 )
 
 // proc is one process the test runs, its output in a log file that the
@@ -73,6 +78,24 @@ func (p *proc) kill() {
 func (p *proc) signal(sig syscall.Signal) {
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		p.t.Fatalf("signal %s to %s: %v", sig, p.name, err)
+	}
+}
+
+// waitLogged waits until the process's output holds text, and fails the
+// test if the process exits first.
+func (p *proc) waitLogged(ctx context.Context, text string) {
+	p.t.Helper()
+	err := poll.Retry(ctx, func(int) error {
+		if data, err := os.ReadFile(p.log); err == nil && bytes.Contains(data, []byte(text)) {
+			return nil
+		}
+		if p.exited() {
+			return backoff.Permanent(fmt.Errorf("%s exited", p.name))
+		}
+		return errors.New("not yet")
+	})
+	if err != nil {
+		p.t.Fatalf("%s never logged %q: %v", p.name, text, err)
 	}
 }
 
