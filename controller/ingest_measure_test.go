@@ -23,8 +23,9 @@ import (
 
 // TestMeasureIngest measures the controller's ingest in this process: result
 // messages of the size agents on real devices publish (ingestload), for the
-// runs of 100 agents (as many as the results of a fleet arriving together spread over), stored through the embedded NATS server and bbolt as
-// in production. Two ways, for each shape:
+// runs of 100 agents (the results of a fleet arrive spread over many runs),
+// stored through the embedded NATS server and bbolt as in production. Two
+// ways, for each shape:
 //
 //   - live: the messages are published as fast as JetStream acknowledges
 //     them while the controller stores them, timed from the first publish

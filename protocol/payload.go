@@ -17,7 +17,7 @@ const EncodingS2 = "s2"
 
 // payloadS2Magic starts a compressed payload. JSON never starts with a
 // zero byte, so a payload is compressed or JSON by its first bytes.
-var payloadS2Magic = []byte("\x00s2\x01")
+const payloadS2Magic = "\x00s2\x01"
 
 // CompressPayload is a message's JSON as an agent sends it to a
 // controller that takes EncodingS2.
@@ -28,7 +28,7 @@ func CompressPayload(js []byte) []byte {
 }
 
 // IsCompressed reports whether a payload is compressed (CompressPayload).
-func IsCompressed(data []byte) bool { return bytes.HasPrefix(data, payloadS2Magic) }
+func IsCompressed(data []byte) bool { return bytes.HasPrefix(data, []byte(payloadS2Magic)) }
 
 // Uncompress is a payload's JSON: data itself when it is not compressed.
 // What it gives back is at most MaxMessageBytes, checked before it is made.

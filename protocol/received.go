@@ -95,8 +95,9 @@ type seriesCut struct {
 	placed bool
 }
 
-// errCutMisplaced is decodeCut's copy of a message read otherwise than
-// cutSeries read the message.
+// errCutMisplaced says that the decoder found the combination's series
+// elsewhere than cutSeries cut it out: decodeCut then decodes the message
+// as it came.
 var errCutMisplaced = errors.New("the series is not where it was cut")
 
 // decodeReceived decodes a result message, its series cut out if cut is

@@ -66,21 +66,27 @@ func (w *walker) spaces() int {
 
 // elements reads an array, each element with element, or null.
 func (w *walker) elements(element func() bool) bool {
+	return w.container('[', ']', element)
+}
+
+// container reads what starts with open and ends with close, its items,
+// apart by commas, read by item; or null, which has none.
+func (w *walker) container(open, close byte, item func() bool) bool {
 	if w.peek() == 'n' {
 		return w.literal("null")
 	}
-	if !w.take('[') {
+	if !w.take(open) {
 		return false
 	}
-	if w.space(); w.take(']') {
+	if w.space(); w.take(close) {
 		return true
 	}
 	for {
-		if !element() {
+		if !item() {
 			return false
 		}
 		w.space()
-		if w.take(']') {
+		if w.take(close) {
 			return true
 		}
 		if !w.take(',') {
@@ -161,16 +167,7 @@ func (w *walker) literal(lit string) bool {
 // reads the value; null is an object with no members. A name with an
 // escape is not taken (see str).
 func (w *walker) members(value func(name []byte) bool) bool {
-	if w.peek() == 'n' {
-		return w.literal("null")
-	}
-	if !w.take('{') {
-		return false
-	}
-	if w.space(); w.take('}') {
-		return true
-	}
-	for {
+	return w.container('{', '}', func() bool {
 		name, ok := w.str()
 		if !ok {
 			return false
@@ -180,18 +177,8 @@ func (w *walker) members(value func(name []byte) bool) bool {
 			return false
 		}
 		w.space()
-		if !value(name) {
-			return false
-		}
-		w.space()
-		if w.take('}') {
-			return true
-		}
-		if !w.take(',') {
-			return false
-		}
-		w.space()
-	}
+		return value(name)
+	})
 }
 
 // The fields of a TelemetrySample, as bits of a set of those met.
