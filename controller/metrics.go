@@ -34,6 +34,8 @@ type metrics struct {
 	// the controller's, so it also holds any skew between the two.
 	heartbeats     prometheus.Counter
 	heartbeatDelay prometheus.Histogram
+	// refusals are what is refused from agents outside the stream.
+	refusals *refusals
 }
 
 // messageKinds are the label values of the ingest counters: the durable
@@ -67,11 +69,12 @@ func newMetrics(c *Controller) *metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
 	}
+	m.refusals = newRefusals(c.log)
 	for _, k := range append(messageKinds, "other") {
 		m.ingested.WithLabelValues(k)
 		m.rejected.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.ingested, m.rejected, m.api, m.heartbeats, m.heartbeatDelay, &labCollector{c: c},
+	m.reg.MustRegister(m.ingested, m.rejected, m.refusals.counter, m.api, m.heartbeats, m.heartbeatDelay, &labCollector{c: c},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
