@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/measure"
@@ -20,21 +22,18 @@ import (
 // progressEvery bounds how often live progress is published per job.
 const progressEvery = 250 * time.Millisecond
 
-// jobRun is the state of one job while it runs.
+// jobRun is one job while it runs. measure.Run owns the job's run from its
+// header to its end; jobRun publishes what it is told of it, as job states,
+// result messages and live progress.
 type jobRun struct {
 	a       *Agent
 	job     *protocol.Job
 	attempt int
-	run     protocol.Run
-	// agentCtx ends when the agent stops; the job's own context also ends
-	// when the job is cancelled, and what follows a cancel is sent on this.
-	agentCtx context.Context
-	// runID is the run's id once it has one; progress reads it from
-	// the measuring goroutines, so it is set once before they start.
-	runID     string
-	simulated bool
-	// published counts the combinations the stream stored.
-	published int
+	// ctx is the job's: it ends when the job is cancelled or the agent
+	// stops. agentCtx ends only when the agent stops: what must outlive a
+	// cancel (a measured combination, the end of a cancelled job) is
+	// published on it.
+	ctx, agentCtx context.Context
 
 	lastProgress time.Time
 	progressMu   sync.Mutex
@@ -47,21 +46,23 @@ type jobRun struct {
 // keeping what was measured, and also returns nil. An error is returned
 // only when the agent itself (agentCtx) is stopping.
 func (a *Agent) runJob(agentCtx, ctx context.Context, job *protocol.Job, attempt int) error {
-	j := &jobRun{a: a, job: job, attempt: attempt, agentCtx: agentCtx}
-	err := j.measure(ctx)
+	j := &jobRun{a: a, job: job, attempt: attempt, ctx: ctx, agentCtx: agentCtx}
+	run, err := j.measure()
 	var cancelled *cancelledError
 	if err == nil || agentCtx.Err() != nil || !errors.As(context.Cause(ctx), &cancelled) {
 		return err
 	}
-	return j.cancelled(agentCtx, cancelled)
+	return j.cancelled(run, cancelled)
 }
 
-// measure runs the job until it ends or ctx does.
-func (j *jobRun) measure(ctx context.Context) error {
-	a, job, attempt := j.a, j.job, j.attempt
-	log := a.log.With().Str("job", job.ID).Int("attempt", attempt).Logger()
-	if err := j.state(ctx, protocol.JobAccepted, ""); err != nil {
-		return err
+// measure runs the job until it ends or its context does. The run it
+// returns is the zero Run when the job never got one (it was rejected, or
+// cancelled before).
+func (j *jobRun) measure() (protocol.Run, error) {
+	ctx, a, job := j.ctx, j.a, j.job
+	log := a.log.With().Str("job", job.ID).Int("attempt", j.attempt).Logger()
+	if err := j.state(ctx, protocol.JobAccepted, "", ""); err != nil {
+		return protocol.Run{}, err
 	}
 	dep, ok := a.deployment(job.Deployment)
 	if !ok {
@@ -71,20 +72,46 @@ func (j *jobRun) measure(ctx context.Context) error {
 			msg = fmt.Sprintf("deployment %q on agent %s cannot run, its configuration is wrong: %s", job.Deployment, a.cfg.ID, b.Reason)
 		}
 		log.Error().Msg(msg)
-		return j.state(ctx, protocol.JobRejected, msg)
+		return protocol.Run{}, j.state(ctx, protocol.JobRejected, "", msg)
 	}
 	imgs, err := a.imageSet(job.Workload.ImageSet)
 	if err != nil {
 		log.Error().Err(err).Msg("rejecting job")
-		return j.state(ctx, protocol.JobRejected, err.Error())
+		return protocol.Run{}, j.state(ctx, protocol.JobRejected, "", err.Error())
 	}
+	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("measuring")
+	run, err := measure.Run(ctx, j.spec(dep, imgs, log), measure.Hooks{
+		Opened:      j.opened,
+		Starting:    j.starting,
+		Running:     j.running,
+		Progress:    j.measureProgress,
+		Sample:      j.sample,
+		Combination: j.combination,
+	})
+	switch run.Status {
+	case protocol.RunCompleted:
+		if err := j.publishFinal(ctx, run); err != nil {
+			return run, err
+		}
+		plan := len(job.Workload.Plan())
+		j.progress(j.done(run, protocol.Progress{ComboIdx: plan, ComboN: plan}), true)
+		log.Info().Int("combinations", len(run.Combinations)).Msg("job completed")
+		return run, j.state(ctx, protocol.JobCompleted, run.ID, "")
+	case protocol.RunFailed:
+		return run, j.fail(run, err)
+	}
+	return run, err
+}
 
-	// A refused engine configuration fails the run below, once it has a
-	// header to fail.
-	eng, engErr := engine.New(dep.Engine, a.env)
-	spec := measure.Spec{
+// spec is the measurement the job asks of the deployment. An engine
+// configuration refused here (the deployment was checked when the agent
+// started; its model may have gone since) fails the run in measure.Run.
+func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, log zerolog.Logger) measure.Spec {
+	a, job := j.a, j.job
+	eng, refused := engine.New(dep.Engine, a.env)
+	return measure.Spec{
 		Run: protocol.Run{
-			ID:      fmt.Sprintf("%s-a%d", job.ID, attempt),
+			ID:      fmt.Sprintf("%s-a%d", job.ID, j.attempt),
 			JobID:   job.ID,
 			SweepID: job.SweepID,
 			AgentID: a.cfg.ID,
@@ -100,6 +127,7 @@ func (j *jobRun) measure(ctx context.Context) error {
 			Workload: job.Workload,
 		},
 		Engine:    eng,
+		Refused:   refused,
 		Images:    imgs,
 		Device:    a.device,
 		Simulated: a.cfg.Simulate != "",
@@ -112,143 +140,109 @@ func (j *jobRun) measure(ctx context.Context) error {
 		},
 		Log: log,
 	}
-	j.run = measure.Header(spec, time.Now().UTC())
-	j.runID, j.simulated = j.run.ID, j.run.Simulated
-	if attempt > 1 {
-		if err := j.closePrevious(ctx); err != nil {
-			return err
-		}
-	}
-	if engErr != nil {
-		return j.fail(ctx, fmt.Errorf("engine configuration: %w", engErr))
-	}
-
-	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("measuring")
-	var stateErr error
-	run, err := measure.Run(ctx, spec, measure.Hooks{
-		Starting: func(h protocol.Run) {
-			j.run = h
-			stateErr = j.state(ctx, protocol.JobStarting, "")
-		},
-		Running: func(h protocol.Run) {
-			j.run = h
-			if stateErr == nil {
-				stateErr = j.state(ctx, protocol.JobRunning, "")
-			}
-		},
-		Progress: func(p protocol.Progress) {
-			ended := p.Done + p.Failed
-			j.progress(p, p.Phase != protocol.PhaseMeasure || ended == 0 || ended == p.Total)
-		},
-		Sample: func(s protocol.TelemetrySample) {
-			a.publishLive(protocol.KindTelemetry, protocol.TelemetryTick{
-				Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, JobID: job.ID, Sample: s,
-			})
-		},
-		Combination: func(h protocol.Run, c *protocol.Combination) error {
-			if stateErr != nil {
-				return stateErr
-			}
-			// Sent on the agent's context: a cancel that arrives meanwhile
-			// must not leave a stored combination uncounted.
-			if err := j.publishCombination(j.agentCtx, h, c); err != nil {
-				return err
-			}
-			j.published++
-			return nil
-		},
-	})
-	run.Combinations = nil
-	j.run = run
-	if stateErr != nil {
-		return stateErr
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return j.fail(ctx, err)
-	}
-	if err := j.publishFinal(ctx, j.published); err != nil {
-		return err
-	}
-	j.progress(protocol.Progress{Phase: protocol.PhaseDone, ComboIdx: len(job.Workload.Plan()), ComboN: len(job.Workload.Plan())}, true)
-	log.Info().Int("combinations", j.published).Msg("job completed")
-	return j.state(ctx, protocol.JobCompleted, "")
 }
 
-// closePrevious closes the run of the previous attempt, which ended with
-// its agent (it never sent a final message), so that it does not stay
-// "running" for ever. The agent cannot know whether that attempt reached
-// an agent at all; the controller drops the message if no agent reported it
-// (store.ErrUnreportedAttempt).
-func (j *jobRun) closePrevious(ctx context.Context) error {
-	prev := j.header()
+// opened closes the previous attempt's run, if any, before this one goes
+// further: that attempt ended with its agent (it never sent a final
+// message), and must not stay "running" for ever. The agent cannot know
+// whether that attempt reached an agent at all; the controller drops the
+// message if no agent reported it (store.ErrUnreportedAttempt).
+func (j *jobRun) opened(header protocol.Run) error {
+	if j.attempt == 1 {
+		return nil
+	}
+	prev := header
 	prev.ID = fmt.Sprintf("%s-a%d", j.job.ID, j.attempt-1)
 	prev.Status = protocol.RunFailed
 	prev.Error = fmt.Sprintf("the agent stopped during this attempt; the job was delivered again as attempt %d", j.attempt)
 	prev.FinishedAt = prev.StartedAt
-	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: prev, Final: true}
-	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
-		protocol.ResultMsgID(prev.ID, "final"), m)
+	return j.publishFinal(j.ctx, prev)
 }
 
-// fail ends the run as failed with the reason, keeping what was measured.
-func (j *jobRun) fail(ctx context.Context, cause error) error {
+func (j *jobRun) starting(header protocol.Run) error {
+	return j.state(j.ctx, protocol.JobStarting, header.ID, "")
+}
+
+func (j *jobRun) running(header protocol.Run) error {
+	return j.state(j.ctx, protocol.JobRunning, header.ID, "")
+}
+
+// measureProgress publishes the measurement's progress, each phase's
+// first and last word at once and the requests between at most every
+// progressEvery.
+func (j *jobRun) measureProgress(p protocol.Progress) {
+	ended := p.Done + p.Failed
+	j.progress(p, p.Phase != protocol.PhaseMeasure || ended == 0 || ended == p.Total)
+}
+
+func (j *jobRun) sample(s protocol.TelemetrySample) {
+	j.a.publishLive(protocol.KindTelemetry, protocol.TelemetryTick{
+		Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, JobID: j.job.ID, Sample: s,
+	})
+}
+
+// combination publishes a measured combination on the agent's context: a
+// cancel that arrives meanwhile must not leave a stored combination
+// uncounted in the final message's Expected.
+func (j *jobRun) combination(header protocol.Run, c *protocol.Combination) error {
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: header, Combination: c}
+	return j.spool(j.agentCtx, protocol.KindResult, protocol.ResultMsgID(header.ID, c.ComboKey.String()), m)
+}
+
+// fail publishes the end of a failed run.
+func (j *jobRun) fail(run protocol.Run, cause error) error {
 	j.a.log.Error().Err(cause).Str("job", j.job.ID).Msg("job failed")
-	j.run.Status = protocol.RunFailed
-	j.run.Error = cause.Error()
-	j.run.FinishedAt = time.Now().UTC()
-	if err := j.publishFinal(ctx, j.published); err != nil {
+	if err := j.publishFinal(j.ctx, run); err != nil {
 		return err
 	}
-	j.progress(protocol.Progress{Phase: protocol.PhaseDone, Message: cause.Error()}, true)
-	return j.state(ctx, protocol.JobFailed, cause.Error())
+	j.progress(j.done(run, protocol.Progress{Message: cause.Error()}), true)
+	return j.state(j.ctx, protocol.JobFailed, run.ID, cause.Error())
 }
 
 // cancelled ends the job as cancelled once measure has returned (the
-// engine is stopped by then), closing its run, if it began, with the
-// combinations measured so far.
-func (j *jobRun) cancelled(ctx context.Context, cause *cancelledError) error {
-	j.a.log.Info().Str("job", j.job.ID).Int("combinations", j.published).Str("reason", cause.reason).Msg("job cancelled")
-	if j.run.ID != "" {
-		j.run.Status = protocol.RunCancelled
-		j.run.Error = cause.Error()
-		j.run.FinishedAt = time.Now().UTC()
-		if err := j.publishFinal(ctx, j.published); err != nil {
+// engine is stopped by then), publishing the end of its run, if it began,
+// with the combinations measured so far. It speaks on the agent's context:
+// the job's has ended.
+func (j *jobRun) cancelled(run protocol.Run, cause *cancelledError) error {
+	ctx := j.agentCtx
+	j.a.log.Info().Str("job", j.job.ID).Int("combinations", len(run.Combinations)).Str("reason", cause.reason).Msg("job cancelled")
+	if run.ID != "" {
+		if err := j.publishFinal(ctx, run); err != nil {
 			return err
 		}
 	}
-	j.progress(protocol.Progress{Phase: protocol.PhaseDone, Message: "cancelled: " + cause.Error()}, true)
-	return j.state(ctx, protocol.JobCancelled, cause.Error())
+	j.progress(j.done(run, protocol.Progress{Message: "cancelled: " + cause.Error()}), true)
+	return j.state(ctx, protocol.JobCancelled, run.ID, cause.Error())
 }
 
-func (j *jobRun) state(ctx context.Context, s protocol.JobState, msg string) error {
+func (j *jobRun) state(ctx context.Context, s protocol.JobState, runID, msg string) error {
 	ch := protocol.JobStateChange{
-		Schema: protocol.SchemaVersion, JobID: j.job.ID, SweepID: j.job.SweepID, RunID: j.run.ID,
+		Schema: protocol.SchemaVersion, JobID: j.job.ID, SweepID: j.job.SweepID, RunID: runID,
 		AgentID: j.a.cfg.ID, State: s, Error: msg, Time: time.Now().UTC(), Attempt: j.attempt,
 	}
-	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindState),
-		protocol.StateMsgID(j.job.ID, s, j.attempt), ch)
+	return j.spool(ctx, protocol.KindState, protocol.StateMsgID(j.job.ID, s, j.attempt), ch)
 }
 
-// header is the run without combinations, carried by every result message.
-func (j *jobRun) header() protocol.Run {
-	h := j.run
-	h.Combinations = nil
-	return h
+// publishFinal publishes a run's last result message: its header, and how
+// many combinations of it the stream should hold.
+func (j *jobRun) publishFinal(ctx context.Context, run protocol.Run) error {
+	expected := len(run.Combinations)
+	run.Combinations = nil
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: run, Final: true, Expected: expected}
+	return j.spool(ctx, protocol.KindResult, protocol.ResultMsgID(run.ID, "final"), m)
 }
 
-func (j *jobRun) publishCombination(ctx context.Context, header protocol.Run, c *protocol.Combination) error {
-	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: header, Combination: c}
-	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
-		protocol.ResultMsgID(header.ID, c.ComboKey.String()), m)
+// spool hands one of the job's messages to the spool, to be sent on the
+// agent's subject of its kind.
+func (j *jobRun) spool(ctx context.Context, kind, msgID string, v any) error {
+	_, err := j.a.spool(ctx, protocol.AgentSubject(j.a.cfg.ID, kind), msgID, v)
+	return err
 }
 
-func (j *jobRun) publishFinal(ctx context.Context, expected int) error {
-	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: j.a.cfg.ID, Run: j.header(), Final: true, Expected: expected}
-	return j.a.publishDurable(ctx, protocol.AgentSubject(j.a.cfg.ID, protocol.KindResult),
-		protocol.ResultMsgID(j.run.ID, "final"), m)
+// done is the last progress of a job that had a run (run is zero if not).
+func (j *jobRun) done(run protocol.Run, p protocol.Progress) protocol.Progress {
+	p.Phase, p.RunID, p.Simulated = protocol.PhaseDone, run.ID, run.Simulated
+	return p
 }
 
 // progress publishes live progress, at most every progressEvery unless force.
@@ -264,9 +258,7 @@ func (j *jobRun) progress(p protocol.Progress, force bool) {
 	p.Schema = protocol.SchemaVersion
 	p.AgentID = j.a.cfg.ID
 	p.JobID = j.job.ID
-	p.RunID = j.runID
 	p.Time = now.UTC()
-	p.Simulated = p.Simulated || j.simulated
 	j.a.publishLive(protocol.KindProgress, p)
 }
 

@@ -54,8 +54,8 @@ func runFake(t *testing.T, fakeEnv map[string]string) protocol.Run {
 
 // A run's engine.log_tail is the end of the engine's log when the run
 // ended, the engine's last words on stopping included, whether the run
-// completed or failed. (A completed run's tail was emptied; only the
-// headers sent while it ran carried the start-up lines: issue 9.)
+// completed or failed: the headers sent while it ran carry only the
+// start-up lines.
 func TestLogTailIsTheEndOfTheRun(t *testing.T) {
 	t.Parallel()
 	t.Run("completed", func(t *testing.T) {

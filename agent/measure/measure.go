@@ -29,9 +29,13 @@ type Spec struct {
 	// AgentID, Source, the model's Config (Model, ParamsB, Quantization)
 	// and the Workload. Run fills in the rest.
 	Run protocol.Run
-	// Engine serves the model; Run starts it and stops it. Header takes a
-	// Spec without one (an engine whose configuration was refused).
+	// Engine serves the model; Run starts it and stops it. It is nil when
+	// the engine's configuration was refused (Refused).
 	Engine engine.Engine
+	// Refused is why the engine's configuration was refused. Run still
+	// opens the run, so that the caller can speak of it, and ends it failed
+	// with this reason, starting nothing.
+	Refused error
 	// Images are the pictures the requests carry.
 	Images loadgen.Images
 	// Device is what is known of the hardware. A simulated engine's run is
@@ -51,32 +55,71 @@ type Spec struct {
 	Log       zerolog.Logger
 }
 
-// Hooks are optional callbacks, called on the measuring goroutines.
+// Hooks are how a caller hears of a run while Run owns it; every one is
+// optional and called on the measuring goroutines. A header handed to a
+// hook is the run as it stands, without combinations. An error from a hook
+// ends the run: the caller can no longer speak of it (its context ended),
+// so measuring on would be for nothing; Run returns that error.
 type Hooks struct {
-	// Starting is called with the run header before the engine starts.
-	Starting func(header protocol.Run)
-	// Running is called with the run header once the engine serves.
-	Running func(header protocol.Run)
-	// Progress receives live progress, its times on the device's scale.
+	// Opened is called first, with the header, before anything starts or
+	// a refused engine configuration fails the run: from here on the run
+	// exists and must be ended, whatever becomes of it.
+	Opened func(header protocol.Run) error
+	// Starting is called with the header before the engine starts.
+	Starting func(header protocol.Run) error
+	// Running is called with the header once the engine serves; it now
+	// carries what the engine says of itself.
+	Running func(header protocol.Run) error
+	// Progress receives live progress, its times on the device's scale,
+	// labelled with the run's id and whether it is simulated.
 	Progress func(p protocol.Progress)
 	// Sample receives each telemetry sample as it is taken.
 	Sample func(s protocol.TelemetrySample)
 	// Combination receives each measured combination, on the device's time
-	// scale with its telemetry, before it is kept; an error ends the run.
+	// scale with its telemetry, before it is kept.
 	Combination func(header protocol.Run, c *protocol.Combination) error
 }
 
-// Header is the run before anything is measured: what Run starts from, and
-// what a caller needs to speak of a run that never started. now is its
-// creation time.
-func Header(spec Spec, now time.Time) protocol.Run {
+// Run opens the run, starts the engine, measures the workload's plan,
+// stops the engine and ends the run. It returns the run with every
+// combination measured, ended as completed or, with the error that it also
+// returns, as failed, or as cancelled when ctx ended first. A cancelled
+// run's error is the reason its canceller gave (context.Cause), where one
+// was given. An engine that dies while it is measured (out of memory is
+// common on a 16 GB Orin NX) fails the run with the engine's words.
+func Run(ctx context.Context, spec Spec, h Hooks) (protocol.Run, error) {
+	m := &measurement{spec: spec, hooks: h, run: newHeader(spec, time.Now().UTC())}
+	err := m.measure(ctx)
+	m.end(ctx, err)
+	return m.run, err
+}
+
+// newHeader is the run before anything is measured. now is its start, and
+// its creation unless the caller set one.
+func newHeader(spec Spec, now time.Time) protocol.Run {
 	r := spec.Run
+	r.Schema = protocol.SchemaVersion
+	r.Status = protocol.RunRunning
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.StartedAt = now
+	r.Client = loadgen.ClientInfo(spec.Images, spec.Version)
+	r.Combinations = nil
 	var info protocol.EngineInfo
 	if spec.Engine != nil {
 		info = spec.Engine.Info()
 	}
+	spec.describeEngine(&r, info)
+	return r
+}
+
+// describeEngine sets the header's fields that follow from the engine.
+// They are set again once the engine serves: only then does an engine say
+// all of what it is (its version, that it is the simulator, of which
+// device and how much faster).
+func (spec Spec) describeEngine(r *protocol.Run, info protocol.EngineInfo) {
 	sim := engine.SimulationOf(info)
-	r.Schema = protocol.SchemaVersion
 	r.Simulated = spec.Simulated || sim.Simulated
 	r.SimSpeedup = 0
 	if sim.Speedup > 1 {
@@ -98,38 +141,42 @@ func Header(spec Spec, now time.Time) protocol.Run {
 		r.Device.Name = "unknown device"
 	}
 	r.Config.Device = r.Device.Name
-	r.Status = protocol.RunRunning
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	r.StartedAt = now
-	r.Client = loadgen.ClientInfo(spec.Images, spec.Version)
-	r.Combinations = nil
-	return r
 }
 
-// Run starts the engine, measures the workload's plan and stops the
-// engine. It returns the run with every combination measured, ended as
-// completed, or as failed (cancelled when ctx ended) with the error, which
-// it also returns. An engine that dies while it is measured (out of memory
-// is common on a 16 GB Orin NX) fails the run with the engine's words.
-func Run(ctx context.Context, spec Spec, h Hooks) (protocol.Run, error) {
-	m := &measurement{spec: spec, hooks: h, run: Header(spec, time.Now().UTC())}
-	err := m.measure(ctx)
-	// measure has stopped the engine: the end of its log is how the run
-	// ended (the requests it served, a crash, its shutdown), never only
-	// its start-up, whether the run completed or failed.
-	m.run.Engine.LogTail = spec.Engine.LogTail(40)
+// refusedError fails a run whose engine configuration was refused, even
+// when ctx ended meanwhile: the run could never have been measured.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return "engine configuration: " + e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// end sets how the run ended, the only place that does.
+func (m *measurement) end(ctx context.Context, err error) {
+	if eng := m.spec.Engine; eng != nil {
+		// measure has stopped the engine: the end of its log is how the
+		// run ended (the requests it served, a crash, its shutdown), never
+		// only its start-up, whether the run completed or failed.
+		m.run.Engine.LogTail = eng.LogTail(40)
+	}
 	m.run.FinishedAt = time.Now().UTC()
+	var refused *refusedError
 	switch {
 	case err == nil:
 		m.run.Status = protocol.RunCompleted
-	case ctx.Err() != nil:
-		m.run.Status, m.run.Error = protocol.RunCancelled, err.Error()
+	case ctx.Err() != nil && !errors.As(err, &refused):
+		m.run.Status, m.run.Error = protocol.RunCancelled, cancelReason(ctx, err)
 	default:
 		m.run.Status, m.run.Error = protocol.RunFailed, err.Error()
 	}
-	return m.run, err
+}
+
+// cancelReason is why a cancelled run ended: the reason its canceller gave
+// (a job cancelled by the controller), else what stopped the measuring.
+func cancelReason(ctx context.Context, err error) string {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return cause.Error()
+	}
+	return err.Error()
 }
 
 // measurement is one Run in progress.
@@ -144,17 +191,32 @@ type measurement struct {
 	comboIdx atomic.Int64
 }
 
+// header is the run as it stands, without combinations.
 func (m *measurement) header() protocol.Run {
 	h := m.run
 	h.Combinations = nil
 	return h
 }
 
+// tell hands the header to a phase's hook, if there is one.
+func (m *measurement) tell(hook func(protocol.Run) error) error {
+	if hook == nil {
+		return nil
+	}
+	return hook(m.header())
+}
+
 func (m *measurement) measure(ctx context.Context) error {
+	if err := m.tell(m.hooks.Opened); err != nil {
+		return err
+	}
+	if m.spec.Refused != nil {
+		return &refusedError{m.spec.Refused}
+	}
 	eng := m.spec.Engine
 	defer stopEngine(eng)
-	if m.hooks.Starting != nil {
-		m.hooks.Starting(m.header())
+	if err := m.tell(m.hooks.Starting); err != nil {
+		return err
 	}
 	m.progress(protocol.Progress{Phase: protocol.PhaseEngineStart, Message: "starting " + m.run.Config.Engine})
 	ep, err := eng.Start(ctx, engine.NeedsOf(m.spec.Run.Workload))
@@ -165,29 +227,18 @@ func (m *measurement) measure(ctx context.Context) error {
 		}
 		return fmt.Errorf("engine did not start: %w", err)
 	}
-	// What the engine said of itself once up (its version, that it is the
-	// simulator) is part of the header from here on.
-	m.run = restart(m.run, Header(m.spec, m.run.StartedAt))
+	m.spec.describeEngine(&m.run, eng.Info())
 	m.clock = clock{speedup: max(m.run.SimSpeedup, 1)}
 	if msg := slotsWarning(m.run.Engine, m.run.Workload); msg != "" {
 		m.warn(msg)
 	}
-	if m.hooks.Running != nil {
-		m.hooks.Running(m.header())
+	if err := m.tell(m.hooks.Running); err != nil {
+		return err
 	}
 
 	mctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case err := <-eng.Exited():
-			if err == nil {
-				err = errors.New("engine exited")
-			}
-			cancel(fmt.Errorf("engine exited while measuring: %w", err))
-		case <-mctx.Done():
-		}
-	}()
+	go watchEngine(mctx, eng, cancel)
 
 	tel := m.startTelemetry(mctx)
 	defer tel.stop()
@@ -208,11 +259,17 @@ func (m *measurement) measure(ctx context.Context) error {
 	return nil
 }
 
-// restart keeps what the first header decided that must not change while
-// the run lives (its times), and takes the rest from the new one.
-func restart(old, fresh protocol.Run) protocol.Run {
-	fresh.CreatedAt, fresh.StartedAt = old.CreatedAt, old.StartedAt
-	return fresh
+// watchEngine ends the measuring with the engine's words when the engine
+// exits before ctx ends.
+func watchEngine(ctx context.Context, eng engine.Engine, cancel context.CancelCauseFunc) {
+	select {
+	case err := <-eng.Exited():
+		if err == nil {
+			err = errors.New("engine exited")
+		}
+		cancel(fmt.Errorf("engine exited while measuring: %w", err))
+	case <-ctx.Done():
+	}
 }
 
 // target is the endpoint with what the workload adds to every request.
@@ -310,7 +367,7 @@ func (m *measurement) progress(p protocol.Progress) {
 	if m.hooks.Progress == nil {
 		return
 	}
-	p.Simulated = m.run.Simulated
+	p.RunID, p.Simulated = m.run.ID, m.run.Simulated
 	m.hooks.Progress(p)
 }
 

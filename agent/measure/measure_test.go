@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,8 +61,9 @@ func TestSimulatedRunIsLabelledFiledAndScaled(t *testing.T) {
 		Log:       log,
 	}
 	run, err := Run(context.Background(), spec, Hooks{
-		Starting: func(protocol.Run) { phases = append(phases, "starting") },
-		Running:  func(protocol.Run) { phases = append(phases, "running") },
+		Opened:   func(protocol.Run) error { phases = append(phases, "opened"); return nil },
+		Starting: func(protocol.Run) error { phases = append(phases, "starting"); return nil },
+		Running:  func(protocol.Run) error { phases = append(phases, "running"); return nil },
 		Progress: func(p protocol.Progress) { mu.Lock(); progress = append(progress, p); mu.Unlock() },
 		Sample:   func(protocol.TelemetrySample) { mu.Lock(); samples++; mu.Unlock() },
 		Combination: func(h protocol.Run, c *protocol.Combination) error {
@@ -74,8 +76,8 @@ func TestSimulatedRunIsLabelledFiledAndScaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(phases, ",") != "starting,running" {
-		t.Errorf("hooks called %v, want starting then running", phases)
+	if strings.Join(phases, ",") != "opened,starting,running" {
+		t.Errorf("hooks called %v, want opened, starting, running", phases)
 	}
 	if !run.Simulated || run.SimSpeedup != speedup || run.Status != protocol.RunCompleted || run.Schema != protocol.SchemaVersion {
 		t.Errorf("run simulated %v ×%g, status %s", run.Simulated, run.SimSpeedup, run.Status)
@@ -91,8 +93,8 @@ func TestSimulatedRunIsLabelledFiledAndScaled(t *testing.T) {
 	}
 	last := map[protocol.ComboKey]float64{}
 	for _, p := range progress {
-		if !p.Simulated {
-			t.Errorf("progress %+v not labelled simulated", p)
+		if !p.Simulated || p.RunID != "r1" {
+			t.Errorf("progress %+v not labelled simulated and with its run", p)
 		}
 		if p.MeanTTFT > 0 {
 			last[p.Combo] = p.MeanTTFT
@@ -214,16 +216,65 @@ func TestAttachedEndpointSaysWhatItIs(t *testing.T) {
 	}
 }
 
-// A run whose engine could not be made still has a header to fail: its
-// ids, the model and the engine as the caller named it.
-func TestHeaderWithoutAnEngine(t *testing.T) {
-	now := time.Now().UTC()
-	h := Header(Spec{
-		Run:    protocol.Run{ID: "j1-a1", JobID: "j1", Config: protocol.Configuration{Model: "m", Engine: engine.KindVLLM}},
-		Device: protocol.DeviceFacts{Name: "Orin"},
-	}, now)
+// A run whose engine configuration was refused is opened, so that its
+// caller can speak of it (its ids, the model and the engine as the caller
+// named it), and ends failed with the reason, nothing started; even when
+// its context ended meanwhile, since it could never have been measured.
+func TestRefusedEngineConfigurationFailsTheRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var opened []protocol.Run
+	var later []string
+	run, err := Run(ctx, Spec{
+		Run:     protocol.Run{ID: "j1-a1", JobID: "j1", Config: protocol.Configuration{Model: "m", Engine: engine.KindVLLM}},
+		Refused: errors.New("model not found"),
+		Device:  protocol.DeviceFacts{Name: "Orin"},
+	}, Hooks{
+		Opened:   func(h protocol.Run) error { opened = append(opened, h); return nil },
+		Starting: func(protocol.Run) error { later = append(later, "starting"); return nil },
+		Progress: func(protocol.Progress) { later = append(later, "progress") },
+	})
+	if err == nil || err.Error() != "engine configuration: model not found" {
+		t.Fatalf("error %v", err)
+	}
+	if len(opened) != 1 || len(later) != 0 {
+		t.Fatalf("opened %d times, then %v; want opened once and nothing else", len(opened), later)
+	}
+	h := opened[0]
 	if h.ID != "j1-a1" || h.Config.Engine != engine.KindVLLM || h.Config.Device != "Orin" || h.Status != protocol.RunRunning ||
-		!h.StartedAt.Equal(now) || h.Schema != protocol.SchemaVersion || h.Simulated {
+		h.StartedAt.IsZero() || h.Schema != protocol.SchemaVersion || h.Simulated {
 		t.Errorf("header %+v", h)
+	}
+	if run.Status != protocol.RunFailed || run.Error != err.Error() || !run.StartedAt.Equal(h.StartedAt) || run.FinishedAt.Before(run.StartedAt) {
+		t.Errorf("run %s (%q), started %v, finished %v", run.Status, run.Error, run.StartedAt, run.FinishedAt)
+	}
+}
+
+// A run whose context ends ends as cancelled, with the reason the
+// canceller gave; a hook that fails ends the run at once with its error.
+func TestCancelledRunCarriesTheReason(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	reason := errors.New("cancelled by alice")
+	spec := Spec{
+		Run:    protocol.Run{ID: "r1", Workload: tinyWorkload()},
+		Engine: engine.Attach(engine.Endpoint{BaseURL: "http://127.0.0.1:1/v1", Model: "m"}, engine.Env{}),
+		Images: pictures(t),
+	}
+	run, err := Run(ctx, spec, Hooks{Starting: func(protocol.Run) error {
+		cancel(reason)
+		return ctx.Err()
+	}})
+	if !errors.Is(err, context.Canceled) || run.Status != protocol.RunCancelled || run.Error != reason.Error() {
+		t.Errorf("run %s (%q), error %v; want cancelled with the reason", run.Status, run.Error, err)
+	}
+
+	// A plain cancel (Ctrl-C on bench) says what stopped the run.
+	ctx, stop := context.WithCancel(context.Background())
+	run, _ = Run(ctx, spec, Hooks{Opened: func(protocol.Run) error {
+		stop()
+		return ctx.Err()
+	}})
+	if run.Status != protocol.RunCancelled || run.Error != context.Canceled.Error() {
+		t.Errorf("run %s (%q); want cancelled, saying so", run.Status, run.Error)
 	}
 }

@@ -101,11 +101,12 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		Str("images", spec.Images.Name()).Msg("bench starting")
 	bars := termprogress.New(c.stderr, c.tty)
 	run, merr := measure.Run(ctx, spec, measure.Hooks{
-		Running: func(h protocol.Run) {
+		Running: func(h protocol.Run) error {
 			if h.Simulated {
 				c.log.Warn().Float64("sim_speedup", max(h.SimSpeedup, 1)).Str("device", h.Config.Device).
 					Msg("the endpoint is a simulated engine; its times are scaled back and the run is labelled simulated")
 			}
+			return nil
 		},
 		Progress: func(p protocol.Progress) { bars.Progress("bench", "", p) },
 	})

@@ -63,6 +63,9 @@ func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	if run.Status != protocol.RunCancelled || len(run.Combinations) != 1 || run.Combinations[0].ComboKey.Cameras != 1 {
 		t.Fatalf("cancelled run: status %s, %d combinations, error %q; want cancelled with the one measured", run.Status, len(run.Combinations), run.Error)
 	}
+	if ch.Error == "" || run.Error != ch.Error {
+		t.Errorf("cancelled run says %q, its job %q; want both the reason the controller gave", run.Error, ch.Error)
+	}
 
 	// The stream delivers in order: a job submitted now runs after the
 	// cancelled one would have.
