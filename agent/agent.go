@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -89,9 +87,8 @@ type Agent struct {
 
 	// out spools what must reach the controller while Run runs.
 	out *outbox.Outbox
-	// compressResults is set once the controller said that it takes
-	// compressed result messages (askDrain).
-	compressResults atomic.Bool
+	// wire is how spooled messages are sent, as agreed in the handshake.
+	wire wireEncoding
 }
 
 // New checks the configuration; Run connects.
@@ -312,8 +309,8 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	a.nc, a.js = nc, js
-	stopFlusher := a.startFlusher(ctx)
-	defer stopFlusher()
+	f := a.startFlusher(ctx)
+	defer f.stop(ctx)
 
 	// Subscribed before the announcement, so that a controller that sees the
 	// agent can already reach it.
@@ -335,7 +332,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
 		Int("broken_deployments", len(a.broken)).Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
 
-	a.askDrain(ctx)
+	a.handshake(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -361,8 +358,8 @@ func (a *Agent) announce(ctx context.Context) error {
 		Device:      a.device,
 		Deployments: a.Deployments(),
 		Labels:      a.cfg.Labels,
-		// Broken deployments (issue 9): what the configuration names but
-		// the agent cannot serve, and why.
+		// What the configuration names but the agent cannot serve, and
+		// why: one typo does not take a device out of the lab unseen.
 		BrokenDeployments: a.BrokenDeployments(),
 	}
 	seq, err := a.spool(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
@@ -451,18 +448,11 @@ func (a *Agent) publishLive(kind string, v any) {
 	}
 }
 
-// publishDurable hands a message that must not be lost to the spool
-// (agent/outbox) and returns once it is on disk; the flusher publishes it
-// to JetStream, retrying until the stream acknowledges it. So a link that
-// is down stops no measurement. The message id makes a retry, or a
-// message the spool sends twice, count once.
-func (a *Agent) publishDurable(ctx context.Context, subject, msgID string, v any) error {
-	_, err := a.spool(ctx, subject, msgID, v)
-	return err
-}
-
-// spool appends a message to the spool and returns its sequence number,
-// for a wait until it is sent (outbox.Wait).
+// spool hands a message that must not be lost to the spool (agent/outbox)
+// and returns its sequence number, for a wait until it is sent
+// (outbox.Wait), once it is on disk; the flusher sends it. So a link that
+// is down stops no measurement. The message id makes a retry, or a message
+// the spool sends twice, count once.
 func (a *Agent) spool(ctx context.Context, subject, msgID string, v any) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -475,42 +465,48 @@ func (a *Agent) spool(ctx context.Context, subject, msgID string, v any) (uint64
 	return seq, nil
 }
 
-// onTheWire is a spooled message as it is sent: the spool keeps the JSON,
-// and a result goes compressed to a controller that said it takes it
-// (askDrain), decided at each send.
-func (a *Agent) onTheWire(subject string, data []byte) []byte {
-	if a.compressResults.Load() && strings.HasSuffix(subject, "."+protocol.KindResult) {
-		return protocol.CompressPayload(data)
-	}
-	return data
-}
-
 // spoolDrainTimeout is how long a stopping agent goes on sending its spool:
 // enough for what the last job left when NATS is there, and not holding a
 // stop up when it is not (the next start sends the rest).
 const spoolDrainTimeout = 5 * time.Second
 
-// startFlusher runs the spool's flusher on the agent's connection; the
-// returned stop gives it spoolDrainTimeout to send what is left, then ends it.
-func (a *Agent) startFlusher(ctx context.Context) (stop func()) {
+// flusher sends the spool to JetStream on the agent's connection, each
+// message until the stream acknowledges it.
+type flusher struct {
+	a      *Agent
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startFlusher starts sending the spool. It goes on past ctx until stop:
+// a stopping agent still sends what its last job left.
+func (a *Agent) startFlusher(ctx context.Context) *flusher {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
+	f := &flusher{a: a, cancel: cancel, done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		_ = a.out.Run(fctx, func(pctx context.Context, subject, msgID string, data []byte) error {
-			_, err := a.js.Publish(pctx, subject, a.onTheWire(subject, data), jetstream.WithMsgID(msgID))
-			return err
-		})
+		defer close(f.done)
+		_ = a.out.Run(fctx, f.send)
 	}()
-	return func() {
-		dctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), spoolDrainTimeout)
-		if err := a.out.Wait(dctx, a.out.Last()); err != nil {
-			n, size := a.out.Len()
-			a.log.Warn().Int("messages", n).Int64("bytes", size).Str("spool", a.out.Dir()).
-				Msg("stopping with messages not yet acknowledged; they stay in the spool and the next start sends them first")
-		}
-		cancelDrain()
-		cancel()
-		<-done
+	return f
+}
+
+// send publishes one spooled message, encoded as agreed in the handshake.
+func (f *flusher) send(ctx context.Context, subject, msgID string, data []byte) error {
+	_, err := f.a.js.Publish(ctx, subject, f.a.wire.encode(subject, data), jetstream.WithMsgID(msgID))
+	return err
+}
+
+// stop gives the flusher spoolDrainTimeout to send what is left, then
+// ends it; what it could not send stays in the spool for the next start.
+func (f *flusher) stop(ctx context.Context) {
+	out := f.a.out
+	dctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), spoolDrainTimeout)
+	if err := out.Wait(dctx, out.Last()); err != nil {
+		n, size := out.Len()
+		f.a.log.Warn().Int("messages", n).Int64("bytes", size).Str("spool", out.Dir()).
+			Msg("stopping with messages not yet acknowledged; they stay in the spool and the next start sends them first")
 	}
+	cancelDrain()
+	f.cancel()
+	<-f.done
 }

@@ -1,13 +1,6 @@
 package agent
 
-import (
-	"context"
-	"encoding/json"
-	"slices"
-	"time"
-
-	"github.com/vlmfleet/vlmfleet/protocol"
-)
+import "context"
 
 // setDrained records the controller's Drain: a drained agent finishes the
 // job it runs and fetches no more; the next heartbeat says so.
@@ -66,41 +59,4 @@ func (a *Agent) waitWhileDrained(ctx context.Context) error {
 		case <-undrain:
 		}
 	}
-}
-
-// askDrain sends a heartbeat as a request before the agent fetches its
-// first job; the controller answers with the agent's drain, so an agent
-// drained while it was stopped takes no job before it learns so. No answer
-// (a controller that does not know the agent yet) leaves it taking jobs;
-// later drains come on the control subject. The answer also says whether
-// the controller takes compressed results (protocol.EncodingS2): only then
-// does the agent send them so.
-func (a *Agent) askDrain(ctx context.Context) {
-	a.mu.Lock()
-	a.seq++
-	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq}
-	a.mu.Unlock()
-	data, err := json.Marshal(hb)
-	if err != nil {
-		return
-	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	reply, err := a.nc.RequestWithContext(rctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHeartbeat), data)
-	if err != nil {
-		a.log.Debug().Err(err).Msg("no drain in answer to the first heartbeat; taking jobs")
-		return
-	}
-	_, d, err := protocol.DecodeControl(reply.Data)
-	if err != nil || d == nil {
-		a.log.Warn().Err(err).Msg("ignoring a malformed answer to the first heartbeat")
-		return
-	}
-	a.answered(d)
-}
-
-// answered takes the controller's answer to the first heartbeat.
-func (a *Agent) answered(d *protocol.Drain) {
-	a.setDrained(d.Drained)
-	a.compressResults.Store(slices.Contains(d.Encodings, protocol.EncodingS2))
 }

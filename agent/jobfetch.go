@@ -25,20 +25,21 @@ const maxJobDeliveries = 5
 //
 // A pull that the client gives up on while the server still holds it loses
 // the job the server then delivers: it goes to an inbox nobody reads and
-// waits out the ack wait, to run as a second attempt (issue 11 item 1). A
-// short Fetch gave up on its pull every 3 s, and a server too busy to read
-// its clients at once (200 agents on two cores) still held it then. Through
-// jetstream's Messages iterator every pull is answered on the same inbox,
-// subscribed until the agent stops, so a late delivery still arrives. The
-// heartbeats tell a server that stopped answering from an empty queue.
+// waits out the ack wait, to run as a second attempt. A busy server reads
+// its clients late, so any pull the client abandons can still be held.
+// Through jetstream's Messages iterator every pull is answered on the same
+// inbox, subscribed until the agent stops, so a late delivery still
+// arrives. The heartbeats tell a server that stopped answering from an
+// empty queue.
 //
 // The iterator's buffer is as long as its batch, and what arrives while it
 // is full is dropped (nats.go's slow consumer); heartbeats and the pulls'
 // status messages share it with the jobs. With a batch of 1, a job that
-// arrived in one read with a heartbeat, before the reader had emptied the
-// buffer, was dropped and waited out its ack wait (a soak of 200 agents
-// under a load average of 80). A batch of jobPullBatch leaves room; the
-// consumer's MaxAckPending of 1 still hands out one job at a time.
+// arrives in one read with a heartbeat, before the reader has emptied the
+// buffer, is dropped and waits out its ack wait. A batch of jobPullBatch
+// leaves room; the consumer's MaxAckPending of 1 still hands out one job at
+// a time. docs/architecture.md ("NATS: subjects and streams") has what
+// showed both.
 const (
 	jobPullExpiry    = 30 * time.Second
 	jobPullHeartbeat = 5 * time.Second
@@ -56,13 +57,11 @@ const handBackDelay = 2 * time.Second
 // The iterator must be read all the time: its buffer is short (see
 // jobPullBatch), so heartbeats and statuses of a pull still open fill it
 // while nobody reads, and a job delivered then is dropped as a slow
-// consumer's message, to wait out its ack wait and run as attempt 2 (the
-// likely cause of 3 jobs of 200 that did so in a soak of 200 agents, when
-// the iterator was read only between jobs). Reading all the time also
-// keeps a pull
-// open while a job runs; that costs nothing: the consumer's MaxAckPending
-// of 1 keeps the server from delivering the next job before this one is
-// acknowledged, so no job waits, its ack wait running, behind another.
+// consumer's message, to wait out its ack wait and run as attempt 2.
+// Reading all the time also keeps a pull open while a job runs; that costs
+// nothing: the consumer's MaxAckPending of 1 keeps the server from
+// delivering the next job before this one is acknowledged, so no job
+// waits, its ack wait running, behind another.
 type jobQueue struct {
 	a    *Agent
 	jobs chan jetstream.Msg

@@ -1,0 +1,73 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// handshake asks the controller, before the agent fetches its first job,
+// what it must know of it: whether the agent is drained (one drained while
+// it was stopped takes no job before it learns so) and which encodings of
+// result messages the controller takes. The question is a heartbeat sent
+// as a request; the answer is a protocol.Drain carrying Encodings. No
+// answer (a controller that does not know the agent yet) leaves the agent
+// taking jobs and sending results as JSON; later drains come on the
+// control subject.
+func (a *Agent) handshake(ctx context.Context) {
+	a.mu.Lock()
+	a.seq++
+	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq}
+	a.mu.Unlock()
+	data, err := json.Marshal(hb)
+	if err != nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	reply, err := a.nc.RequestWithContext(rctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHeartbeat), data)
+	if err != nil {
+		a.log.Debug().Err(err).Msg("no answer to the handshake; taking jobs and sending results uncompressed")
+		return
+	}
+	_, d, err := protocol.DecodeControl(reply.Data)
+	if err != nil || d == nil {
+		a.log.Warn().Err(err).Msg("ignoring a malformed answer to the handshake")
+		return
+	}
+	a.agree(d)
+}
+
+// agree takes the controller's answer to the handshake.
+func (a *Agent) agree(answer *protocol.Drain) {
+	a.setDrained(answer.Drained)
+	a.wire.accept(answer.Encodings)
+}
+
+// wireEncoding is how spooled messages go on the wire. The spool keeps
+// them as JSON; results go compressed (protocol.EncodingS2) only to a
+// controller that said in the handshake that it takes them, so a
+// controller from before gets JSON. It is decided at each send, not when a
+// message is spooled: what was spooled before the answer (by a previous
+// run of the agent too) goes as the controller takes it now.
+type wireEncoding struct {
+	compressResults atomic.Bool
+}
+
+// accept records the encodings the controller named in the handshake.
+func (w *wireEncoding) accept(encodings []string) {
+	w.compressResults.Store(slices.Contains(encodings, protocol.EncodingS2))
+}
+
+// encode is a spooled message as it is sent on subject.
+func (w *wireEncoding) encode(subject string, data []byte) []byte {
+	if w.compressResults.Load() && strings.HasSuffix(subject, "."+protocol.KindResult) {
+		return protocol.CompressPayload(data)
+	}
+	return data
+}
