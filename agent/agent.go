@@ -33,8 +33,10 @@ type Options struct {
 	// Getenv reads the environment (PATH for the engine and telemetry tools).
 	Getenv func(string) string
 	// JobAckWait is how long JetStream waits for a sign of life before it
-	// redelivers a job (default DefaultJobAckWait); the agent reports
-	// progress well within it.
+	// redelivers a job (default DefaultJobAckWait) when the agent makes its
+	// job consumer itself, for a controller from before that leaves it to
+	// the agent; otherwise the controller's consumer sets it. The agent
+	// reports progress well within it.
 	JobAckWait time.Duration
 	// Images is the built-in picture set to use; nil loads it on the first
 	// job. Agents in one process (the demo) share one set, so the pictures
@@ -92,6 +94,10 @@ type Agent struct {
 	// compressResults is set once the controller said that it takes
 	// compressed result messages (askDrain).
 	compressResults atomic.Bool
+	// makesOwnConsumer is set once the controller answered without saying
+	// that it makes the agent's job consumer (askDrain): a controller from
+	// before, which leaves that to the agent.
+	makesOwnConsumer atomic.Bool
 }
 
 // New checks the configuration; Run connects.

@@ -69,12 +69,13 @@ func (a *Agent) waitWhileDrained(ctx context.Context) error {
 }
 
 // askDrain sends a heartbeat as a request before the agent fetches its
-// first job; the controller answers with the agent's drain, so an agent
+// first job, and whenever it finds no job consumer; the controller makes
+// the agent's job consumer and answers with the agent's drain, so an agent
 // drained while it was stopped takes no job before it learns so. No answer
-// (a controller that does not know the agent yet) leaves it taking jobs;
-// later drains come on the control subject. The answer also says whether
-// the controller takes compressed results (protocol.EncodingS2): only then
-// does the agent send them so.
+// leaves it taking jobs; later drains come on the control subject. The
+// answer also says whether the controller takes compressed results
+// (protocol.EncodingS2): only then does the agent send them so; and
+// whether it makes the job consumer (protocol.Drain.JobConsumer).
 func (a *Agent) askDrain(ctx context.Context) {
 	a.mu.Lock()
 	a.seq++
@@ -103,4 +104,5 @@ func (a *Agent) askDrain(ctx context.Context) {
 func (a *Agent) answered(d *protocol.Drain) {
 	a.setDrained(d.Drained)
 	a.compressResults.Store(slices.Contains(d.Encodings, protocol.EncodingS2))
+	a.makesOwnConsumer.Store(!d.JobConsumer)
 }
