@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,8 +32,10 @@ type Options struct {
 	// Getenv reads the environment (PATH for the engine and telemetry tools).
 	Getenv func(string) string
 	// JobAckWait is how long JetStream waits for a sign of life before it
-	// redelivers a job (default DefaultJobAckWait); the agent reports
-	// progress well within it.
+	// redelivers a job (default DefaultJobAckWait) when the agent makes its
+	// job consumer itself, for a controller from before that leaves it to
+	// the agent; otherwise the controller's consumer sets it. The agent
+	// reports progress well within it.
 	JobAckWait time.Duration
 	// Images is the built-in picture set to use; nil loads it on the first
 	// job. Agents in one process (the demo) share one set, so the pictures
@@ -89,6 +92,10 @@ type Agent struct {
 	out *outbox.Outbox
 	// wire is how spooled messages are sent, as agreed in the handshake.
 	wire wireEncoding
+	// makesOwnConsumer is set once the controller answered the handshake
+	// without saying that it makes the agent's job consumer: a controller
+	// from before, which leaves that to the agent.
+	makesOwnConsumer atomic.Bool
 }
 
 // New checks the configuration; Run connects.

@@ -11,10 +11,12 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// handshake asks the controller, before the agent fetches its first job,
-// what it must know of it: whether the agent is drained (one drained while
-// it was stopped takes no job before it learns so) and which encodings of
-// result messages the controller takes. The question is a heartbeat sent
+// handshake asks the controller, before the agent fetches its first job
+// and whenever it finds no job consumer, what it must know of it: whether
+// the agent is drained (one drained while it was stopped takes no job
+// before it learns so), which encodings of result messages the controller
+// takes, and whether the controller makes the agent's job consumer (it
+// does so before it answers). The question is a heartbeat sent
 // as a request; the answer is a protocol.Drain carrying Encodings. No
 // answer (a controller that does not know the agent yet) leaves the agent
 // taking jobs and sending results as JSON; later drains come on the
@@ -47,6 +49,7 @@ func (a *Agent) handshake(ctx context.Context) {
 func (a *Agent) agree(answer *protocol.Drain) {
 	a.setDrained(answer.Drained)
 	a.wire.accept(answer.Encodings)
+	a.makesOwnConsumer.Store(!answer.JobConsumer)
 }
 
 // wireEncoding is how spooled messages go on the wire. The spool keeps

@@ -16,11 +16,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// maxJobDeliveries bounds how often one job is delivered: a job that takes
-// its agent down every time (say, an engine that brings the host to its
-// knees) is not retried forever.
-const maxJobDeliveries = 5
-
 // Pulls for jobs are long and answered on one inbox for the agent's life.
 //
 // A pull that the client gives up on while the server still holds it loses
@@ -163,9 +158,9 @@ func (q *jobQueue) read(ctx context.Context) error {
 			// The server has not answered the pull for two heartbeats: it
 			// is busy, stopped or unreachable, or the consumer is gone
 			// without a word. The iterator pulls again on the same inbox;
-			// the consumer is made again if it is gone (a no-op otherwise),
-			// and the pull names it, so the iterator goes on with the new
-			// one. That is done aside: a reader that stops reading drops
+			// the agent has the controller make the consumer again if it is
+			// gone, and the pull names it, so the iterator goes on with the
+			// new one. That is done aside: a reader that stops reading drops
 			// the job a late server delivers meanwhile (see jobQueue).
 			q.a.log.Warn().Err(err).Msg("no answer to the pull for jobs; checking the job consumer")
 			if q.checking.CompareAndSwap(false, true) {
@@ -201,9 +196,10 @@ func (q *jobQueue) read(ctx context.Context) error {
 	}
 }
 
-// check makes the consumer again if the server says it is gone. It looks
-// first: a busy server misses heartbeats of many agents at once, and a
-// lookup costs it less than each of them writing its consumer again.
+// check has the consumer made again (bindJobs asks the controller) if the
+// server says it is gone. It looks first: a busy server misses heartbeats
+// of many agents at once, and a lookup costs it less than each of them
+// having its consumer written again.
 func (q *jobQueue) check(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -211,7 +207,7 @@ func (q *jobQueue) check(ctx context.Context) {
 	if err == nil || !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return // there, or no answer: the next missed heartbeat asks again
 	}
-	_, _ = q.a.bindJobs(ctx) // it fails only once ctx ends
+	_, _ = q.a.bindJobs(ctx) // asks the controller for it; fails only once ctx ends
 }
 
 // serveJobs binds the agent's durable consumer and runs its jobs one at a
@@ -249,29 +245,64 @@ func (a *Agent) serveJobs(ctx context.Context) error {
 	}
 }
 
-// bindJobs creates (or finds) the agent's durable job consumer, waiting for
-// the controller to have made the stream.
+// bindJobs binds the agent's durable job consumer, waiting for the
+// controller to have made it. The agent may only look its consumer up:
+// a consumer's configuration names where it delivers, so the controller
+// makes it, when the agent asks (handshake: a heartbeat sent as a request
+// is answered once the consumer is made). The agent asks whenever it
+// finds none. One whose controller answers without saying that it makes
+// consumers (a controller from before) creates its consumer itself, as
+// agents did then.
 func (a *Agent) bindJobs(ctx context.Context) (jetstream.Consumer, error) {
+	name := protocol.JobConsumerName(a.cfg.ID)
 	var cons jetstream.Consumer
-	err := backoff.Default.Retry(ctx, func(int) error {
+	err := backoff.Default.Retry(ctx, func(attempt int) error {
 		var err error
-		cons, err = a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
-			Durable:       protocol.JobConsumerName(a.cfg.ID),
-			FilterSubject: protocol.JobSubject(a.cfg.ID),
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       a.opt.JobAckWait,
-			MaxAckPending: 1,
-			MaxDeliver:    maxJobDeliveries,
-		})
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn().Err(err).Msg("job consumer not ready (is the controller up?); retrying")
+		cons, err = a.js.Consumer(ctx, protocol.StreamJobs, name)
+		// One that pushes was made by someone else; the controller replaces it.
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrNotPullConsumer) {
+			a.handshake(ctx)
+			if a.makesOwnConsumer.Load() {
+				cons, err = a.createJobConsumer(ctx)
+			} else {
+				cons, err = a.js.Consumer(ctx, protocol.StreamJobs, name)
+			}
+		}
+		if err != nil && ctx.Err() == nil && (attempt == 1 || attempt%10 == 0) {
+			a.log.Warn().Err(err).Int("attempt", attempt).
+				Msg("job consumer not ready (is the controller up? it makes the consumer when the agent asks); retrying")
 		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bind job consumer %s: %w", protocol.JobConsumerName(a.cfg.ID), err)
+		return nil, fmt.Errorf("bind job consumer %s: %w", name, err)
 	}
 	return cons, nil
+}
+
+// createJobConsumer creates the agent's job consumer as the controller
+// makes it (controller.JobConsumerConfig), for a controller from before
+// that leaves it to the agent and grants it the right to.
+func (a *Agent) createJobConsumer(ctx context.Context) (jetstream.Consumer, error) {
+	return a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+		Durable:       protocol.JobConsumerName(a.cfg.ID),
+		FilterSubject: protocol.JobSubject(a.cfg.ID),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       a.opt.JobAckWait,
+		MaxAckPending: 1,
+		MaxDeliver:    protocol.MaxJobDeliveries,
+	})
+}
+
+// ackWait is how long the server waits for a sign of life of a job it
+// delivered: its consumer's AckWait, which the controller chose.
+func (q *jobQueue) ackWait() time.Duration {
+	if cons := q.consumer(); cons != nil {
+		if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
+			return info.Config.AckWait
+		}
+	}
+	return q.a.opt.JobAckWait
 }
 
 func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
@@ -311,7 +342,7 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	// and while its messages wait in the spool after it ended.
 	alive, stopAlive := context.WithCancel(ctx)
 	defer stopAlive()
-	go tick.Every(alive, a.opt.JobAckWait/3, func() { _ = msg.InProgress() })
+	go tick.Every(alive, q.ackWait()/3, func() { _ = msg.InProgress() })
 	err = a.runJob(ctx, jobCtx, job, attempt)
 	stop(nil)
 	if err != nil && ctx.Err() != nil {

@@ -27,18 +27,14 @@ func stateIs(jobID string, st protocol.JobState) func(Event) bool {
 	}
 }
 
-// jobConsumer is the agent's job consumer as agent.bindJobs makes it, with
-// a MaxDeliver of 2 so that the test crashes the agent only twice.
+// jobConsumer is the agent's job consumer as the controller makes it
+// (JobConsumerConfig), with a MaxDeliver of 2 so that the test crashes the
+// agent only twice, bound by the agent.
 func (a *fakeAgent) jobConsumer(t *testing.T) jetstream.Consumer {
 	t.Helper()
-	cons, err := a.js.CreateOrUpdateConsumer(waitCtx(t), protocol.StreamJobs, jetstream.ConsumerConfig{
-		Durable: protocol.JobConsumerName(a.id), FilterSubject: protocol.JobSubject(a.id),
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 1, MaxDeliver: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cons
+	cfg := JobConsumerConfig(a.id, 30*time.Second)
+	cfg.MaxDeliver = 2
+	return a.boundJobConsumer(t, cfg)
 }
 
 // fetch takes the next job.

@@ -84,6 +84,11 @@ type Options struct {
 	// gone from the jobs stream (deleted, purged, expired), to end them as
 	// failed (default 30 s).
 	OrphanCheckInterval time.Duration
+	// JobAckWait is how long JetStream waits for a sign of life from an
+	// agent running a job before it delivers the job again (default
+	// DefaultJobAckWait): the AckWait of the agents' job consumers, which
+	// the controller makes. A running job is kept alive by the agent.
+	JobAckWait time.Duration
 	// Version is reported by /api/health.
 	Version string
 }
@@ -138,6 +143,9 @@ type Controller struct {
 	closeErr  error
 	startMu   sync.Mutex
 	started   bool
+
+	// answering runs the answers to agents' requests (agentanswer.go).
+	answering *answering
 }
 
 // New checks the options and opens the store. Nothing listens until Start.
@@ -169,6 +177,9 @@ func New(opt Options) (*Controller, error) {
 	if opt.OrphanCheckInterval <= 0 {
 		opt.OrphanCheckInterval = defaultOrphanCheck
 	}
+	if opt.JobAckWait <= 0 {
+		opt.JobAckWait = DefaultJobAckWait
+	}
 	st, err := store.Open(filepath.Join(opt.DataDir, "vlmfleet.db"), store.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -194,6 +205,7 @@ func New(opt Options) (*Controller, error) {
 		live:        newLiveState(),
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
+		answering:   newAnswering(),
 		done:        make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
@@ -367,6 +379,8 @@ func (c *Controller) Close() error {
 				c.nc.Close()
 			}
 		}
+		// The subscriptions have ended, so no answer starts any more.
+		c.answering.wg.Wait()
 		if c.ns != nil {
 			c.ns.Shutdown()
 			c.ns.WaitForShutdown()

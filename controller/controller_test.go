@@ -182,13 +182,9 @@ func TestLateStateAfterCompletedIsIgnored(t *testing.T) {
 // consumeJobs reads n jobs as the agent would, through its durable consumer.
 func consumeJobs(t *testing.T, a *fakeAgent, n int) []jetstream.Msg {
 	t.Helper()
-	ctx := context.Background()
-	cons, err := a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+	cons := a.boundJobConsumer(t, jetstream.ConsumerConfig{
 		Durable: protocol.JobConsumerName(a.id), FilterSubject: protocol.JobSubject(a.id), AckPolicy: jetstream.AckExplicitPolicy,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(waitLimit))
 	if err != nil {
 		t.Fatal(err)

@@ -73,33 +73,48 @@ func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
 }
 
 // answerDrain wraps the heartbeat handler: a heartbeat sent as a request
-// (an agent's first, before it fetches a job) is answered with the agent's
-// stored drain, so that an agent drained while it was away takes no job
-// before it learns so.
+// (an agent's first, before it fetches a job, and one whenever it finds
+// no job consumer) is answered, on the agent's own inbox only (replyTo),
+// once the agent's job consumer is made, with the agent's stored drain,
+// so that an agent drained while it was away takes no job before it
+// learns so. The reply subject is checked here, before the next heartbeat
+// is read; the answer is sent aside (answerLater).
 func (c *Controller) answerDrain(next nats.MsgHandler) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		next(m)
 		if m.Reply == "" {
 			return
 		}
-		id, _, err := parseAgentSubject(m.Subject)
-		if err != nil {
+		id, reply, ok := c.replyTo(m)
+		if !ok {
 			return
 		}
-		// An agent whose hello is not stored yet was never drained.
-		a, err := c.store.Agent(id)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			c.log.Warn().Err(err).Str("agent", id).Msg("reading the agent's drain failed; its first heartbeat goes unanswered")
-			return
-		}
-		// The answer also says that this controller takes compressed results.
-		data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: a.Drained, Encodings: []string{protocol.EncodingS2}})
-		if err == nil {
-			err = m.Respond(data)
-		}
-		if err != nil {
-			c.log.Warn().Err(err).Str("agent", id).Msg("answering a heartbeat with the drain failed")
-		}
+		c.answerLater(func(ctx context.Context) { c.answerFirstHeartbeat(ctx, id, reply) })
+	}
+}
+
+// answerFirstHeartbeat makes agent id's job consumer and answers on reply
+// with its drain. A consumer that could not be made is asked for again by
+// the agent, which finds none.
+func (c *Controller) answerFirstHeartbeat(ctx context.Context, id, reply string) {
+	if err := c.ensureJobConsumer(ctx, id); err != nil && ctx.Err() == nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("making the agent's job consumer failed; the agent asks again")
+	}
+	// An agent whose hello is not stored yet was never drained.
+	a, err := c.store.Agent(id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.log.Warn().Err(err).Str("agent", id).Msg("reading the agent's drain failed; its first heartbeat goes unanswered")
+		return
+	}
+	// The answer also says that this controller takes compressed results
+	// and makes the agent's job consumer.
+	data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Drained: a.Drained,
+		Encodings: []string{protocol.EncodingS2}, JobConsumer: true})
+	if err == nil {
+		err = c.nc.Publish(reply, data)
+	}
+	if err != nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("answering a heartbeat with the drain failed")
 	}
 }
 

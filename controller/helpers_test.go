@@ -158,9 +158,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // fakeAgent publishes exactly what protocol says an agent publishes.
 type fakeAgent struct {
-	id string
-	nc *nats.Conn
-	js jetstream.JetStream
+	id  string
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	ctl *Controller
 }
 
 // newFakeAgent enrols agent id and connects with its credentials, so it
@@ -172,7 +173,23 @@ func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
 		opts = agentAuth(t, c, id)
 	}
 	nc, js := testutil.ConnectJS(t, c.NATSURL(), opts...)
-	return &fakeAgent{id: id, nc: nc, js: js}
+	return &fakeAgent{id: id, nc: nc, js: js, ctl: c}
+}
+
+// boundJobConsumer makes the agent's job consumer with cfg as the
+// controller (only it may make one; cfg is what the test needs) and binds
+// it as the agent, which may only look it up.
+func (a *fakeAgent) boundJobConsumer(t *testing.T, cfg jetstream.ConsumerConfig) jetstream.Consumer {
+	t.Helper()
+	_, admin := adminConn(t, a.ctl)
+	if _, err := admin.CreateOrUpdateConsumer(waitCtx(t), protocol.StreamJobs, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := a.js.Consumer(waitCtx(t), protocol.StreamJobs, protocol.JobConsumerName(a.id))
+	if err != nil {
+		t.Fatalf("agent %s binding its job consumer: %v", a.id, err)
+	}
+	return cons
 }
 
 // agentAuth enrols agent id and returns the options that connect as it.

@@ -217,7 +217,11 @@ func (c *Controller) publishJobs(ctx context.Context, jobs []store.JobRecord) ([
 			errs = append(errs, fmt.Errorf("job %s: encode: %w", j.Job.ID, err))
 			continue
 		}
-		ack, err := c.js.PublishAsync(protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)))
+		// The expected stream is stored with the job and delivered with
+		// it: a stream other than the jobs stream that the delivery reaches
+		// (an agent can name any reply subject in a pull) refuses it.
+		ack, err := c.js.PublishAsync(protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)),
+			jetstream.WithExpectStream(protocol.StreamJobs))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s: publish: %w", j.Job.ID, err))
 			continue

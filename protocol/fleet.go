@@ -60,6 +60,12 @@ type Drain struct {
 	// takes (EncodingS2), in its answer to an agent's first heartbeat; an
 	// agent sends its results plain to one that names none.
 	Encodings []string `json:"encodings,omitempty"`
+	// JobConsumer, in the answer to an agent's first heartbeat, says that
+	// the controller has made the agent's job consumer (or tried to: the
+	// agent asks again while it finds none). The agent binds it and never
+	// creates it; it may not. An agent answered without it (a controller
+	// from before) creates its consumer itself, as it did then.
+	JobConsumer bool `json:"job_consumer,omitempty"`
 }
 
 // DecodeControl reads a message of an agent's control subject: a Drain

@@ -115,15 +115,17 @@ func AgentSubjectAll(kind string) string { return SubjectPrefix + ".agent.*." + 
 
 // AgentPermissionSubjects lists the subjects an agent may publish to and
 // subscribe on, for operators writing NATS authorization blocks.
+//
+// An agent may look up and pull from its job consumer but not create or
+// change it: the controller makes it (see MaxJobDeliveries). A consumer's
+// configuration names where it delivers, and the server checks that
+// subject against nobody's permissions, so an agent allowed to create its
+// consumer could have its jobs pushed onto any subject of the account.
 func AgentPermissionSubjects(agentID string) (publish, subscribe []string) {
 	publish = []string{
 		SubjectPrefix + ".agent." + agentID + ".>",
 		"$JS.API.CONSUMER.INFO." + StreamJobs + "." + JobConsumerName(agentID),
 		"$JS.API.CONSUMER.MSG.NEXT." + StreamJobs + "." + JobConsumerName(agentID),
-		// The filter subject is part of the create subject (and the server
-		// checks it against the request), so naming it stops an agent from
-		// pointing its own consumer at another agent's jobs.
-		"$JS.API.CONSUMER.CREATE." + StreamJobs + "." + JobConsumerName(agentID) + "." + JobSubject(agentID),
 		"$JS.ACK." + StreamJobs + "." + JobConsumerName(agentID) + ".>",
 		"$JS.API.STREAM.INFO." + StreamJobs,
 		"$JS.API.INFO",
@@ -141,6 +143,35 @@ func ControlSubject(agentID string) string { return SubjectPrefix + ".control." 
 // its own, so that its permissions can keep it from reading other clients'
 // replies (the jobs delivered to other agents, the controller's events).
 func AgentInboxPrefix(agentID string) string { return "_INBOX." + agentID }
+
+// CheckAgentReply checks that reply, the reply subject of a request agent
+// agentID sent, is a subject in that agent's own inbox: AgentInboxPrefix,
+// a '.', and one or more tokens without wildcards. The server checks a
+// reply subject against no permission, so whoever answers an agent with
+// more rights than the agent's (the controller) must check it: answering
+// on a subject the agent merely named would publish there for it.
+func CheckAgentReply(agentID, reply string) error {
+	rest, ok := strings.CutPrefix(reply, AgentInboxPrefix(agentID)+".")
+	if !ok {
+		return fmt.Errorf("reply subject %.80q is not in agent %s's inbox %s.>", reply, agentID, AgentInboxPrefix(agentID))
+	}
+	for tok := range strings.SplitSeq(rest, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsFunc(tok, notSubjectRune) {
+			return fmt.Errorf("reply subject %.80q: token %.40q is empty, a wildcard or holds a space or control character", reply, tok)
+		}
+	}
+	return nil
+}
+
+// notSubjectRune reports the runes no literal subject token holds:
+// whitespace, which ends a subject in the protocol, and control bytes.
+func notSubjectRune(r rune) bool { return r <= ' ' || r == 0x7f }
+
+// MaxJobDeliveries is how often JetStream delivers one job: a job that
+// takes its agent down every time (an engine that brings the host to its
+// knees) is not retried forever. The controller makes each agent's job
+// consumer with it.
+const MaxJobDeliveries = 5
 
 // JobConsumerName is the durable consumer through which one agent receives its jobs.
 func JobConsumerName(agentID string) string { return "agent-" + agentID }

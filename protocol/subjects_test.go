@@ -44,3 +44,24 @@ func FuzzPlainNames(f *testing.F) {
 		}
 	})
 }
+
+// A reply subject is an agent's only when it lies in the agent's own
+// inbox: not another agent's (a prefix of the id is another id), not the
+// prefix itself, not a wildcard or a subject the server would split.
+func TestCheckAgentReply(t *testing.T) {
+	for _, ok := range []string{"_INBOX.a1.x", "_INBOX.a1.AbC123.1", "_INBOX.a1.kX9.42.7"} {
+		if err := CheckAgentReply("a1", ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"", "_INBOX.a1", "_INBOX.a1.", "_INBOX.a1..x", "_INBOX.a1.x.", "_INBOX.a1x.y", "_INBOX.a.1", "_INBOX.a2.x",
+		"_INBOX.a1.*", "_INBOX.a1.>", "_INBOX.a1.x.*", "_INBOX.a1.x y", "_INBOX.a1.x\tz", "_INBOX.a1.x\r\n",
+		"_inbox.a1.x", "_INBOX.>", "vlmfleet.agent.a2.state", "vlmfleet.jobs.a2", "vlmfleet.control.a2",
+		"$JS.API.STREAM.DELETE.VLMFLEET_EVENTS", "_INBOX.a1\x00.x",
+	} {
+		if err := CheckAgentReply("a1", bad); err == nil {
+			t.Errorf("%q accepted as a1's reply subject", bad)
+		}
+	}
+}

@@ -60,9 +60,12 @@ func TestSweepCommandWaits(t *testing.T) {
 		done <- result{code, out.String(), errb.String()}
 	}()
 
-	// Take the job as the agent would, then report it finished.
-	cons, err := l.JS.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
-		Durable: protocol.JobConsumerName("a1"), FilterSubject: protocol.JobSubject("a1"), AckPolicy: jetstream.AckExplicitPolicy})
+	// Take the job as the agent would, from the consumer the controller
+	// makes, then report it finished.
+	if _, err := l.AdminJS.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, controller.JobConsumerConfig("a1", 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := l.JS.Consumer(ctx, protocol.StreamJobs, protocol.JobConsumerName("a1"))
 	if err != nil {
 		t.Fatal(err)
 	}

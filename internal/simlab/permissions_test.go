@@ -2,7 +2,6 @@ package simlab_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,27 +125,18 @@ func checkConfinement(ctx context.Context, t *testing.T, dial func(user string, 
 			})
 			return err
 		})
-	// The one create subject agent-a may use names its own filter; the
-	// server refuses a request whose body asks for another.
+	// Nor may it create or change its own consumer, with its own filter:
+	// a consumer's configuration names where it delivers (here another
+	// agent's results), and the server checks that against no permission.
+	// The controller made agent-a's consumer.
 	ownCreate := "$JS.API.CONSUMER.CREATE." + protocol.StreamJobs + "." + protocol.JobConsumerName("agent-a") + "." + protocol.JobSubject("agent-a")
-	for _, body := range []string{
-		`{"stream_name":"%s","config":{"durable_name":"%s","filter_subject":"%s","ack_policy":"explicit"}}`,
-		`{"stream_name":"%s","config":{"durable_name":"%s","filter_subjects":["%s"],"ack_policy":"explicit"}}`,
-	} {
-		req := fmt.Sprintf(body, protocol.StreamJobs, protocol.JobConsumerName("agent-a"), protocol.JobSubject(other))
-		resp, err := nc.RequestWithContext(ctx, ownCreate, []byte(req))
-		if err != nil {
-			t.Fatalf("%s: %v", ownCreate, err)
-		}
-		var r struct {
-			Error *struct {
-				Description string `json:"description"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(resp.Data, &r); err != nil || r.Error == nil {
-			t.Fatalf("creating agent-a's consumer with agent-b's filter (%s) was accepted: %s", req, resp.Data)
-		}
-	}
+	v.refused(ctx, t, ownCreate, func(ctx context.Context) error {
+		_, err := js.CreateOrUpdatePushConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
+			Durable: protocol.JobConsumerName("agent-a"), FilterSubject: protocol.JobSubject("agent-a"),
+			AckPolicy: jetstream.AckExplicitPolicy, DeliverSubject: protocol.AgentSubject(other, protocol.KindResult),
+		})
+		return err
+	})
 	v.refused(ctx, t, fmt.Sprintf(jobsAPI, "CREATE")+"."+protocol.JobSubject(other), func(ctx context.Context) error {
 		_, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
 			Durable: otherCon, FilterSubject: protocol.JobSubject(other), AckPolicy: jetstream.AckExplicitPolicy,
@@ -441,11 +431,13 @@ func TestExampleNATSConfig(t *testing.T) {
 	if _, err := js.Publish(ctx, protocol.AgentSubject(id, protocol.KindResult), big, jetstream.WithMsgID("big")); err != nil {
 		t.Fatalf("agent %s publishing a %d-byte result: %v", id, len(big), err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
-		Durable: protocol.JobConsumerName(id), FilterSubject: protocol.JobSubject(id), AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1,
-	})
+	// The controller makes the agent's consumer; the agent binds it.
+	if _, err := admin.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, controller.JobConsumerConfig(id, 30*time.Second)); err != nil {
+		t.Fatalf("controller creating agent %s's job consumer: %v", id, err)
+	}
+	cons, err := js.Consumer(ctx, protocol.StreamJobs, protocol.JobConsumerName(id))
 	if err != nil {
-		t.Fatalf("agent %s creating its job consumer: %v", id, err)
+		t.Fatalf("agent %s binding its job consumer: %v", id, err)
 	}
 	if _, err := admin.Publish(ctx, protocol.JobSubject(id), []byte("job")); err != nil {
 		t.Fatal(err)

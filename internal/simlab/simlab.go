@@ -50,7 +50,9 @@ type Options struct {
 	// Images is one picture set for every agent (see Pictures); nil lets
 	// each agent draw its own on its first job.
 	Images *imageset.Set
-	// JobAckWait is the agents' agent.Options.JobAckWait (0: the agent's default).
+	// JobAckWait is the AckWait of the agents' job consumers: the
+	// controller's Options.JobAckWait, which makes them, and the agents'
+	// (0: their defaults).
 	JobAckWait time.Duration
 	// ReadyTimeout bounds how long AddAgent and Submit wait for an agent's
 	// announcement (default 30 s).
@@ -83,6 +85,7 @@ func Start(ctx context.Context, opt Options) (*Lab, error) {
 		NATSListen: "127.0.0.1:-1",
 		HTTPAddr:   opt.HTTPAddr,
 		TLS:        opt.TLS,
+		JobAckWait: opt.JobAckWait,
 		Log:        log,
 		Version:    opt.Version,
 		Explorer:   func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) },
