@@ -220,12 +220,19 @@ func (c *Controller) handleLiveSnapshot(r *http.Request) (LiveSnapshot, error) {
 	return snap, nil
 }
 
-func handlePlaceholder(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = io.WriteString(w, `<!doctype html><html><head><meta charset="utf-8"><title>vlmfleet</title></head>
-<body style="font-family:system-ui,sans-serif;margin:2em">
+// placeholderPage is "/" when the explorer is not mounted.
+const placeholderPage = `<!doctype html><html><head><meta charset="utf-8"><title>vlmfleet</title>
+<style>body { font-family: system-ui, sans-serif; margin: 2em; }</style></head>
+<body>
 <h1>vlmfleet controller</h1>
 <p>The explorer is not mounted in this build.</p>
 <ul><li><a href="/live">Live progress</a></li><li><a href="/api/runs">Runs (JSON)</a></li><li><a href="/api/agents">Agents (JSON)</a></li></ul>
-</body></html>`)
+</body></html>`
+
+var placeholderPolicy = pagePolicy([]byte(placeholderPage))
+
+func handlePlaceholder(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", placeholderPolicy)
+	_, _ = io.WriteString(w, placeholderPage)
 }
