@@ -271,13 +271,21 @@ func checkYAMLTokens(tokens token.Tokens) error {
 		}
 		switch tk.Type {
 		case token.AnchorType, token.AliasType, token.TagType, token.MergeKeyType:
-			return yamlLimitError(line, col, "%q: anchors, aliases, tags and merge keys (&, *, !, <<) are not taken in a sweep file; write the value out", tk.Value)
+			return yamlLimitError(line, col, "%q: a sweep file takes no anchors, aliases, tags or merge keys (&, *, !, <<); write the value out", tokenText(tk))
 		}
 		if d.add(tokens, i) > maxYAMLDepth {
 			return yamlDepthError(line, col)
 		}
 	}
 	return nil
+}
+
+// tokenText is a token as written: an anchor or alias with its name.
+func tokenText(tk *token.Token) string {
+	if (tk.Type == token.AnchorType || tk.Type == token.AliasType) && tk.Next != nil {
+		return tk.Value + tk.Next.Value
+	}
+	return tk.Value
 }
 
 // yamlDepth follows the nesting through the tokens: flow collections by
