@@ -115,7 +115,7 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 		if errors.As(err, &tooBig) {
 			return zero, &requestError{http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit)}
 		}
-		return zero, &requestError{http.StatusBadRequest, fmt.Errorf("read request body: %w", err)}
+		return zero, &requestError{bodyStalledStatus(err, http.StatusBadRequest), fmt.Errorf("read request body: %w", err)}
 	}
 	v, err := decode(data)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
@@ -39,6 +40,10 @@ type httpSecurity struct {
 	// and reads were not made public.
 	readsNeedToken bool
 	imports        chan struct{}
+	// bodyStall and bodyMinRate bound how slowly a request body may
+	// arrive (deadlineBody).
+	bodyStall   time.Duration
+	bodyMinRate int64
 }
 
 func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
@@ -49,6 +54,13 @@ func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
 	s := &httpSecurity{token: token, tokenSum: sha256.Sum256([]byte(token)), tokenFile: file,
 		publicRead: opt.PublicRead, imports: make(chan struct{}, MaxConcurrentImports)}
 	s.sessionSum = sha256.Sum256([]byte(readSession(token)))
+	s.bodyStall, s.bodyMinRate = opt.BodyStallTimeout, int64(opt.BodyMinRate)
+	if s.bodyStall <= 0 {
+		s.bodyStall = defaultBodyStall
+	}
+	if s.bodyMinRate <= 0 {
+		s.bodyMinRate = defaultBodyMinRate
+	}
 	names := opt.HTTPHosts
 	if h, _, err := net.SplitHostPort(opt.HTTPAddr); err == nil && h != "" {
 		if _, err := netip.ParseAddr(h); err != nil {
@@ -79,7 +91,8 @@ func (s *httpSecurity) listening(a net.Addr) {
 // checks, in this order, for every request: the Host header (421
 // unless one this controller serves: DNS rebinding); for a change (any
 // method but GET, HEAD and OPTIONS) the origin (403 from another site:
-// cross-site request forgery), the token (401) and a JSON body (415); for
+// cross-site request forgery), the token (401) and a JSON body (415), and
+// gives the body its read deadline (deadlineBody); for
 // a read on a controller off loopback without --public-read, the token
 // from the header or the /login cookie (401). GET /login?token= sets
 // that cookie, whose value is a read session, not the token.
@@ -113,6 +126,7 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusUnsupportedMediaType, err)
 				return
 			}
+			s.withBodyDeadline(w, r)
 		}
 		next.ServeHTTP(w, r)
 	})
