@@ -89,6 +89,13 @@ type Options struct {
 	// DefaultJobAckWait): the AckWait of the agents' job consumers, which
 	// the controller makes. A running job is kept alive by the agent.
 	JobAckWait time.Duration
+	// BodyStallTimeout is how long the controller waits for more of a
+	// request body (an import, a sweep) before it drops the request with
+	// 408 and frees what it held (default 10 s). Past that long from its
+	// start, a body must also average BodyMinRate bytes a second (default
+	// 16 KiB), so that a trickle cannot hold one of the import places.
+	BodyStallTimeout time.Duration
+	BodyMinRate      int
 	// Version is reported by /api/health.
 	Version string
 }

@@ -115,7 +115,7 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 		if errors.As(err, &tooBig) {
 			return zero, &requestError{http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit)}
 		}
-		return zero, &requestError{http.StatusBadRequest, fmt.Errorf("read request body: %w", err)}
+		return zero, &requestError{bodyStalledStatus(err, http.StatusBadRequest), fmt.Errorf("read request body: %w", err)}
 	}
 	v, err := decode(data)
 	if err != nil {
@@ -220,12 +220,19 @@ func (c *Controller) handleLiveSnapshot(r *http.Request) (LiveSnapshot, error) {
 	return snap, nil
 }
 
-func handlePlaceholder(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = io.WriteString(w, `<!doctype html><html><head><meta charset="utf-8"><title>vlmfleet</title></head>
-<body style="font-family:system-ui,sans-serif;margin:2em">
+// placeholderPage is "/" when the explorer is not mounted.
+const placeholderPage = `<!doctype html><html><head><meta charset="utf-8"><title>vlmfleet</title>
+<style>body { font-family: system-ui, sans-serif; margin: 2em; }</style></head>
+<body>
 <h1>vlmfleet controller</h1>
 <p>The explorer is not mounted in this build.</p>
 <ul><li><a href="/live">Live progress</a></li><li><a href="/api/runs">Runs (JSON)</a></li><li><a href="/api/agents">Agents (JSON)</a></li></ul>
-</body></html>`)
+</body></html>`
+
+var placeholderPolicy = pagePolicy([]byte(placeholderPage))
+
+func handlePlaceholder(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", placeholderPolicy)
+	_, _ = io.WriteString(w, placeholderPage)
 }

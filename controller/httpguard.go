@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"mime"
@@ -11,21 +13,24 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 )
 
-// tokenCookie carries the API token for a browser that opened /login; it
-// authorises reads only, never a change.
-const tokenCookie = "vlmfleet_token"
+// sessionCookie carries the read session of a browser that opened /login:
+// readSession's value, which authorises reads only. It is not the token,
+// so that a cookie read off a browser's profile cannot make a change.
+const sessionCookie = "vlmfleet_session"
 
 // httpSecurity is what every HTTP request passes before its handler (see
 // guard), and the bound on concurrent imports.
 type httpSecurity struct {
-	token     string
-	tokenSum  [32]byte
-	tokenFile string
+	token      string
+	tokenSum   [32]byte
+	sessionSum [32]byte
+	tokenFile  string
 	// publicRead opens reads without the token on any address.
 	publicRead bool
 	// hosts are the configured names (Options.HTTPHosts, the name in
@@ -35,6 +40,10 @@ type httpSecurity struct {
 	// and reads were not made public.
 	readsNeedToken bool
 	imports        chan struct{}
+	// bodyStall and bodyMinRate bound how slowly a request body may
+	// arrive (deadlineBody).
+	bodyStall   time.Duration
+	bodyMinRate int64
 }
 
 func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
@@ -44,6 +53,14 @@ func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
 	}
 	s := &httpSecurity{token: token, tokenSum: sha256.Sum256([]byte(token)), tokenFile: file,
 		publicRead: opt.PublicRead, imports: make(chan struct{}, MaxConcurrentImports)}
+	s.sessionSum = sha256.Sum256([]byte(readSession(token)))
+	s.bodyStall, s.bodyMinRate = opt.BodyStallTimeout, int64(opt.BodyMinRate)
+	if s.bodyStall <= 0 {
+		s.bodyStall = defaultBodyStall
+	}
+	if s.bodyMinRate <= 0 {
+		s.bodyMinRate = defaultBodyMinRate
+	}
 	names := opt.HTTPHosts
 	if h, _, err := net.SplitHostPort(opt.HTTPAddr); err == nil && h != "" {
 		if _, err := netip.ParseAddr(h); err != nil {
@@ -70,15 +87,18 @@ func (s *httpSecurity) listening(a net.Addr) {
 	s.readsNeedToken = !s.publicRead && !(ok && tcp.IP.IsLoopback())
 }
 
-// guard checks, in this order, for every request: the Host header (421
+// guard sets the security headers of every answer (securityHeaders), then
+// checks, in this order, for every request: the Host header (421
 // unless one this controller serves: DNS rebinding); for a change (any
 // method but GET, HEAD and OPTIONS) the origin (403 from another site:
-// cross-site request forgery), the token (401) and a JSON body (415); for
+// cross-site request forgery), the token (401) and a JSON body (415), and
+// gives the body its read deadline (deadlineBody); for
 // a read on a controller off loopback without --public-read, the token
 // from the header or the /login cookie (401). GET /login?token= sets
-// that cookie.
+// that cookie, whose value is a read session, not the token.
 func (s *httpSecurity) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		securityHeaders(w.Header())
 		if !s.hostAllowed(r) {
 			writeError(w, http.StatusMisdirectedRequest, fmt.Errorf("this controller does not serve host %q; if it should, start it with --http-host %s", r.Host, hostOnly(r.Host)))
 			return
@@ -106,6 +126,7 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusUnsupportedMediaType, err)
 				return
 			}
+			s.withBodyDeadline(w, r)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -131,12 +152,27 @@ func (s *httpSecurity) bearerOK(r *http.Request) bool {
 }
 
 func (s *httpSecurity) cookieOK(r *http.Request) bool {
-	c, err := r.Cookie(tokenCookie)
-	return err == nil && s.tokenOK(c.Value)
+	c, err := r.Cookie(sessionCookie)
+	if err != nil || c.Value == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(c.Value))
+	return subtle.ConstantTimeCompare(sum[:], s.sessionSum[:]) == 1
+}
+
+// readSession is the value of the /login cookie: an HMAC of a fixed
+// purpose under the token. It reads as the token does until the token
+// changes, and says nothing of the token; a bearer of it is refused
+// (bearerOK takes the token only), so it can never make a change.
+func readSession(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("vlmfleet read-only page session"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // handleLogin answers GET /login?token=TOKEN with the cookie that lets this
-// browser read the controller, and sends it to the explorer.
+// browser read the controller (a read session, not the token), and sends
+// it to the explorer.
 func (s *httpSecurity) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -148,7 +184,7 @@ func (s *httpSecurity) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.unauthorized(w, r, "GET /login?token=TOKEN needs the controller's API token")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: readSession(tok), Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, "/", http.StatusSeeOther)

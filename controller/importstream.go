@@ -206,7 +206,7 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &req):
 			status = req.status
 		}
-		writeError(w, status, err)
+		writeError(w, bodyStalledStatus(err, status), err)
 		return
 	}
 	ids, err := c.store.ImportRuns(entries)

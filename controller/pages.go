@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"path"
+	"strings"
 	"time"
 )
 
@@ -44,12 +46,64 @@ func webFile(name string) http.HandlerFunc {
 	}
 	sum := sha256.Sum256(data)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	policy := ""
+	if path.Ext(name) == ".html" {
+		policy = pagePolicy(data)
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", ctype)
 		h.Set("Cache-Control", "no-cache")
 		h.Set("ETag", etag)
 		h.Set("X-Content-Type-Options", "nosniff")
+		if policy != "" {
+			h.Set("Content-Security-Policy", policy)
+		}
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
+	}
+}
+
+// defaultPolicy is the Content-Security-Policy of every answer that does
+// not set its own (guard sets it first): nothing may run or load, and no
+// page of another site may frame it. A page that sets none runs no script.
+const defaultPolicy = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// securityHeaders are set on every answer before its handler runs; a page
+// replaces the policy with its own (pagePolicy, the explorer's).
+func securityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", defaultPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// pagePolicy is the Content-Security-Policy of a page: scripts and styles
+// from this controller and the page's own inline <script> and <style>
+// elements, by hash, so that markup a page shows by mistake (a name from
+// the API) cannot run; fetches to this controller only; no page of another
+// site may frame it (the pages keep the typed token in the tab).
+func pagePolicy(html []byte) string {
+	return "default-src 'none'; script-src 'self'" + inlineHashes(html, "<script>", "</script>") +
+		"; style-src 'self'" + inlineHashes(html, "<style>", "</style>") +
+		"; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+// inlineHashes lists, as CSP sources, the SHA-256 of the text of every
+// element of html that opens with open exactly (no attributes) and ends
+// with end: what a browser hashes to decide whether it may run.
+func inlineHashes(html []byte, open, end string) string {
+	var out strings.Builder
+	for rest := html; ; {
+		i := bytes.Index(rest, []byte(open))
+		if i < 0 {
+			return out.String()
+		}
+		rest = rest[i+len(open):]
+		j := bytes.Index(rest, []byte(end))
+		if j < 0 {
+			return out.String()
+		}
+		sum := sha256.Sum256(rest[:j])
+		out.WriteString(" 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'")
+		rest = rest[j+len(end):]
 	}
 }

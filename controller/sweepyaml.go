@@ -57,11 +57,15 @@ func yamlEnvelope(data []byte) (string, bool) {
 // and the sweep is validated. Its errors are *SweepInputError (and
 // *BadSweepError) with the line of the problem when it is known: the
 // decoder's own position, or the line of the field a validation error
-// names.
+// names. A file past the limits of checkSweepYAML is refused before the
+// parser sees it.
 func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
 	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return protocol.Sweep{}, &BadSweepError{Err: &SweepInputError{Err: errors.New("sweep: the YAML is empty")}}
+	}
+	if err := checkSweepYAML(data); err != nil {
+		return protocol.Sweep{}, &BadSweepError{Err: err}
 	}
 	if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField()); err != nil {
 		in := &SweepInputError{Err: fmt.Errorf("sweep: %s", yamlMessage(err))}

@@ -33,9 +33,12 @@ func TestReadSweepFile(t *testing.T) {
 		"typo.yaml":   "name: x\nworkload:\n  camera: [1]\n",
 		"bad.yaml":    "workload:\n  cameras: [0]\n",
 		"syntax.json": "{\n  \"workload\": {\"cameras\": [1,]}\n}",
+		"deep.yaml":   "name: x\nworkload:\n  cameras: " + strings.Repeat("[", 2000) + strings.Repeat("]", 2000),
+		"alias.yaml":  "name: &n x\nagents: [*n]\n",
 	} {
 		_, err := readSweepFile(testutil.WriteFile(t, filepath.Join(dir, name), body))
-		want := map[string]string{"typo.yaml": "line 3: unknown field \"camera\"", "bad.yaml": "bad.yaml:2: workload.cameras[0]", "syntax.json": "line 2 column"}[name]
+		want := map[string]string{"typo.yaml": "line 3: unknown field \"camera\"", "bad.yaml": "bad.yaml:2: workload.cameras[0]", "syntax.json": "line 2 column",
+			"deep.yaml": "line 3 column 44: lists and mappings nested more than 32 deep", "alias.yaml": "line 1 column 7: \"&n\": a sweep file takes no anchors, aliases"}[name]
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: got %v, want an error naming the file and %q", name, err, want)
 		}
