@@ -65,6 +65,7 @@ func TestRejectedMessagesLeaveTheEventsStream(t *testing.T) {
 	if after.Bytes > before.Bytes {
 		t.Errorf("events stream %d bytes after, %d before", after.Bytes, before.Bytes)
 	}
+	t.Logf("events stream: %d bytes before, %d after 10 rejected results of %d bytes", before.Bytes, after.Bytes, len(junk))
 	rej, err := c.store.Rejected(waitCtx(t), 0)
 	if err != nil || len(rej) != 10 || rej[0].Bytes != len(junk) || rej[0].StreamSeq == 0 {
 		t.Fatalf("rejected %d (%v): %+v", len(rej), err, rej[:min(1, len(rej))])
