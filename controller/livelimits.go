@@ -12,7 +12,8 @@ import (
 // Limits on what one agent's live messages can make the controller keep
 // and serve on /api/live. Live messages travel on core NATS, outside the
 // events stream's checks, and each is kept in memory until its job ends;
-// without bounds, one agent's 100 messages of 1 MB made /api/live 100 MB.
+// without bounds, 100 messages of 1 MB from one agent would make /api/live
+// 100 MB and the controller take a gigabyte to serve it.
 // The sizes are many times what real agents send, measured from the
 // agent's own encoders (agent/job.go, agent/telemetry):
 const (

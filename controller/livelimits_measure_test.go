@@ -15,7 +15,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// TestMeasureLiveAttack repeats the review's attack on the live views and
+// TestMeasureLiveAttack makes a hostile agent's attack on the live views and
 // reports what it costs the controller: an agent with its own credentials
 // sends 100 progress messages of about 1 MB with made-up job ids, then
 // /api/live is read 3 times. It reports the size of /api/live and the

@@ -134,7 +134,7 @@ func TestProgressOfAnEndedJobIsRefused(t *testing.T) {
 	}
 }
 
-// The attack of the review: live messages of about 1 MB each, progress
+// A hostile agent's attack: live messages of about 1 MB each, progress
 // with made-up job ids and combinations and telemetry with thousands of
 // fields. Each is refused; /api/live stays the size of what real agents
 // send, and the agent's real progress still shows.

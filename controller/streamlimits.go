@@ -14,12 +14,12 @@ import (
 )
 
 // Byte limits of the controller's streams. Without them one agent could
-// fill the controller's disk: the events stream kept every message for
-// 30 days, even those the controller refused. The events and jobs streams
-// refuse a message that does not fit (DiscardNew) rather than drop their
-// oldest, which may not be stored yet: a refused agent keeps the message
-// in its spool and sends it again, and a refused job stays unpublished
-// and is published again, so nothing is lost while a stream is full.
+// fill the controller's disk: the events stream keeps messages for 30
+// days. The events and jobs streams refuse a message that does not fit
+// (DiscardNew) rather than drop their oldest, which may not be stored
+// yet: a refused agent keeps the message in its spool and sends it again,
+// and a refused job stays unpublished and is published again, so nothing
+// is lost while a stream is full.
 const (
 	// DefaultEventsStreamMaxBytes bounds the events stream unless
 	// Options.EventsStreamMaxBytes says otherwise.

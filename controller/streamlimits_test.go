@@ -42,9 +42,9 @@ func streamsProblem(t *testing.T, c *Controller) string {
 	return ""
 }
 
-// The review's attack: results of megabytes that are all rejected. Each is
-// recorded under /api/rejected and then removed from the events stream,
-// which returns to the size of what was stored; the agent's hello stays.
+// A hostile agent's attack: results of megabytes that are all rejected.
+// Each is recorded under /api/rejected and then removed from the events
+// stream, which returns to the size of what was stored; the hello stays.
 func TestRejectedMessagesLeaveTheEventsStream(t *testing.T) {
 	c := startController(t, t.TempDir())
 	_, a := announced(t, c, "a1", "d1")
