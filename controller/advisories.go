@@ -37,6 +37,7 @@ func AdvisoriesStreamConfig() jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		MaxAge:      jobsMaxAge,
 		MaxMsgSize:  64 << 10,
+		MaxBytes:    AdvisoriesStreamMaxBytes,
 	}
 }
 

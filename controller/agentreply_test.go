@@ -166,7 +166,7 @@ func FuzzHeartbeatAnswer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, subject, reply string, data []byte) {
 		subjectAgent, _, subjErr := parseAgentSubject(subject)
 		var hb protocol.Heartbeat
-		err := decodeLive(subject, data, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
+		_, err := decodeLive(subject, data, maxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
 		if err == nil && (subjErr != nil || hb.AgentID != subjectAgent) {
 			t.Fatalf("heartbeat %q on %q taken as agent %q's", data, subject, hb.AgentID)
 		}
@@ -184,4 +184,40 @@ func FuzzHeartbeatAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A heartbeat request the controller refuses (too large, or naming another
+// agent) is not answered, even on the sender's own inbox: the answer makes
+// the agent's job consumer, which only a heartbeat taken in may cause.
+func TestRefusedHeartbeatGoesUnanswered(t *testing.T) {
+	c := startControllerWith(t, Options{DataDir: t.TempDir()})
+	a1, _ := testutil.ConnectJS(t, c.NATSURL(), agentAuth(t, c, "a1")...)
+	good, _ := json.Marshal(protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: "a1", Time: time.Now(), State: protocol.AgentIdle, Seq: 1})
+	big, _ := json.Marshal(protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: "a1", Time: time.Now(), State: protocol.AgentIdle,
+		JobID: strings.Repeat("j", maxHeartbeatBytes)})
+	other, _ := json.Marshal(protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: "a2", Time: time.Now(), State: protocol.AgentIdle})
+	subject := protocol.AgentSubject("a1", protocol.KindHeartbeat)
+	before := refusalsCounted(t, http.DefaultClient, c, RefusalHeartbeat)
+	for name, data := range map[string][]byte{"oversized": big, "another agent's": other} {
+		inbox := a1.NewRespInbox()
+		sub, err := a1.SubscribeSync(inbox)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a1.PublishRequest(subject, inbox, data); err != nil {
+			t.Fatal(err)
+		}
+		// The controller takes a1's heartbeats in order and answers a
+		// request before the next is read, so once a good one is answered
+		// the refused one was decided on.
+		if _, err := a1.Request(subject, good, waitLimit); err != nil {
+			t.Fatalf("a1's good heartbeat: %v", err)
+		}
+		if m, err := sub.NextMsg(200 * time.Millisecond); err == nil {
+			t.Errorf("the %s heartbeat was answered: %s", name, m.Data)
+		}
+	}
+	if got := refusalsCounted(t, http.DefaultClient, c, RefusalHeartbeat) - before; got != 2 {
+		t.Errorf("heartbeat refusals counted: %v, want 2", got)
+	}
 }

@@ -39,6 +39,12 @@ type Options struct {
 	// keeps (1..MaxStreamReplicas; 0 means 1). Above 1 needs an external
 	// cluster: the embedded server is one node.
 	StreamReplicas int
+	// EventsStreamMaxBytes and JobsStreamMaxBytes bound the bytes the
+	// events and jobs streams keep (0: DefaultEventsStreamMaxBytes,
+	// DefaultJobsStreamMaxBytes; at least MinStreamMaxBytes). A full stream
+	// refuses new messages; see docs/operations.md.
+	EventsStreamMaxBytes int64
+	JobsStreamMaxBytes   int64
 	// NATSCredentials is the file the controller signs in to the external
 	// server with: an nkey seed or a .creds file. A user and password in
 	// NATSURL work too.
@@ -172,7 +178,16 @@ func New(opt Options) (*Controller, error) {
 	if opt.StreamReplicas == 0 {
 		opt.StreamReplicas = 1
 	}
+	if opt.EventsStreamMaxBytes == 0 {
+		opt.EventsStreamMaxBytes = DefaultEventsStreamMaxBytes
+	}
+	if opt.JobsStreamMaxBytes == 0 {
+		opt.JobsStreamMaxBytes = DefaultJobsStreamMaxBytes
+	}
 	if err := checkNATSOptions(opt); err != nil {
+		return nil, err
+	}
+	if err := checkStreamLimitOptions(opt); err != nil {
 		return nil, err
 	}
 	if err := checkTLSOptions(opt); err != nil {

@@ -79,10 +79,9 @@ func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
 // so that an agent drained while it was away takes no job before it
 // learns so. The reply subject is checked here, before the next heartbeat
 // is read; the answer is sent aside (answerLater).
-func (c *Controller) answerDrain(next nats.MsgHandler) nats.MsgHandler {
+func (c *Controller) answerDrain(take func(*nats.Msg) bool) nats.MsgHandler {
 	return func(m *nats.Msg) {
-		next(m)
-		if m.Reply == "" {
+		if !take(m) || m.Reply == "" {
 			return
 		}
 		id, reply, ok := c.replyTo(m)

@@ -65,24 +65,27 @@ func TestFleetPageInBrowser(t *testing.T) {
 	}
 
 	// Busy: the job and combination, and a sparkline of each figure.
-	busy.heartbeat(t, "job-1")
+	w := testWorkload()
+	w.Cameras = []int{1, 4}
+	job := submit(t, c, protocol.Sweep{Agents: []string{"orin-1"}, Workload: w}).Jobs[0]
+	busy.heartbeat(t, job)
 	util, power, temp := 65.0, 39.2, 51.0
 	for i := range 3 {
 		u, p := util+float64(i), power+float64(i)
-		tick, _ := json.Marshal(protocol.TelemetryTick{Schema: 1, AgentID: "orin-1", JobID: "job-1",
+		tick, _ := json.Marshal(protocol.TelemetryTick{Schema: 1, AgentID: "orin-1", JobID: job,
 			Sample: protocol.TelemetrySample{Time: time.Now().UTC(), GPUUtil: &u, PowerW: &p, TempC: &temp}})
 		if err := busy.nc.Publish(protocol.AgentSubject("orin-1", protocol.KindTelemetry), tick); err != nil {
 			t.Fatal(err)
 		}
 	}
-	prog, _ := json.Marshal(protocol.Progress{Schema: 1, AgentID: "orin-1", JobID: "job-1", RunID: "r", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
+	prog, _ := json.Marshal(protocol.Progress{Schema: 1, AgentID: "orin-1", JobID: job, RunID: "r", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
 		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4}, ComboIdx: 2, ComboN: 5, Done: 3, Total: 8})
 	if err := busy.nc.Publish(protocol.AgentSubject("orin-1", protocol.KindProgress), prog); err != nil {
 		t.Fatal(err)
 	}
 	poll(`document.querySelectorAll('` + row("orin-1") + ` .metric svg').length === 3 && document.querySelector('` + row("orin-1") + ` .combo') !== null`)
 	got := text(row("orin-1"))
-	for _, want := range []string{"busy", "job-1", "combination 3 of 5 · 720p · 1 img · 4 cam · 3/8", "67 %", "41.2 W", "51 °C"} {
+	for _, want := range []string{"busy", job, "combination 3 of 5 · 720p · 1 img · 4 cam · 3/8", "67 %", "41.2 W", "51 °C"} {
 		if !contains(got, want) {
 			t.Errorf("busy row %q lacks %q", got, want)
 		}

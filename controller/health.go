@@ -38,6 +38,10 @@ const (
 	// StreamReplicas asks for. The lab still works, but one more node lost
 	// may stop the stream's writes (it needs a majority of its copies).
 	ProblemReplicas = "replicas"
+	// ProblemStreams: a stream holds most of its byte limit, or so much
+	// that it refuses new messages (see streamlimits.go). Nothing is lost
+	// (agents keep what is refused), but an operator should look.
+	ProblemStreams = "streams"
 )
 
 // failingComponents are the problems that stop results from being kept.

@@ -84,27 +84,29 @@ func TestDisabledJetStreamIsReportedAndRestarted(t *testing.T) {
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
 }
 
-// Jobs that JetStream refuses to store (here "insufficient resources": the
-// server's storage limit is reached) make the controller degraded, naming
+// Jobs that JetStream refuses to store (here "maximum bytes exceeded": the
+// jobs stream is at its byte limit) make the controller degraded, naming
 // the error, until they are published.
 func TestRefusedJobPublishIsReported(t *testing.T) {
-	ns := natstest.Start(t, &server.Options{JetStream: true, StoreDir: t.TempDir(), JetStreamMaxStore: 1 << 20})
-	c := startControllerWith(t, Options{DataDir: t.TempDir(), NATSURL: ns.ClientURL()})
+	ns := natstest.Start(t, &server.Options{JetStream: true, StoreDir: t.TempDir()})
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), NATSURL: ns.ClientURL(), JobsStreamMaxBytes: MinStreamMaxBytes})
 	announced(t, c, "a1", "d1")
 
-	// An operator's messages fill the server's storage.
+	// An operator's messages fill the jobs stream, to the last 256 bytes.
 	_, js := testutil.ConnectJS(t, ns.ClientURL())
-	filler := make([]byte, 64<<10)
-	for i := 0; ; i++ {
-		_, err := js.Publish(waitCtx(t), protocol.JobSubject("filler"), filler)
-		if err != nil {
-			if !strings.Contains(err.Error(), "insufficient resources") {
-				t.Fatalf("filling the server's storage: %v", err)
+	for _, size := range []int{1 << 20, 32 << 10, 1 << 10, 256} {
+		filler := make([]byte, size)
+		for i := 0; ; i++ {
+			_, err := js.Publish(waitCtx(t), protocol.JobSubject("filler"), filler)
+			if err != nil {
+				if !strings.Contains(err.Error(), "maximum bytes exceeded") {
+					t.Fatalf("filling the jobs stream: %v", err)
+				}
+				break
 			}
-			break
-		}
-		if i > 100 {
-			t.Fatal("1 MiB of storage took over 100 messages of 64 KiB")
+			if i > 64 {
+				t.Fatalf("over %d messages of %d bytes fit in what messages of %d bytes left", i, size, size<<5)
+			}
 		}
 	}
 
@@ -112,8 +114,8 @@ func TestRefusedJobPublishIsReported(t *testing.T) {
 	h := waitHealth(t, c, 30*time.Second, "the refused publish reported", func(code int, h map[string]any) bool {
 		return code == http.StatusServiceUnavailable && problemsName(h, ProblemPublish)
 	})
-	if h["status"] != HealthDegraded || !strings.Contains(fmt.Sprint(h["problems"]), "insufficient resources") {
-		t.Errorf("health with jobs refused: %v, want degraded naming insufficient resources", h)
+	if h["status"] != HealthDegraded || !strings.Contains(fmt.Sprint(h["problems"]), "maximum bytes exceeded") {
+		t.Errorf("health with jobs refused: %v, want degraded naming maximum bytes exceeded", h)
 	}
 
 	stream, err := js.Stream(waitCtx(t), protocol.StreamJobs)

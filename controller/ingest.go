@@ -163,11 +163,16 @@ func (c *Controller) reject(msg jetstream.Msg, seq uint64, reason string) {
 	if err != nil {
 		data = msg.Data()
 	}
+	recorded := true
 	if err := c.store.Reject(store.Rejection{Time: time.Now().UTC(), Subject: msg.Subject(), StreamSeq: seq, Reason: reason}, data); err != nil {
-		c.log.Error().Err(err).Msg("recording a rejection failed")
+		c.log.Error().Err(err).Msg("recording a rejection failed; the message stays in the stream")
+		recorded = false
 	}
 	if err := msg.TermWithReason(truncate(reason, 200)); err != nil {
 		c.log.Warn().Err(err).Msg("term failed")
+	}
+	if recorded {
+		c.removeRejected(msg, seq, reason)
 	}
 }
 

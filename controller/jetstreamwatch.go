@@ -47,6 +47,7 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 			c.reportReplicas(c.checkReplicas(ctx))
 		}
 		if err == nil {
+			c.reportStreamLimits(c.checkStreamLimits(ctx))
 			if _, was := c.problems.get(ProblemJetStream); was {
 				c.log.Warn().Msg("JetStream healthy again")
 			}
@@ -134,8 +135,8 @@ func (c *Controller) repairJetStream(ctx context.Context) error {
 	if err := c.ns.ShutdownJetStream(); err != nil {
 		return fmt.Errorf("stop JetStream: %w", err)
 	}
-	// What the server's own start passes (serverOptions sets no limits).
-	cfg := &server.JetStreamConfig{StoreDir: dir, Strict: true, CompressOK: true}
+	// What the server's own start passes (serverOptions sets the storage limit).
+	cfg := &server.JetStreamConfig{StoreDir: dir, Strict: true, CompressOK: true, MaxStore: c.jetStreamMaxStore()}
 	if err := c.ns.EnableJetStream(cfg); err != nil {
 		return fmt.Errorf("start JetStream: %w", err)
 	}

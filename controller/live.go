@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -20,8 +21,6 @@ const (
 	// last-seen to the store; the writes due are made together, once a
 	// second (watchAgents).
 	persistSeenEvery = 30 * time.Second
-	// maxLiveBytes bounds a live message; they are small.
-	maxLiveBytes = 1 << 20
 )
 
 // liveAgent is what heartbeats tell about an agent.
@@ -40,10 +39,16 @@ type liveAgent struct {
 // liveState is the in-memory view fed by core NATS: lost on restart, and
 // that is fine, because it is rebuilt within one heartbeat period.
 type liveState struct {
-	mu        sync.Mutex
-	agents    map[string]*liveAgent
-	progress  map[string]map[string]protocol.Progress // job id → combo key → latest
-	telemetry map[string][]protocol.TelemetryTick     // agent id → recent samples, oldest first
+	mu     sync.Mutex
+	agents map[string]*liveAgent
+	// jobs are the jobs with live progress, by id, and byAgent their ids
+	// by agent (at most maxLiveJobsPerAgent each); ended are the jobs
+	// ended lately, whose progress is refused.
+	jobs        map[string]*liveJob
+	byAgent     map[string][]string
+	ended       *recentIDs
+	progressSeq uint64
+	telemetry   map[string][]protocol.TelemetryTick // agent id → recent samples, oldest first
 	// touched are the last-seen times due to be persisted, by agent id.
 	touched map[string]time.Time
 	// drains are the agents' stored drains (see reconcileDrain), by id.
@@ -53,7 +58,9 @@ type liveState struct {
 func newLiveState() *liveState {
 	return &liveState{
 		agents:    map[string]*liveAgent{},
-		progress:  map[string]map[string]protocol.Progress{},
+		jobs:      map[string]*liveJob{},
+		byAgent:   map[string][]string{},
+		ended:     newRecentIDs(recentlyEndedKept),
 		telemetry: map[string][]protocol.TelemetryTick{},
 		touched:   map[string]time.Time{},
 		drains:    map[string]bool{},
@@ -135,21 +142,65 @@ func (l *liveState) transitions(now time.Time, timeout time.Duration) []string {
 	return changed
 }
 
-func (l *liveState) putProgress(p protocol.Progress) {
+// job is the live view of job id, nil when it has no progress kept.
+func (l *liveState) job(id string) *liveJob {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := l.progress[p.JobID]
-	if m == nil {
-		m = map[string]protocol.Progress{}
-		l.progress[p.JobID] = m
+	return l.jobs[id]
+}
+
+// putProgress keeps p as the latest of its combination in job j (from
+// job, or made from the store just before), unless the job ended
+// meanwhile. A job new to the agent's share drops the agent's job that
+// was reported on least recently, past maxLiveJobsPerAgent.
+func (l *liveState) putProgress(p protocol.Progress, j *liveJob) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended.has(p.JobID) {
+		return fmt.Errorf("job %s has ended", p.JobID)
 	}
-	m[p.Combo.String()] = p
+	l.progressSeq++
+	if have := l.jobs[p.JobID]; have != nil {
+		j = have
+		j.seq = l.progressSeq
+	} else {
+		j.seq = l.progressSeq
+		l.jobs[p.JobID] = j
+		l.byAgent[j.agent] = append(l.byAgent[j.agent], p.JobID)
+		if ids := l.byAgent[j.agent]; len(ids) > maxLiveJobsPerAgent {
+			oldest := ids[0]
+			for _, id := range ids[1:] {
+				if l.jobs[id].seq < l.jobs[oldest].seq {
+					oldest = id
+				}
+			}
+			l.forget(oldest)
+		}
+	}
+	j.latest[p.Combo.String()] = p
+	return nil
+}
+
+// forget drops the live progress of job id.
+func (l *liveState) forget(id string) {
+	j := l.jobs[id]
+	if j == nil {
+		return
+	}
+	delete(l.jobs, id)
+	ids := slices.DeleteFunc(l.byAgent[j.agent], func(s string) bool { return s == id })
+	if len(ids) == 0 {
+		delete(l.byAgent, j.agent)
+	} else {
+		l.byAgent[j.agent] = ids
+	}
 }
 
 func (l *liveState) jobEnded(jobID string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.progress, jobID)
+	l.forget(jobID)
+	l.ended.add(jobID)
 }
 
 func (l *liveState) putTelemetry(t protocol.TelemetryTick) {
@@ -171,8 +222,8 @@ func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.Telem
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var prog []protocol.Progress
-	for _, m := range l.progress {
-		for _, p := range m {
+	for _, j := range l.jobs {
+		for _, p := range j.latest {
 			prog = append(prog, p)
 		}
 	}
@@ -192,9 +243,11 @@ func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.Telem
 // startLive subscribes to the live-only subjects on core NATS.
 func (c *Controller) startLive() error {
 	handlers := map[string]nats.MsgHandler{
-		protocol.KindHeartbeat: c.answerDrain(onLive(c, "a heartbeat", func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema }, c.onHeartbeat)),
-		protocol.KindProgress:  onLive(c, "a progress message", func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, c.onProgress),
-		protocol.KindTelemetry: onLive(c, "a telemetry tick", func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, c.onTelemetry),
+		protocol.KindHeartbeat: c.answerDrain(takeLive(c, RefusalHeartbeat, maxHeartbeatBytes,
+			func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema },
+			func(h protocol.Heartbeat) error { c.onHeartbeat(h); return nil })),
+		protocol.KindProgress:  c.progressHandler(),
+		protocol.KindTelemetry: c.telemetryHandler(),
 	}
 	for _, kind := range []string{protocol.KindHeartbeat, protocol.KindProgress, protocol.KindTelemetry} {
 		sub, err := c.nc.Subscribe(protocol.AgentSubjectAll(kind), handlers[kind])
@@ -211,46 +264,72 @@ func (c *Controller) startLive() error {
 	return nil
 }
 
-// onLive makes the handler of one kind of live message: it decodes a T
-// (see decodeLive; head gives its agent id and schema) and passes it to
-// use, or logs what it ignored.
-func onLive[T any](c *Controller, what string, head func(*T) (agentID string, schema int), use func(T)) nats.MsgHandler {
-	return func(m *nats.Msg) {
+// progressHandler takes in progress messages (takeProgress).
+func (c *Controller) progressHandler() nats.MsgHandler {
+	return onLive(c, RefusalProgress, maxProgressBytes,
+		func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, c.takeProgress)
+}
+
+// telemetryHandler takes in telemetry samples (takeTelemetry).
+func (c *Controller) telemetryHandler() nats.MsgHandler {
+	return onLive(c, RefusalTelemetry, maxTelemetryBytes,
+		func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, c.takeTelemetry)
+}
+
+// onLive makes the handler of one kind of live message (see takeLive).
+func onLive[T any](c *Controller, refusal string, limit int, head func(*T) (agentID string, schema int), use func(T) error) nats.MsgHandler {
+	take := takeLive(c, refusal, limit, head, use)
+	return func(m *nats.Msg) { take(m) }
+}
+
+// takeLive makes the taker of one kind of live message: it decodes a T of
+// at most limit bytes (see decodeLive; head gives its agent id and schema)
+// and passes it to use; what either refuses is counted and logged as a
+// refusal of that kind. It says whether the message was taken, so that a
+// refused request goes unanswered.
+func takeLive[T any](c *Controller, refusal string, limit int, head func(*T) (agentID string, schema int), use func(T) error) func(*nats.Msg) bool {
+	return func(m *nats.Msg) bool {
 		var v T
-		if err := decodeLive(m.Subject, m.Data, &v, head); err != nil {
-			c.log.Debug().Err(err).Str("subject", m.Subject).Msg("ignored " + what)
-			return
+		agent, err := decodeLive(m.Subject, m.Data, limit, &v, head)
+		if err == nil {
+			err = use(v)
 		}
-		use(v)
+		if err != nil {
+			c.refuse(agent, refusal, truncate(err.Error(), 200))
+			return false
+		}
+		return true
 	}
 }
 
-// decodeLive parses a live message and checks that the agent id in it is
-// the subject's. Live messages are not recorded when bad: losing one is
-// harmless by design.
-func decodeLive[T any](subject string, data []byte, v *T, head func(*T) (agentID string, schema int)) error {
+// decodeLive parses a live message of at most limit bytes and checks that
+// the agent id in it is the subject's, which it returns (or the subject
+// when it names no valid agent). A bad live message is dropped, and
+// counted and logged as a refusal (onLive): losing one is harmless by
+// design, so it is not kept for an operator as a durable one is.
+func decodeLive[T any](subject string, data []byte, limit int, v *T, head func(*T) (agentID string, schema int)) (string, error) {
 	subjAgent, _, err := parseAgentSubject(subject)
 	if err != nil {
-		return err
+		return truncate(subject, 100), err
 	}
-	if len(data) > maxLiveBytes {
-		return fmt.Errorf("%d bytes, more than %d", len(data), maxLiveBytes)
+	if len(data) > limit {
+		return subjAgent, fmt.Errorf("%d bytes, more than %d", len(data), limit)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return err
+		return subjAgent, fmt.Errorf("decoding: %w", err)
 	}
 	id, schema := head(v)
 	if schema < 1 || schema > protocol.SchemaVersion {
-		return fmt.Errorf("schema %d, this build reads 1..%d", schema, protocol.SchemaVersion)
+		return subjAgent, fmt.Errorf("schema %d, this build reads 1..%d", schema, protocol.SchemaVersion)
 	}
 	if id != subjAgent {
-		return fmt.Errorf("subject names agent %q but the message says %q", subjAgent, id)
+		return subjAgent, fmt.Errorf("subject names agent %q but the message says %.80q", subjAgent, id)
 	}
 	// A kind protocol validates (a heartbeat: its state) is checked too.
 	if v, ok := any(v).(interface{ Validate() error }); ok {
-		return v.Validate()
+		return subjAgent, v.Validate()
 	}
-	return nil
+	return subjAgent, nil
 }
 
 func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
@@ -268,16 +347,6 @@ func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 	}
 	c.reconcileDrain(hb)
 	c.emit(EventHeartbeat, hb.AgentID, hb)
-}
-
-func (c *Controller) onProgress(p protocol.Progress) {
-	c.live.putProgress(p)
-	c.emit(EventProgress, p.AgentID, p)
-}
-
-func (c *Controller) onTelemetry(t protocol.TelemetryTick) {
-	c.live.putTelemetry(t)
-	c.emit(EventTelemetry, t.AgentID, t)
 }
 
 // watchAgents announces agents going online or offline as "agent" events,

@@ -37,7 +37,10 @@ func TestLivePageInBrowser(t *testing.T) {
 			t.Errorf("agents table %q lacks %q", agentsText, want)
 		}
 	}
-	p := protocol.Progress{Schema: 1, AgentID: "orin-1", JobID: "job-1", RunID: "r", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
+	w := testWorkload()
+	w.Cameras = []int{1, 4}
+	job := submit(t, c, protocol.Sweep{Agents: []string{"orin-1"}, Workload: w}).Jobs[0]
+	p := protocol.Progress{Schema: 1, AgentID: "orin-1", JobID: job, RunID: "r", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
 		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4}, ComboIdx: 2, ComboN: 5, Done: 3, Total: 8, MeanTTFT: 2.41, Simulated: true}
 	data, _ := json.Marshal(p)
 	if err := a.nc.Publish(protocol.AgentSubject("orin-1", protocol.KindProgress), data); err != nil {
@@ -45,7 +48,7 @@ func TestLivePageInBrowser(t *testing.T) {
 	}
 	poll(`[...document.querySelectorAll("#jobs .combo")].some(e => e.textContent.includes("3/8"))`)
 	jobsText := text("#jobs")
-	for _, want := range []string{"job-1", "3/5 · 720p · 1 img · 4 cam", "TTFT 2.41 s", "SIMULATED"} {
+	for _, want := range []string{job, "3/5 · 720p · 1 img · 4 cam", "TTFT 2.41 s", "SIMULATED"} {
 		if !contains(jobsText, want) {
 			t.Errorf("jobs %q lack %q", jobsText, want)
 		}

@@ -186,7 +186,7 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 		byComponent[p.Component]++
 	}
 	byComponent[ProblemAgents] = float64(len(h.AgentsSilent))
-	for _, comp := range []string{ProblemNATS, ProblemJetStream, ProblemIngest, ProblemStore, ProblemPublish, ProblemAgents, ProblemReplicas} {
+	for _, comp := range []string{ProblemNATS, ProblemJetStream, ProblemIngest, ProblemStore, ProblemPublish, ProblemAgents, ProblemReplicas, ProblemStreams} {
 		gauge(descHealth, byComponent[comp], comp)
 	}
 	if n, err := c.store.Size(); err == nil {

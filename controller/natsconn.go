@@ -44,6 +44,8 @@ func JobsStreamConfig() jetstream.StreamConfig {
 		Duplicates:  duplicateWindow,
 		MaxAge:      jobsMaxAge,
 		MaxMsgSize:  protocol.MaxMessageBytes,
+		MaxBytes:    DefaultJobsStreamMaxBytes,
+		Discard:     jetstream.DiscardNew,
 	}
 }
 
@@ -61,7 +63,11 @@ func EventsStreamConfig() jetstream.StreamConfig {
 		Storage:    jetstream.FileStorage,
 		Duplicates: duplicateWindow,
 		MaxAge:     eventsMaxAge,
+		// The largest message an agent sends: a result, at most
+		// protocol.MaxMessageBytes of JSON, less once compressed.
 		MaxMsgSize: protocol.MaxMessageBytes,
+		MaxBytes:   DefaultEventsStreamMaxBytes,
+		Discard:    jetstream.DiscardNew,
 	}
 }
 
@@ -205,7 +211,8 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 		StoreDir:   filepath.Join(c.opt.DataDir, "nats"),
 		NoSigs:     true,
 		// Results carry per-request records; allow what the protocol allows.
-		MaxPayload: protocol.MaxMessageBytes,
+		MaxPayload:        protocol.MaxMessageBytes,
+		JetStreamMaxStore: c.jetStreamMaxStore(),
 	}
 	if c.tls.nats {
 		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, c.tls.natsConfig, 5
@@ -221,18 +228,19 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 }
 
 // ensureStreams creates the controller's streams, or updates them to the
-// configuration this build wants, with the configured replica count. A
-// cluster scales an existing stream's replicas up or down in place; a
-// server that refuses says why, and the error names both counts.
+// configuration this build wants, with the configured replica count and
+// byte limits. A cluster scales an existing stream's replicas up or down
+// in place, and a stream of an earlier version gets its limits in place
+// too; a server that refuses says why, and the error names both counts.
 func (c *Controller) ensureStreams(ctx context.Context) error {
-	for _, cfg := range []jetstream.StreamConfig{JobsStreamConfig(), EventsStreamConfig(), AdvisoriesStreamConfig()} {
-		cfg.Replicas = c.opt.StreamReplicas
+	for _, cfg := range c.streamConfigs() {
 		if _, err := c.js.CreateOrUpdateStream(ctx, cfg); err != nil {
 			if s, ierr := c.js.Stream(ctx, cfg.Name); ierr == nil && s.CachedInfo().Config.Replicas != cfg.Replicas {
 				return fmt.Errorf("controller: stream %s has %d replicas and --stream-replicas asks for %d; the server refused the change: %w",
 					cfg.Name, s.CachedInfo().Config.Replicas, cfg.Replicas, err)
 			}
-			return fmt.Errorf("controller: create or update stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
+			return fmt.Errorf("controller: create or update stream %s with %d replicas and a limit of %s (--events-stream-mib, --jobs-stream-mib): %w",
+				cfg.Name, cfg.Replicas, mib(cfg.MaxBytes), err)
 		}
 	}
 	return nil

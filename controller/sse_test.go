@@ -14,6 +14,8 @@ import (
 
 func TestSSEDeliversProgress(t *testing.T) {
 	c := startController(t, t.TempDir())
+	_, a := announced(t, c, "a1", "d1")
+	job := submitJobs(t, c, "a1")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.HTTPURL()+"/api/events?kind=progress", nil)
@@ -53,12 +55,11 @@ func TestSSEDeliversProgress(t *testing.T) {
 	if l := next(); l != ": connected" {
 		t.Fatalf("first line %q", l)
 	}
-	a := newFakeAgent(t, c, "a1")
-	p := protocol.Progress{Schema: 1, AgentID: "a1", JobID: "job-7", RunID: "r", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
-		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4}, ComboN: 3, Done: 3, Total: 8, MeanTTFT: 1.4, Simulated: true}
+	p := protocol.Progress{Schema: 1, AgentID: "a1", JobID: job, RunID: "r", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
+		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, ComboN: 3, Done: 3, Total: 8, MeanTTFT: 1.4, Simulated: true}
 	data, _ := json.Marshal(p)
 	// A heartbeat is filtered out by ?kind=progress; the progress must arrive.
-	hb, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: "a1", Time: time.Now(), State: protocol.AgentBusy, JobID: "job-7"})
+	hb, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: "a1", Time: time.Now(), State: protocol.AgentBusy, JobID: job})
 	if err := a.nc.Publish(protocol.AgentSubject("a1", protocol.KindHeartbeat), hb); err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +84,13 @@ func TestSSEDeliversProgress(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &got); err != nil {
 		t.Fatalf("%q: %v", l, err)
 	}
-	if got.JobID != "job-7" || got.Done != 3 || got.Combo.Cameras != 4 {
+	if got.JobID != job || got.Done != 3 || got.Combo.Cameras != 2 {
 		t.Errorf("progress %+v", got)
 	}
 	// The live snapshot keeps the latest progress for the page.
 	var snap LiveSnapshot
 	getJSON(t, c.HTTPURL()+"/api/live", &snap)
-	if len(snap.Progress) != 1 || snap.Progress[0].JobID != "job-7" {
+	if len(snap.Progress) != 1 || snap.Progress[0].JobID != job {
 		t.Errorf("snapshot progress %+v", snap.Progress)
 	}
 }

@@ -51,13 +51,13 @@ func TestSweepPageOrdersJobsAndShowsProgress(t *testing.T) {
 	job := s.Jobs[1]
 	a.state(t, job, protocol.JobRunning, 1, true)
 	p := protocol.Progress{Schema: 1, AgentID: "orin-1", JobID: job, RunID: job + "-a1", Time: time.Now().UTC(), Phase: protocol.PhaseMeasure,
-		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4}, ComboIdx: 2, ComboN: 5, Done: 3, Total: 8, MeanTTFT: 2.41, Simulated: true}
+		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, ComboIdx: 2, ComboN: 5, Done: 3, Total: 8, MeanTTFT: 2.41, Simulated: true}
 	data, _ := json.Marshal(p)
 	if err := a.nc.Publish(protocol.AgentSubject("orin-1", protocol.KindProgress), data); err != nil {
 		t.Fatal(err)
 	}
 	row := `document.querySelector('#jobs tr[data-job=` + jsString(job) + `]')`
-	poll(row + `.querySelector(".combo").textContent === "combination 3 of 5 · 720p · 1 img · 4 cam · 3/8"`)
+	poll(row + `.querySelector(".combo").textContent === "combination 3 of 5 · 720p · 1 img · 2 cam · 3/8"`)
 	poll(row + `.querySelector(".ttft").textContent === "2.41 s" && ` + row + `.querySelector(".state").textContent.startsWith("running")`)
 }
 

@@ -31,6 +31,10 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	httpAddr := fs.String("http", "127.0.0.1:8080", "address of the API, live page and explorer")
 	natsURL := fs.String("nats-url", "", "external NATS server URL, or a comma-separated list of a cluster's nodes (default: embed one)")
 	streamReplicas := fs.Int("stream-replicas", 1, fmt.Sprintf("copies of each stream a NATS cluster keeps, 1..%d (3 in a 3-node cluster); above 1 needs --nats-url", controller.MaxStreamReplicas))
+	eventsMiB := fs.Int64("events-stream-mib", controller.DefaultEventsStreamMaxBytes>>20,
+		fmt.Sprintf("MiB the events stream keeps at most (what agents report; at least %d); full, it refuses new messages, which agents keep and send again", controller.MinStreamMaxBytes>>20))
+	jobsMiB := fs.Int64("jobs-stream-mib", controller.DefaultJobsStreamMaxBytes>>20,
+		fmt.Sprintf("MiB the jobs stream keeps at most (jobs not yet taken by their agents; at least %d); full, new jobs wait to be published", controller.MinStreamMaxBytes>>20))
 	natsListen := fs.String("nats-listen", "127.0.0.1:4222", "client address of the embedded NATS server (use 0.0.0.0:4222 to accept agents on other hosts)")
 	publicRead := fs.Bool("public-read", false, "let anyone who reaches --http read results, pages and the API without the token (changes always need it)")
 	var hosts []string
@@ -55,7 +59,18 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		// line it is a mistake.
 		return usageError{fmt.Errorf("--stream-replicas %d: allowed 1..%d", *streamReplicas, controller.MaxStreamReplicas)}
 	}
+	for _, l := range []struct {
+		flag string
+		mib  int64
+	}{{"events-stream-mib", *eventsMiB}, {"jobs-stream-mib", *jobsMiB}} {
+		// The controller's Options read 0 as "the default"; on the command
+		// line it is a mistake, as is a size past what an int64 of bytes holds.
+		if l.mib < controller.MinStreamMaxBytes>>20 || l.mib > 1<<40 {
+			return usageError{fmt.Errorf("--%s %d: allowed %d..%d (MiB)", l.flag, l.mib, controller.MinStreamMaxBytes>>20, int64(1)<<40)}
+		}
+	}
 	ctl, err := controller.New(controller.Options{
+		EventsStreamMaxBytes: *eventsMiB << 20, JobsStreamMaxBytes: *jobsMiB << 20,
 		DataDir: *dataDir, NATSURL: *natsURL, StreamReplicas: *streamReplicas, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
 		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic, TLS: *tlsMode, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),

@@ -40,6 +40,24 @@ func TestControllerBackupCommand(t *testing.T) {
 	}
 }
 
+// A stream limit under four of the largest messages stops the controller
+// before it starts anything, with the flag named.
+func TestControllerStreamLimitFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--events-stream-mib", "8"}, "--events-stream-mib 8: allowed 32.."},
+		{[]string{"--jobs-stream-mib", "0"}, "--jobs-stream-mib 0: allowed 32.."},
+	} {
+		args := append([]string{"controller", "--data-dir", dir, "--http", "127.0.0.1:0"}, tc.args...)
+		if code, _, errs := runArgs(args...); code != 2 || !strings.Contains(errs, tc.says) {
+			t.Errorf("%v: exit %d: %s; want exit 2 saying %q", tc.args, code, errs, tc.says)
+		}
+	}
+}
+
 // --stream-replicas outside 1..5, or above 1 without a cluster, stops the
 // controller before it starts anything, with the flag named.
 func TestControllerStreamReplicasFlag(t *testing.T) {
