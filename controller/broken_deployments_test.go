@@ -14,7 +14,7 @@ const missingModel = `deployments[1].engine: model: "gone.gguf": not found under
 
 // announceBroken has agent "mixed" offer "good" and announce "bad" as
 // broken, and agent "none" announce only broken deployments, as agents
-// with such configurations do (issue 9).
+// with such configurations do.
 func announceBroken(t *testing.T, c *Controller) {
 	t.Helper()
 	ev := watchEvents(t, c)

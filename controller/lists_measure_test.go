@@ -26,8 +26,8 @@ const (
 )
 
 // largeLab fills a controller's store through the store's own write paths
-// (CreateSweep, ImportRuns, Reject) with a lab the size issue 13 asks the
-// lists to hold up at. It returns a sweep id and an agent id to filter by.
+// (CreateSweep, ImportRuns, Reject) with a lab the size the lists must
+// hold up at (docs/scaling.md). It returns a sweep id and an agent id to filter by.
 func largeLab(t *testing.T) (c *Controller, sweepID, agentID string) {
 	t.Helper()
 	c = startController(t, t.TempDir())

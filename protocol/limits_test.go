@@ -31,8 +31,7 @@ func recordedRun() Run {
 	return r
 }
 
-// TestValidationGaps reproduces the documents issue 11 item 7 found
-// accepted; each must be refused with an error that names the field.
+// TestValidationGaps holds documents that validation once let through; each must be refused with an error that names the field.
 func TestValidationGaps(t *testing.T) {
 	cases := map[string]struct {
 		edit func(r *Run)

@@ -30,7 +30,7 @@ type AgentHello struct {
 	// sweep may select agents by them (Sweep.AgentLabels).
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// ---- Broken deployments (issue 9, item 5) ----
+	// ---- Broken deployments ----
 	// BrokenDeployments are the deployments of the agent's configuration
 	// that it cannot serve, each with the reason. The agent offers only
 	// Deployments; one wrong entry no longer stops the whole agent, and an

@@ -54,7 +54,7 @@ type RequestRecord struct {
 	FinishReason string             `json:"finish_reason,omitempty"`
 	Error        string             `json:"error,omitempty"`
 
-	// Measurement correctness (issue 9): what a rate and a cache hit are made of.
+	// Measurement correctness: what a rate and a cache hit are made of.
 
 	// DecodeTokens is the completion tokens that arrived after the read that
 	// delivered the first token (with usage counts, in proportion to the
@@ -113,7 +113,7 @@ type Combination struct {
 
 	Requests []RequestRecord `json:"requests,omitempty"`
 
-	// Measurement correctness (issue 9).
+	// Measurement correctness.
 
 	// CachedPromptTokens is the prompt tokens of the completed requests that
 	// the server says it served from a cache (the sum of their
@@ -228,7 +228,7 @@ type Run struct {
 
 	Combinations []Combination `json:"combinations"`
 
-	// Measurement correctness (issue 9).
+	// Measurement correctness.
 
 	// Warnings are what makes the run's figures doubtful although it ran:
 	// prompts served from a cache in a run meant to be cache-free, fewer

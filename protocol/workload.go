@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// ImageSize is one of the four frame sizes of the method in
-// 000_aae2cc4e092a415f.txt.
+// ImageSize is one of the four frame sizes of the published method
+// (explorer/testdata/seed.txt).
 type ImageSize struct {
 	Name   string `json:"name"`
 	Width  int    `json:"width"`
@@ -89,7 +89,7 @@ type Workload struct {
 	ImageSet string `json:"image_set,omitempty"`
 }
 
-// DefaultWorkload is the method of 000_aae2cc4e092a415f.txt as measured on a Jetson.
+// DefaultWorkload is the published method (explorer/testdata/seed.txt) as measured on a Jetson.
 func DefaultWorkload() Workload {
 	f := false
 	return Workload{

@@ -1,6 +1,6 @@
 // Package simengine is a simulated vision-language-model engine: a real
 // OpenAI-compatible HTTP server whose delays follow a queueing model
-// calibrated from the figures published in 000_aae2cc4e092a415f.txt, so that
+// calibrated from the published explorer's figures (explorer/testdata/seed.txt), so that
 // a lab can be rehearsed, and the whole measurement path tested, with no GPU.
 package simengine
 

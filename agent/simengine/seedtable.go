@@ -2,7 +2,8 @@ package simengine
 
 import "strings"
 
-// seedRow is one configuration block of 000_aae2cc4e092a415f.txt, three
+// seedRow is one configuration block of the published explorer's text
+// (explorer/testdata/seed.txt), three
 // sentences each:
 //
 //	"<Model> (<P>B parameters), served in <Q> format with <E> on <Device>,

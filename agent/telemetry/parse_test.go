@@ -112,8 +112,8 @@ func TestParseTegrastatsJetPack5Fragment(t *testing.T) {
 	}
 }
 
-// JetPack 7 prints every temperature with two values; until issue 9 the
-// whole reading was dropped, so a Thor reported no temperature.
+// JetPack 7 prints every temperature with two values; the reading must
+// still be taken, or a Thor reports no temperature.
 func TestParseTegrastatsJetPack7(t *testing.T) {
 	s, err := ParseTegrastats(fakehw.AGXThorLine)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // seedRuns is the seed's 38 configurations as result documents (made by the
-// explorer package's tests from 000_aae2cc4e092a415f.txt).
+// explorer package's tests from explorer/testdata/seed.txt).
 const seedRuns = "../../explorer/testdata/seed_runs.json"
 
 type runSlice []protocol.Run

@@ -30,7 +30,7 @@ func closing(r protocol.Run, attempt int) protocol.ResultMessage {
 }
 
 // A job whose first delivery never reached an agent (JetStream delivered
-// it to a pull the agent had given up on, issue 11 item 1) runs as attempt
+// it to a pull the agent had given up on) runs as attempt
 // 2, whose agent closes attempt 1 as stopped. The store knows better: no
 // agent ever reported attempt 1, so there is nothing to close, and no
 // failed run is made up for it, nor a refusal recorded.

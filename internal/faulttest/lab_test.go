@@ -151,7 +151,7 @@ func (l *lab) waitHealthy() {
 // them; it returns once the controller has their announcements. Every
 // agent is enrolled before the first starts: an agent that signs in while
 // the embedded server reloads its users for the next enrolment may be
-// refused (seen with 50 agents; see the report of issue 11) and stops.
+// refused and stop.
 func (l *lab) addAgents(ids ...string) {
 	l.t.Helper()
 	for _, id := range ids {

@@ -219,7 +219,7 @@ func (w *siteWatch) wait(ctx context.Context, deadline time.Time, cond func() bo
 }
 
 // A remote site reaches the hub over a leaf node, and its link is cut for
-// $VLMFLEET_FAULT_LINK_CUT mid-sweep (issue 13): the site's agents go on
+// $VLMFLEET_FAULT_LINK_CUT mid-sweep: the site's agents go on
 // measuring while it is cut, finish their jobs, and one of them is even
 // restarted meanwhile; once the link is back every result arrives, once,
 // with no job run twice and no run failed.

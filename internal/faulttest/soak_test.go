@@ -17,8 +17,8 @@ import (
 // small combination each) and reports the controller's memory and CPU,
 // the latency of /api/agents meanwhile, and what became of the jobs. It
 // fails for any job lost, combination duplicated or run falsely failed,
-// and for any job that needed a second attempt (issue 11: 200 agents, every
-// job at its first attempt).
+// and for any job that needed a second attempt (every job must run at its
+// first attempt).
 func TestSoak(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv(soakEnv))
 	if os.Getenv(soakEnv) == "" {

@@ -98,7 +98,7 @@ func cosmos(t *testing.T) agent.DeploymentConfig {
 // One wrong deployment in an agent's configuration no longer stops the
 // agent: it serves the others and announces the broken one with the
 // reason, which the controller shows and gives when a sweep asks for it.
-// An agent with nothing valid still starts and announces why (issue 9).
+// An agent with nothing valid still starts and announces why.
 func TestAgentWithBrokenDeployments(t *testing.T) {
 	l := newLab(t, testContext(t, 90*time.Second), simlab.Options{})
 	r := newAgentRunner(t, l)

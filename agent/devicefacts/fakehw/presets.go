@@ -1,6 +1,6 @@
 package fakehw
 
-// The tegrastats lines below are verbatim from public sources (issue 4),
+// The tegrastats lines below are verbatim from public sources,
 // except AGXThorLine, written in the format public JetPack 7 captures show.
 
 // OrinNXLine is tegrastats on an Orin NX 16GB, JetPack 6.

@@ -1,7 +1,7 @@
 // Package fakellama is llama.cpp's llama-server as a client of its HTTP API
 // sees it, for tests that attach to an endpoint (`vlmfleet bench`,
 // measure.EndpointSpec) where no llama-server can run. It behaves as a
-// real build was seen to (docs/engines.md, issue 9): /props with
+// real build was seen to (docs/engines.md): /props with
 // total_slots and build_info, a model list owned by "llamacpp", any model
 // name accepted, at most total_slots requests served at once, the role
 // chunk in the same write as the first token, usage and timings in a final
