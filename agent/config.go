@@ -54,7 +54,8 @@ type Config struct {
 	// link that is down stops no measurement (agent/outbox); default
 	// <log_dir>/spool/<id>, or <temp dir>/vlmfleet-spool-<uid>/<id> with no
 	// log_dir. It must survive a reboot: put it on the device's storage,
-	// not on a tmpfs.
+	// not on a tmpfs. What it holds is sent as the agent's own: one that
+	// another user made or may write to is refused (outbox.Open).
 	SpoolDir string `yaml:"spool_dir"`
 	// SpoolMaxMiB bounds the spool (default 1024): a full spool makes the
 	// job wait for the link, it never drops a message.
@@ -145,7 +146,8 @@ func (c Config) withDefaults(hostname string) Config {
 		if c.LogDir == "" {
 			// The system temp dir is shared: a directory per user, so that
 			// one user's spool (0700) does not keep another's agent from
-			// starting.
+			// starting. One that another user made first is refused
+			// (outbox.Open): what it holds would be sent as this agent's.
 			c.SpoolDir = filepath.Join(os.TempDir(), fmt.Sprintf("vlmfleet-spool-%d", os.Getuid()), c.ID)
 		}
 	}

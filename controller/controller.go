@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -202,11 +201,11 @@ func New(opt Options) (*Controller, error) {
 	if opt.JobAckWait <= 0 {
 		opt.JobAckWait = DefaultJobAckWait
 	}
-	st, err := store.Open(filepath.Join(opt.DataDir, "vlmfleet.db"), store.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("controller: %w", err)
-	}
 	log := opt.Log.With().Str("component", "controller").Logger()
+	st, err := openStore(opt.DataDir, log)
+	if err != nil {
+		return nil, err
+	}
 	sec, err := newHTTPSecurity(opt, log)
 	var tlsSt *tlsState
 	if err == nil {

@@ -106,7 +106,12 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 		}
 		st.fingerprint = tlsca.Fingerprint(cert.Certificate[len(cert.Certificate)-1])
 	} else {
-		ca, err := tlsca.Open(filepath.Join(opt.DataDir, TLSDirName), certNames(opt), time.Now())
+		dir := filepath.Join(opt.DataDir, TLSDirName)
+		// tls/ in the data directory is the controller's own.
+		if err := privateDir(dir, func(string) bool { return true }, log); err != nil {
+			return nil, fmt.Errorf("controller: tls: %w", err)
+		}
+		ca, err := tlsca.Open(dir, certNames(opt), time.Now())
 		if err != nil {
 			return nil, fmt.Errorf("controller: %w", err)
 		}

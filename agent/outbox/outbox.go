@@ -94,14 +94,17 @@ type entry struct {
 }
 
 // Open opens (or makes) the spool in opt.Dir and loads what a previous run
-// left there, to be sent first.
+// left there, to be sent first. A spool that another user made or may
+// write to is refused (secureDir): what it holds is sent as the agent's.
 func Open(opt Options) (*Outbox, error) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxBytes
 	}
-	if err := os.MkdirAll(opt.Dir, 0o700); err != nil {
+	dir, err := secureDir(opt.Dir)
+	if err != nil {
 		return nil, fmt.Errorf("spool %s: %w", opt.Dir, err)
 	}
+	opt.Dir = dir
 	lock, err := os.OpenFile(filepath.Join(opt.Dir, lockName), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: %w", opt.Dir, err)

@@ -24,12 +24,24 @@ type Agent struct {
 	DrainedAt time.Time `json:"drained_at,omitzero"`
 }
 
+// MaxHelloAhead is how far after its receipt a hello's started_at may
+// lie. Clocks that NTP keeps differ by far less; a hello from further in
+// the future is refused, since the hello with the latest started_at is the
+// one kept, and one dated years ahead (forged, or from a clock gone wrong)
+// would keep every real one after it from replacing it.
+const MaxHelloAhead = 10 * time.Minute
+
 // PutAgentHello upserts the agent from its announcement, received at at.
 // The announcement with the latest StartedAt is kept; an older one only
-// counts as the agent being heard from.
+// counts as the agent being heard from. One that started more than
+// MaxHelloAhead after at is refused.
 func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 	if err := protocol.ValidateAgentID(h.AgentID); err != nil {
 		return &RejectError{Reason: "agent hello: " + err.Error()}
+	}
+	if ahead := h.StartedAt.Sub(at); ahead > MaxHelloAhead {
+		return Rejectf("agent hello: started_at %s is %s after the hello arrived (%s), more than the %s a clock may be ahead; is the agent's clock right?",
+			h.StartedAt.Format(time.RFC3339), ahead.Round(time.Second), at.Format(time.RFC3339), MaxHelloAhead)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAgents)
@@ -41,8 +53,11 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 			a.FirstSeen = at
 		}
 		// A hello from an earlier start of the agent (redelivered, or
-		// delayed behind the restart's) must not replace the newer one.
-		if a.Hello.AgentID == "" || !h.StartedAt.Before(a.Hello.StartedAt) {
+		// delayed behind the restart's) must not replace the newer one. A
+		// stored one dated past its own arrival, which this store no
+		// longer takes, holds nothing back.
+		future := a.Hello.StartedAt.Sub(a.HelloAt) > MaxHelloAhead
+		if a.Hello.AgentID == "" || future || !h.StartedAt.Before(a.Hello.StartedAt) {
 			a.Hello = h
 			a.HelloAt = at
 		}

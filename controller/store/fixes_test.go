@@ -35,7 +35,7 @@ func TestOlderHelloDoesNotReplaceNewer(t *testing.T) {
 	}
 	// A newer start still replaces it.
 	newest := newer
-	newest.Hostname, newest.StartedAt = "second-restart", restart.Add(time.Hour)
+	newest.Hostname, newest.StartedAt = "second-restart", t0.Add(time.Second)
 	if err := s.PutAgentHello(newest, t0.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,38 +94,41 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process to release the
 	// file (default 2 s).
 	LockTimeout time.Duration
+	// PriorState is what shows, outside the file, that the store held data
+	// (the caller's words, e.g. "nats/ holds JetStream data"): an empty file
+	// is then refused as lost, where otherwise it is made a new database.
+	PriorState string
 }
 
 // Open opens or creates the database at path. If another process holds the
 // file, Open fails after the lock timeout with an error naming that process.
+// A file that lost its contents or whose pages do not read is refused with
+// a *DamagedError, which says how to restore a backup; a file others may
+// read is refused with the chmod that fixes it.
 func Open(path string, opt Options) (*Store, error) {
 	if opt.LockTimeout <= 0 {
 		opt.LockTimeout = 2 * time.Second
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create directory for %s: %w", path, err)
 	}
 	pidPath := path + ".pid"
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.LockTimeout, FreelistType: bolt.FreelistMapType, NoFreelistSync: true})
+	if err := preflight(path, pidPath, opt); err != nil {
+		return nil, err
+	}
+	db, err := openWritable(path, pidPath, opt)
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			holder := "another process"
-			if b, rerr := os.ReadFile(pidPath); rerr == nil {
-				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-					holder = fmt.Sprintf("another vlmfleet (pid %d)", pid)
-				}
-			}
-			return nil, fmt.Errorf("store: database %s is locked by %s; stop it or use another --data-dir", path, holder)
-		}
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, err
 	}
 	s := &Store{db: db, path: path, pidPath: pidPath}
 	if err := s.init(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	// The pid file only improves the lock error of a second process.
-	_ = os.WriteFile(pidPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	if err := writePid(pidPath); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	return s, nil
 }
 

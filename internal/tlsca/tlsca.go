@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -24,6 +25,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
+	"github.com/vlmfleet/vlmfleet/internal/private"
 )
 
 // Files of a CA directory.
@@ -57,10 +61,17 @@ type Authority struct {
 // Open loads the CA kept in dir, or makes one, and a server certificate
 // for names (host names and IP addresses), made anew when it does not
 // cover them all or is near its end. Keys are written readable by their
-// owner only.
+// owner only, in a directory made 0700; a key others may read is refused,
+// with the chmod that fixes it, since it may have been read already and
+// the operator should decide whether to replace it.
 func Open(dir string, names []string, now time.Time) (*Authority, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
+	}
+	for _, key := range []string{caKeyFile, serverKeyFile} {
+		if err := checkKey(filepath.Join(dir, key)); err != nil {
+			return nil, err
+		}
 	}
 	caCert, caKey, caPEM, err := loadOrMakeCA(dir, now)
 	if err != nil {
@@ -76,6 +87,22 @@ func Open(dir string, names []string, now time.Time) (*Authority, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkKey refuses a key file that others may read; a missing one is
+// made later.
+func checkKey(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = private.File(path, fi)
+	}
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	return nil
 }
 
 // Fingerprint is the CA's pin: "sha256:" and the hex of its DER's SHA-256.
@@ -248,25 +275,39 @@ func covers(cert, ca *x509.Certificate, names []string, now time.Time) bool {
 	return true
 }
 
-// writePair writes a certificate (and the chain after it) and its key; the
-// key is readable by its owner only. It returns the certificate's PEM.
+// writePair writes a certificate (and the chain after it) and its key,
+// each whole or not at all; the key is readable by its owner only. Both
+// are written beside their file and renamed over it: rewriting the file
+// itself would keep the mode (and follow a link) of what was there. It
+// returns the certificate's PEM.
 func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey, chain ...[]byte) ([]byte, error) {
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
+	if err := writeFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	out := certPEM
 	for _, c := range chain {
 		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c})...)
 	}
-	if err := os.WriteFile(certPath, out, 0o644); err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
+	if err := writeFile(certPath, out, 0o644); err != nil {
+		return nil, err
 	}
 	return certPEM, nil
+}
+
+func writeFile(path string, data []byte, perm os.FileMode) error {
+	_, err := atomicfile.Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	return nil
 }
 
 func serial() *big.Int {

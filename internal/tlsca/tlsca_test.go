@@ -109,3 +109,65 @@ func TestCAIsKeptAndServerCertFollowsTheNames(t *testing.T) {
 		t.Error("a server certificate near its end was kept")
 	}
 }
+
+// A key that others may read is refused with the chmod that fixes it. A
+// key made anew (new names) is 0600 whatever the file it replaces was,
+// and replaces a symbolic link in its place rather than writing through
+// it.
+func TestKeysArePrivate(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	if _, err := Open(dir, []string{"127.0.0.1"}, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{caKeyFile, serverKeyFile} {
+		p := filepath.Join(dir, f)
+		if err := os.Chmod(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir, []string{"127.0.0.1"}, now)
+		if want := p + " may be read by others (mode 0644): run chmod 600 " + p; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s at 0644: %v; want an error saying %q", f, err, want)
+		}
+		if err := os.Chmod(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	key := filepath.Join(dir, serverKeyFile)
+	if err := os.Chmod(key, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, []string{"127.0.0.1", "new.lab"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the server key made for a new name: mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+
+	// The link names a copy of the key, so that it loads, and a new name
+	// has the pair made anew.
+	victim := filepath.Join(t.TempDir(), "victim")
+	old, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(victim, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, []string{"127.0.0.1", "new.lab", "newer.lab"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != string(old) {
+		t.Error("the new server key was written through the link in its place, into the file it named")
+	}
+	if st, err := os.Lstat(key); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o600 {
+		t.Errorf("the server key after replacing a link: %v (%v), want a regular file at 0600", st.Mode(), err)
+	}
+}
