@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
-	"github.com/vlmfleet/vlmfleet/internal/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/simtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )

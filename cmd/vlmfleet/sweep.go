@@ -12,7 +12,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
-	"github.com/vlmfleet/vlmfleet/internal/termprogress"
+	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

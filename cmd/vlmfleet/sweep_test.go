@@ -13,7 +13,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
-	"github.com/vlmfleet/vlmfleet/internal/termprogress"
+	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
