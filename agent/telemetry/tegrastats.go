@@ -49,105 +49,159 @@ func ParseTegrastats(line string) (protocol.TelemetrySample, error) {
 	return newTegrastatsParser().parse(line)
 }
 
+// tegrastatsLine is one line part-way through being read: the fields are
+// read left to right, some consuming the token after them, and each adds to
+// the sample, the temperatures the hottest is chosen from at the end, and
+// the count of fields recognised that decides whether it was a tegrastats
+// line at all.
+type tegrastatsLine struct {
+	p     *tegrastatsParser
+	tok   []string
+	i     int
+	s     protocol.TelemetrySample
+	known int
+	temps map[string]float64
+}
+
 func (p *tegrastatsParser) parse(line string) (protocol.TelemetrySample, error) {
-	s := protocol.TelemetrySample{Extra: map[string]float64{}, Rails: map[string]float64{}}
-	tok := strings.Fields(line)
-	i := 0
-	if len(tok) >= 2 {
-		if t, err := time.ParseInLocation("01-02-2006 15:04:05", tok[0]+" "+tok[1], time.Local); err == nil {
-			s.Time = t
-			i = 2
-		}
+	l := &tegrastatsLine{
+		p:     p,
+		tok:   strings.Fields(line),
+		s:     protocol.TelemetrySample{Extra: map[string]float64{}, Rails: map[string]float64{}},
+		temps: map[string]float64{},
 	}
-	known := 0
-	temps := map[string]float64{}
-	rails, engines := p.rails, p.engines
-	for ; i < len(tok); i++ {
-		t := tok[i]
-		next := ""
-		if i+1 < len(tok) {
-			next = tok[i+1]
-		}
-		switch {
-		case strings.HasPrefix(t, "("):
-			i = skipGroup(tok, i, s.Extra, "")
-		case (t == "RAM" || t == "SWAP" || t == "IRAM") && next != "":
-			used, total, unit, ok := usedTotal(next)
-			if !ok {
-				continue
-			}
-			known++
-			i++
-			key := strings.ToLower(t)
-			if t == "RAM" && unit == "MB" {
-				s.MemUsedMB, s.MemTotalMB = &used, &total
-			}
-			s.Extra[key+"_used_"+strings.ToLower(unit)] = used
-			s.Extra[key+"_total_"+strings.ToLower(unit)] = total
-			if i+1 < len(tok) && strings.HasPrefix(tok[i+1], "(") {
-				i = skipGroup(tok, i+1, s.Extra, key)
-			}
-		case t == "CPU" && strings.HasPrefix(next, "["):
-			known++
-			i++
-			parseCPUs(next, &s)
-		case strings.Contains(t, "@") && strings.HasSuffix(t, "C") && !strings.HasPrefix(t, "@"):
-			name, c, ok := temperature(t)
-			if !ok {
-				continue
-			}
-			known++
-			if c <= -256 { // the sensor is off
-				continue
-			}
-			temps[strings.ToLower(name)] = c
-			s.Extra["temp_"+strings.ToLower(name)+"_c"] = c
-		case next != "" && rails.MatchString(next):
-			m := rails.FindStringSubmatch(next)
-			i++
-			known++
-			if t == "NC" { // not connected
-				continue
-			}
-			cur, ok1 := number(m[1])
-			avg, ok2 := number(m[2])
-			if !ok1 || !ok2 {
-				continue
-			}
-			s.Rails[t] = cur / 1000
-			s.Extra[strings.ToLower(t)+"_avg_w"] = avg / 1000
-			if m[3] != "" {
-				if mx, ok := number(m[3]); ok {
-					s.Extra[strings.ToLower(t)+"_max_w"] = mx / 1000
-				}
-			}
-		case next != "" && next != "off" && engines.MatchString(next) && isName(t):
-			m := engines.FindStringSubmatch(next)
-			i++
-			key := strings.TrimSuffix(strings.ToLower(t), "_freq")
-			if m[1] == "" && m[2] == "" {
-				continue
-			}
-			known++
-			if m[1] != "" {
-				if u, ok := number(m[1]); ok {
-					s.Extra[key+"_util"] = u
-					if key == "gr3d" {
-						s.GPUUtil = &u
-					}
-				}
-			}
-			freqs(m[2], key, s.Extra)
-		case next == "off" && isName(t):
-			i++
-			s.Extra[strings.ToLower(t)+"_on"] = 0
-		}
+	l.timestamp()
+	for ; l.i < len(l.tok); l.i++ {
+		l.field()
 	}
-	if known == 0 {
+	if l.known == 0 {
 		return protocol.TelemetrySample{}, fmt.Errorf("not a tegrastats line (no RAM, CPU, GR3D_FREQ, temperature or power rail field): %q", clip(line, 200))
 	}
+	return l.finish(), nil
+}
+
+// timestamp takes a leading date and time when the line has one; lines
+// without one start straight with the fields.
+func (l *tegrastatsLine) timestamp() {
+	if len(l.tok) < 2 {
+		return
+	}
+	if t, err := time.ParseInLocation("01-02-2006 15:04:05", l.tok[0]+" "+l.tok[1], time.Local); err == nil {
+		l.s.Time = t
+		l.i = 2
+	}
+}
+
+// field reads the field at the cursor, leaving the cursor on the last token
+// it used.
+func (l *tegrastatsLine) field() {
+	t := l.tok[l.i]
+	next := ""
+	if l.i+1 < len(l.tok) {
+		next = l.tok[l.i+1]
+	}
+	switch {
+	case strings.HasPrefix(t, "("):
+		l.i = skipGroup(l.tok, l.i, l.s.Extra, "")
+	case (t == "RAM" || t == "SWAP" || t == "IRAM") && next != "":
+		l.memory(t, next)
+	case t == "CPU" && strings.HasPrefix(next, "["):
+		l.known++
+		l.i++
+		parseCPUs(next, &l.s)
+	case strings.Contains(t, "@") && strings.HasSuffix(t, "C") && !strings.HasPrefix(t, "@"):
+		l.temperature(t)
+	case next != "" && l.p.rails.MatchString(next):
+		l.rail(t, next)
+	case next != "" && next != "off" && l.p.engines.MatchString(next) && isName(t):
+		l.engine(t, next)
+	case next == "off" && isName(t):
+		l.i++
+		l.s.Extra[strings.ToLower(t)+"_on"] = 0
+	}
+}
+
+// memory reads "RAM 1224/15656MB (lfb 8x4MB)" and its SWAP and IRAM kin.
+func (l *tegrastatsLine) memory(t, next string) {
+	used, total, unit, ok := usedTotal(next)
+	if !ok {
+		return
+	}
+	l.known++
+	l.i++
+	key := strings.ToLower(t)
+	if t == "RAM" && unit == "MB" {
+		l.s.MemUsedMB, l.s.MemTotalMB = &used, &total
+	}
+	l.s.Extra[key+"_used_"+strings.ToLower(unit)] = used
+	l.s.Extra[key+"_total_"+strings.ToLower(unit)] = total
+	if l.i+1 < len(l.tok) && strings.HasPrefix(l.tok[l.i+1], "(") {
+		l.i = skipGroup(l.tok, l.i+1, l.s.Extra, key)
+	}
+}
+
+// temperature reads one sensor, "gpu@47.625C".
+func (l *tegrastatsLine) temperature(t string) {
+	name, c, ok := temperature(t)
+	if !ok {
+		return
+	}
+	l.known++
+	if c <= -256 { // the sensor is off
+		return
+	}
+	l.temps[strings.ToLower(name)] = c
+	l.s.Extra["temp_"+strings.ToLower(name)+"_c"] = c
+}
+
+// rail reads one power rail, "VDD_IN 4939mW/4939mW".
+func (l *tegrastatsLine) rail(t, next string) {
+	m := l.p.rails.FindStringSubmatch(next)
+	l.i++
+	l.known++
+	if t == "NC" { // not connected
+		return
+	}
+	cur, ok1 := number(m[1])
+	avg, ok2 := number(m[2])
+	if !ok1 || !ok2 {
+		return
+	}
+	l.s.Rails[t] = cur / 1000
+	l.s.Extra[strings.ToLower(t)+"_avg_w"] = avg / 1000
+	if m[3] != "" {
+		if mx, ok := number(m[3]); ok {
+			l.s.Extra[strings.ToLower(t)+"_max_w"] = mx / 1000
+		}
+	}
+}
+
+// engine reads one engine's load and clock, "GR3D_FREQ 12%@1300".
+func (l *tegrastatsLine) engine(t, next string) {
+	m := l.p.engines.FindStringSubmatch(next)
+	l.i++
+	key := strings.TrimSuffix(strings.ToLower(t), "_freq")
+	if m[1] == "" && m[2] == "" {
+		return
+	}
+	l.known++
+	if m[1] != "" {
+		if u, ok := number(m[1]); ok {
+			l.s.Extra[key+"_util"] = u
+			if key == "gr3d" {
+				l.s.GPUUtil = &u
+			}
+		}
+	}
+	freqs(m[2], key, l.s.Extra)
+}
+
+// finish derives the module-wide readings from the fields read and drops
+// empty maps, so a sample without rails or extras encodes without them.
+func (l *tegrastatsLine) finish() protocol.TelemetrySample {
+	s := l.s
 	s.PowerW = jetsonPower(s.Rails)
-	s.TempC = jetsonTemp(temps)
+	s.TempC = jetsonTemp(l.temps)
 	if s.TempC != nil && *s.TempC >= JetsonThermalThrottleC {
 		s.Throttle = []string{ThrottleThermal}
 	}
@@ -157,7 +211,7 @@ func (p *tegrastatsParser) parse(line string) (protocol.TelemetrySample, error) 
 	if len(s.Extra) == 0 {
 		s.Extra = nil
 	}
-	return s, nil
+	return s
 }
 
 // temperature reads "gpu@47.625C" and JetPack 7's "gpu@47.625C/47.625C".
