@@ -90,82 +90,97 @@ func ParseNvidiaSMI(fields []string, line string) (protocol.TelemetrySample, err
 	}
 	s := protocol.TelemetrySample{Extra: map[string]float64{}}
 	for i, f := range fields {
-		v := vals[i]
-		if nvsmi.Unavailable(v) {
-			continue
-		}
-		num := func() (*float64, error) {
-			x, ok := number(v)
-			if !ok {
-				return nil, fmt.Errorf("nvidia-smi field %s: %q is not a number", f, clip(v, 40))
-			}
-			return &x, nil
-		}
-		var x *float64
-		switch f {
-		case "timestamp":
-			t, err := time.ParseInLocation("2006/01/02 15:04:05.000", v, time.Local)
-			if err != nil {
-				return protocol.TelemetrySample{}, fmt.Errorf("nvidia-smi field timestamp: %q is not YYYY/MM/DD hh:mm:ss.mmm", clip(v, 40))
-			}
-			s.Time = t
-			continue
-		case "pstate":
-			p, err := strconv.Atoi(strings.TrimPrefix(v, "P"))
-			if err != nil || !strings.HasPrefix(v, "P") {
-				return protocol.TelemetrySample{}, fmt.Errorf("nvidia-smi field pstate: %q is not P0..P15", clip(v, 40))
-			}
-			s.Extra["pstate"] = float64(p)
-			continue
-		case "clocks_event_reasons.active", "clocks_throttle_reasons.active":
-			mask, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 64)
-			if err != nil {
-				return protocol.TelemetrySample{}, fmt.Errorf("nvidia-smi field %s: %q is not a hex bitmask", f, clip(v, 40))
-			}
-			s.Extra["clocks_event_reasons"] = float64(mask)
-			for _, r := range DecodeClockEventReasons(mask) {
-				if IsThrottling(r) {
-					s.Throttle = append(s.Throttle, r)
-				}
-			}
-			continue
-		}
-		if x, err = num(); err != nil {
-			switch f {
-			case "name", "uuid", "pci.bus_id", "driver_version", "serial", "vbios_version", "compute_cap":
-				continue // text facts, not readings
-			}
+		if err := readSMIField(&s, f, vals[i]); err != nil {
 			return protocol.TelemetrySample{}, err
-		}
-		switch f {
-		case "index":
-			s.Extra["gpu_index"] = *x
-		case "utilization.gpu":
-			s.GPUUtil = x
-		case "memory.used":
-			s.MemUsedMB = x
-		case "memory.total":
-			s.MemTotalMB = x
-		case "power.draw", "power.draw.instant":
-			if s.PowerW == nil {
-				s.PowerW = x
-			}
-		case "temperature.gpu":
-			s.TempC = x
-		case "power.limit":
-			s.Extra["power_limit_w"] = *x
-		case "clocks.sm":
-			s.Extra["sm_mhz"] = *x
-		case "clocks.mem":
-			s.Extra["mem_mhz"] = *x
-		default:
-			s.Extra[f] = *x
 		}
 	}
 	if len(s.Extra) == 0 {
 		s.Extra = nil
 	}
 	return s, nil
+}
+
+// readSMIField puts one queried field's value into s. The timestamp,
+// pstate and clock event mask have formats of their own; every other field
+// is a number, except the text facts, which a sample has no place for.
+func readSMIField(s *protocol.TelemetrySample, f, v string) error {
+	if nvsmi.Unavailable(v) {
+		return nil
+	}
+	switch f {
+	case "timestamp":
+		t, err := time.ParseInLocation("2006/01/02 15:04:05.000", v, time.Local)
+		if err != nil {
+			return fmt.Errorf("nvidia-smi field timestamp: %q is not YYYY/MM/DD hh:mm:ss.mmm", clip(v, 40))
+		}
+		s.Time = t
+		return nil
+	case "pstate":
+		p, err := strconv.Atoi(strings.TrimPrefix(v, "P"))
+		if err != nil || !strings.HasPrefix(v, "P") {
+			return fmt.Errorf("nvidia-smi field pstate: %q is not P0..P15", clip(v, 40))
+		}
+		s.Extra["pstate"] = float64(p)
+		return nil
+	case "clocks_event_reasons.active", "clocks_throttle_reasons.active":
+		return readClockEventReasons(s, f, v)
+	}
+	x, ok := number(v)
+	if !ok {
+		switch f {
+		case "name", "uuid", "pci.bus_id", "driver_version", "serial", "vbios_version", "compute_cap":
+			return nil // text facts, not readings
+		}
+		return fmt.Errorf("nvidia-smi field %s: %q is not a number", f, clip(v, 40))
+	}
+	setSMIReading(s, f, x)
+	return nil
+}
+
+// readClockEventReasons keeps the raw mask and, as Throttle, the reasons
+// in it that hold clocks back.
+func readClockEventReasons(s *protocol.TelemetrySample, f, v string) error {
+	mask, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(v), "0x"), 16, 64)
+	if err != nil {
+		return fmt.Errorf("nvidia-smi field %s: %q is not a hex bitmask", f, clip(v, 40))
+	}
+	s.Extra["clocks_event_reasons"] = float64(mask)
+	for _, r := range DecodeClockEventReasons(mask) {
+		if IsThrottling(r) {
+			s.Throttle = append(s.Throttle, r)
+		}
+	}
+	return nil
+}
+
+// setSMIReading files a numeric field under the sample's name for it,
+// or under its nvidia-smi name in Extra when the sample has none.
+func setSMIReading(s *protocol.TelemetrySample, f string, x float64) {
+	switch f {
+	case "index":
+		s.Extra["gpu_index"] = x
+	case "utilization.gpu":
+		s.GPUUtil = &x
+	case "memory.used":
+		s.MemUsedMB = &x
+	case "memory.total":
+		s.MemTotalMB = &x
+	case "power.draw", "power.draw.instant":
+		// Either may be queried; the first one in the row wins.
+		if s.PowerW == nil {
+			s.PowerW = &x
+		}
+	case "temperature.gpu":
+		s.TempC = &x
+	case "power.limit":
+		s.Extra["power_limit_w"] = x
+	case "clocks.sm":
+		s.Extra["sm_mhz"] = x
+	case "clocks.mem":
+		s.Extra["mem_mhz"] = x
+	default:
+		s.Extra[f] = x
+	}
 }
 
 // CombineGPUs merges one tick's per-GPU samples into one: power and memory
