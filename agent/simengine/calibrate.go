@@ -236,68 +236,107 @@ func contentionRange() (lo, hi float64) { return 0.05, 3 }
 // the cameras apart, much of it slows them all), so the range is scanned on
 // a logarithmic grid rather than bisected.
 func FitContention(p Profile) (x float64, ok bool, why string) {
-	lo, hi := contentionRange()
-	const steps = 48
-	grid := make([]float64, steps)
-	for i := range grid {
-		grid[i] = lo * math.Pow(hi/lo, float64(i)/float64(steps-1))
+	f := newContentionFit(p)
+	if len(f.fits) == 0 {
+		return f.nearestMiss()
 	}
-	cons := p.constraints()
-	// margin is the worst run's relative distance to the targets of cs, on
-	// the right side (negative on the wrong one).
-	margin := func(x float64, cs []constraint) float64 {
-		m := math.Inf(1)
-		for _, c := range cs {
-			v := worstTTFT(p, x, c)
-			if c.le {
-				m = math.Min(m, c.target/v-1)
-			} else {
-				m = math.Min(m, v/c.target-1)
-			}
-		}
-		return m
+	if len(p.LoadPoints) > 0 {
+		lp := p.LoadPoints[0]
+		return f.closest(lp.Cameras, lp.TTFT), true, fmt.Sprintf("load point %d cameras %.2fs", lp.Cameras, lp.TTFT)
 	}
-	var fits []float64
-	for _, x := range grid {
-		if margin(x, cons) >= 0 {
-			fits = append(fits, x)
+	le, gt := f.deciding()
+	switch {
+	case len(gt) == 0 && len(le) > 0 && p.Targets[0].Plus:
+		return f.plus()
+	case len(gt) == 0:
+		return f.evenShare(), true, "unconstrained"
+	}
+	return f.balance(le, gt)
+}
+
+// fitSteps is the number of points on FitContention's grid.
+const fitSteps = 48
+
+// contentionFit is one profile's scan for a contention: the logarithmic
+// grid over contentionRange, the constraints the profile's Max Cameras
+// readings impose, and the grid points that meet them all, which every
+// way of choosing among them starts from.
+type contentionFit struct {
+	p      Profile
+	lo, hi float64
+	grid   []float64
+	cons   []constraint
+	fits   []float64
+}
+
+func newContentionFit(p Profile) *contentionFit {
+	f := &contentionFit{p: p, cons: p.constraints()}
+	f.lo, f.hi = contentionRange()
+	f.grid = make([]float64, fitSteps)
+	for i := range f.grid {
+		f.grid[i] = f.lo * math.Pow(f.hi/f.lo, float64(i)/float64(fitSteps-1))
+	}
+	for _, x := range f.grid {
+		if f.margin(x, f.cons) >= 0 {
+			f.fits = append(f.fits, x)
 		}
 	}
-	if len(fits) == 0 {
-		best := grid[0]
-		for _, x := range grid {
-			if margin(x, cons) > margin(best, cons) {
-				best = x
-			}
+	return f
+}
+
+// margin is the worst run's relative distance to the targets of cs, on the
+// right side (negative on the wrong one).
+func (f *contentionFit) margin(x float64, cs []constraint) float64 {
+	m := math.Inf(1)
+	for _, c := range cs {
+		v := worstTTFT(f.p, x, c)
+		if c.le {
+			m = math.Min(m, c.target/v-1)
+		} else {
+			m = math.Min(m, v/c.target-1)
 		}
-		return best, false, fmt.Sprintf("no contention in [%g, %g] fits: at best %.1f%% off", lo, hi, -100*margin(best, cons))
 	}
-	// closest picks the fitting contention whose mean TTFT at a level is
-	// nearest a wanted figure, refined between grid points.
-	closest := func(cams int, want float64) float64 {
-		best := fits[0]
-		for _, x := range fits {
-			if math.Abs(levelTTFT(p, x, cams)-want) < math.Abs(levelTTFT(p, best, cams)-want) {
-				best = x
-			}
+	return m
+}
+
+// nearestMiss reports the grid point that comes closest when none fits.
+func (f *contentionFit) nearestMiss() (x float64, ok bool, why string) {
+	best := f.grid[0]
+	for _, x := range f.grid {
+		if f.margin(x, f.cons) > f.margin(best, f.cons) {
+			best = x
 		}
-		step := math.Pow(hi/lo, 1/float64(steps-1))
-		a, b := math.Max(lo, best/step), math.Min(hi, best*step)
-		if (levelTTFT(p, a, cams) <= want) == (levelTTFT(p, b, cams) <= want) {
-			return best
-		}
-		x := bisect(a, b, func(x float64) bool { return levelTTFT(p, x, cams) <= want })
-		if margin(x, cons) < 0 {
-			return best
-		}
-		return x
 	}
-	for _, lp := range p.LoadPoints {
-		return closest(lp.Cameras, lp.TTFT), true, fmt.Sprintf("load point %d cameras %.2fs", lp.Cameras, lp.TTFT)
+	return best, false, fmt.Sprintf("no contention in [%g, %g] fits: at best %.1f%% off", f.lo, f.hi, -100*f.margin(best, f.cons))
+}
+
+// closest picks the fitting contention whose mean TTFT at a level is
+// nearest a wanted figure, refined between grid points.
+func (f *contentionFit) closest(cams int, want float64) float64 {
+	p, lo, hi := f.p, f.lo, f.hi
+	best := f.fits[0]
+	for _, x := range f.fits {
+		if math.Abs(levelTTFT(p, x, cams)-want) < math.Abs(levelTTFT(p, best, cams)-want) {
+			best = x
+		}
 	}
-	// A single camera's margin does not move with contention.
-	var le, gt []constraint
-	for _, c := range cons {
+	step := math.Pow(hi/lo, 1/float64(fitSteps-1))
+	a, b := math.Max(lo, best/step), math.Min(hi, best*step)
+	if (levelTTFT(p, a, cams) <= want) == (levelTTFT(p, b, cams) <= want) {
+		return best
+	}
+	x := bisect(a, b, func(x float64) bool { return levelTTFT(p, x, cams) <= want })
+	if f.margin(x, f.cons) < 0 {
+		return best
+	}
+	return x
+}
+
+// deciding splits the constraints into those a level must meet and those
+// it must miss, leaving out the single camera's: its margin does not move
+// with contention.
+func (f *contentionFit) deciding() (le, gt []constraint) {
+	for _, c := range f.cons {
 		switch {
 		case c.cams == 1:
 		case c.le:
@@ -306,54 +345,63 @@ func FitContention(p Profile) (x float64, ok bool, why string) {
 			gt = append(gt, c)
 		}
 	}
-	switch {
-	case len(gt) == 0 && len(le) > 0 && p.Targets[0].Plus:
-		// Met at every level measured: aim the top level where the
-		// Qwen3-VL-4B RTX PRO 6000 sentence puts a 16-camera load (4.4× the
-		// single-camera TTFT under llama.cpp, 2.9× under vLLM), inside the target.
-		top := p.Levels()[len(p.Levels())-1]
-		ratio := 2.9
-		if p.Engine == EngineLlamaCpp {
-			ratio = 4.4
-		}
-		want := math.Min(p.TTFT720*ratio, 0.8*p.Targets[0].TargetS)
-		return closest(top, want), true, fmt.Sprintf("plus: %d cameras aimed at %.2fs", top, want)
-	case len(gt) == 0:
-		// No level beyond one camera decides a reading (Max Cameras 0):
-		// any contention reproduces it; take the one closest to an even
-		// share of the device.
-		x := fits[0]
-		for _, f := range fits {
-			if math.Abs(math.Log(f)) < math.Abs(math.Log(x)) {
-				x = f
-			}
-		}
-		return x, true, "unconstrained"
+	return le, gt
+}
+
+// plus fits a profile met at every level measured: it aims the top level
+// where the Qwen3-VL-4B RTX PRO 6000 sentence puts a 16-camera load (4.4×
+// the single-camera TTFT under llama.cpp, 2.9× under vLLM), inside the
+// target.
+func (f *contentionFit) plus() (x float64, ok bool, why string) {
+	p := f.p
+	top := p.Levels()[len(p.Levels())-1]
+	ratio := 2.9
+	if p.Engine == EngineLlamaCpp {
+		ratio = 4.4
 	}
-	// Balance the margins of the passing and the failing levels, but ask no
-	// more than maxMargin of the failing one (more would bend the model's
-	// behaviour beyond the measured levels); among the contentions within
-	// half a point of the best balance, take the widest margins in sum.
+	want := math.Min(p.TTFT720*ratio, 0.8*p.Targets[0].TargetS)
+	return f.closest(top, want), true, fmt.Sprintf("plus: %d cameras aimed at %.2fs", top, want)
+}
+
+// evenShare serves a profile where no level beyond one camera decides a
+// reading (Max Cameras 0): any fitting contention reproduces it, so it
+// takes the one closest to an even share of the device.
+func (f *contentionFit) evenShare() float64 {
+	x := f.fits[0]
+	for _, c := range f.fits {
+		if math.Abs(math.Log(c)) < math.Abs(math.Log(x)) {
+			x = c
+		}
+	}
+	return x
+}
+
+// balance evens out the margins of the passing and the failing levels, but
+// asks no more than maxMargin of the failing one (more would bend the
+// model's behaviour beyond the measured levels); among the contentions
+// within half a point of the best balance, it takes the widest margins in
+// sum.
+func (f *contentionFit) balance(le, gt []constraint) (x float64, ok bool, why string) {
 	const maxMargin = 0.25
-	pass := func(x float64) float64 { return margin(x, le) }
+	pass := func(x float64) float64 { return f.margin(x, le) }
 	if len(le) == 0 {
 		pass = func(float64) float64 { return maxMargin }
 	}
-	fail := func(x float64) float64 { return math.Min(maxMargin, margin(x, gt)) }
+	fail := func(x float64) float64 { return math.Min(maxMargin, f.margin(x, gt)) }
 	best := math.Inf(-1)
-	for _, x := range fits {
+	for _, x := range f.fits {
 		best = math.Max(best, math.Min(pass(x), fail(x)))
 	}
 	x = math.NaN()
-	for _, f := range fits {
-		if math.Min(pass(f), fail(f)) >= best-0.005 && (math.IsNaN(x) || pass(f)+fail(f) > pass(x)+fail(x)+1e-9) {
-			x = f
+	for _, c := range f.fits {
+		if math.Min(pass(c), fail(c)) >= best-0.005 && (math.IsNaN(x) || pass(c)+fail(c) > pass(x)+fail(x)+1e-9) {
+			x = c
 		}
 	}
 	if !math.IsNaN(x) {
-		return x, true, fmt.Sprintf("worst-run margins %.1f%% pass (2+ cameras), %.1f%% fail", 100*margin(x, le), 100*margin(x, gt))
+		return x, true, fmt.Sprintf("worst-run margins %.1f%% pass (2+ cameras), %.1f%% fail", 100*f.margin(x, le), 100*f.margin(x, gt))
 	}
-	return fits[0], true, "unreachable"
+	return f.fits[0], true, "unreachable"
 }
 
 // bisect returns the largest x in [lo, hi] where ok holds, ok true at lo and
