@@ -301,93 +301,148 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 	if err := protocol.ValidateID("job id", ch.JobID); err != nil {
 		return JobRecord{}, false, &RejectError{Reason: "job state: " + err.Error()}
 	}
+	r := jobStateReport{ch: ch, received: received, verdict: verdict}
 	var rec JobRecord
 	changed := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketJobs)
-		ok, err := getJSON(b, ch.JobID, &rec)
-		if err != nil {
-			return err
-		}
-		if !ok && verdict {
-			return ErrNotFound
-		}
-		if !ok {
-			// Not made up: a job exists here before it is published (the
-			// scheduler stores it first and publishes from that record), and
-			// an agent reports only on jobs it was sent, so a report can
-			// never precede its job. One about a job this store does not
-			// hold comes from a controller whose database was replaced or
-			// restored from an older copy, another controller on the same
-			// streams, or a confused agent: refused and recorded, for an
-			// operator to see, rather than a job with no workload.
-			return Rejectf("unknown job %s: agent %s reports it %s, but this controller never made it", ch.JobID, ch.AgentID, ch.State)
-		}
-		if verdict && rec.State.Terminal() {
-			return nil
-		}
-		if rec.Job.AgentID != ch.AgentID {
-			return Rejectf("job %s belongs to agent %s, not %s", ch.JobID, rec.Job.AgentID, ch.AgentID)
-		}
-		if want := RunIDFor(ch.JobID, ch.Attempt); !verdict && ch.RunID != "" && ch.RunID != want {
-			// The job's run id is what a cancel or failure of the job
-			// closes (closeRun): it must be this job's run.
-			return Rejectf("job %s attempt %d names run %s; its run is %s", ch.JobID, ch.Attempt, ch.RunID, want)
-		}
-		seen := false
-		for _, h := range rec.History {
-			if h.State == ch.State && h.Attempt == ch.Attempt {
-				seen = true
-				break
-			}
-		}
-		if !seen {
-			rec.History = append(rec.History, JobHistoryEntry{State: ch.State, Attempt: ch.Attempt, Time: ch.Time, ReceivedAt: received, Error: ch.Error})
-			sort.SliceStable(rec.History, func(i, j int) bool {
-				a, b := rec.History[i], rec.History[j]
-				if a.Attempt != b.Attempt {
-					return a.Attempt < b.Attempt
-				}
-				return stateRank(a.State) < stateRank(b.State)
-			})
-		}
-		if ch.RunID != "" && rec.RunID == "" {
-			rec.RunID = ch.RunID
-		}
-		forward := ch.Attempt > rec.Attempt ||
-			(ch.Attempt == rec.Attempt && stateRank(ch.State) > stateRank(rec.State))
-		if rec.CancelRequested && rec.State == protocol.JobCancelled && !ch.State.Terminal() {
-			forward = false
-		}
-		if forward {
-			rec.State = ch.State
-			rec.Attempt = ch.Attempt
-			rec.Error = ch.Error
-			if ch.RunID != "" {
-				rec.RunID = ch.RunID
-			}
-			rec.UpdatedAt = received
-			changed = true
-		}
-		if !forward && seen {
-			return nil // a pure redelivery: nothing to write
-		}
-		if verdict && forward && rec.RunID != "" {
-			// The controller's verdict also closes the run of the last
-			// attempt: no agent will send its final message now.
-			status := protocol.RunFailed
-			if ch.State == protocol.JobCancelled {
-				status = protocol.RunCancelled
-			}
-			if err := closeRun(tx, rec.RunID, status, ch.Error, received); err != nil {
-				return err
-			}
-			s.runsChanged(tx)
-		}
-		return putJSON(b, ch.JobID, &rec)
+		var err error
+		changed, err = s.applyJobReport(tx, r, &rec)
+		return err
 	})
 	if err != nil {
 		return JobRecord{}, false, fmt.Errorf("store: job %s state %s: %w", ch.JobID, ch.State, err)
 	}
 	return rec, changed, nil
+}
+
+// jobStateReport is one state report on its way into its job's record:
+// what was reported, when it arrived, and whether it is the controller's
+// own verdict (FailJob, CancelJob), which changes what is refused, what is
+// left alone and whether the job's run is closed.
+type jobStateReport struct {
+	ch       protocol.JobStateChange
+	received time.Time
+	verdict  bool
+}
+
+// applyJobReport applies r to the job's record inside tx, leaving the
+// record as read or written in rec, and reports whether its current state
+// changed.
+func (s *Store) applyJobReport(tx *bolt.Tx, r jobStateReport, rec *JobRecord) (bool, error) {
+	b := tx.Bucket(bucketJobs)
+	found, err := getJSON(b, r.ch.JobID, rec)
+	if err != nil {
+		return false, err
+	}
+	if skip, err := r.admit(*rec, found); skip || err != nil {
+		return false, err
+	}
+	seen := r.addToHistory(rec)
+	if r.ch.RunID != "" && rec.RunID == "" {
+		rec.RunID = r.ch.RunID
+	}
+	forward := r.movesForward(*rec)
+	if forward {
+		r.advance(rec)
+	}
+	if !forward && seen {
+		return false, nil // a pure redelivery: nothing to write
+	}
+	if r.verdict && forward && rec.RunID != "" {
+		if err := s.closeVerdictRun(tx, r, rec.RunID); err != nil {
+			return false, err
+		}
+	}
+	return forward, putJSON(b, r.ch.JobID, rec)
+}
+
+// admit refuses a report the record cannot take, and skips (skip true) a
+// verdict on a job that already has the agent's own. found says whether
+// the store holds the job at all.
+func (r jobStateReport) admit(rec JobRecord, found bool) (skip bool, err error) {
+	ch := r.ch
+	if !found && r.verdict {
+		return false, ErrNotFound
+	}
+	if !found {
+		// Not made up: a job exists here before it is published (the
+		// scheduler stores it first and publishes from that record), and
+		// an agent reports only on jobs it was sent, so a report can
+		// never precede its job. One about a job this store does not
+		// hold comes from a controller whose database was replaced or
+		// restored from an older copy, another controller on the same
+		// streams, or a confused agent: refused and recorded, for an
+		// operator to see, rather than a job with no workload.
+		return false, Rejectf("unknown job %s: agent %s reports it %s, but this controller never made it", ch.JobID, ch.AgentID, ch.State)
+	}
+	if r.verdict && rec.State.Terminal() {
+		return true, nil
+	}
+	if rec.Job.AgentID != ch.AgentID {
+		return false, Rejectf("job %s belongs to agent %s, not %s", ch.JobID, rec.Job.AgentID, ch.AgentID)
+	}
+	if want := RunIDFor(ch.JobID, ch.Attempt); !r.verdict && ch.RunID != "" && ch.RunID != want {
+		// The job's run id is what a cancel or failure of the job
+		// closes (closeRun): it must be this job's run.
+		return false, Rejectf("job %s attempt %d names run %s; its run is %s", ch.JobID, ch.Attempt, ch.RunID, want)
+	}
+	return false, nil
+}
+
+// addToHistory enters the report's (state, attempt) in the history, kept
+// in (attempt, state order), unless it is there already; seen says it was.
+func (r jobStateReport) addToHistory(rec *JobRecord) (seen bool) {
+	ch := r.ch
+	for _, h := range rec.History {
+		if h.State == ch.State && h.Attempt == ch.Attempt {
+			return true
+		}
+	}
+	rec.History = append(rec.History, JobHistoryEntry{State: ch.State, Attempt: ch.Attempt, Time: ch.Time, ReceivedAt: r.received, Error: ch.Error})
+	sort.SliceStable(rec.History, func(i, j int) bool {
+		a, b := rec.History[i], rec.History[j]
+		if a.Attempt != b.Attempt {
+			return a.Attempt < b.Attempt
+		}
+		return stateRank(a.State) < stateRank(b.State)
+	})
+	return false
+}
+
+// movesForward reports whether the report is ahead of the job's current
+// state in (attempt, state order). A job the controller cancelled at a
+// user's request is moved on only by a terminal report, so a late report
+// of an agent that took it meanwhile cannot move it back.
+func (r jobStateReport) movesForward(rec JobRecord) bool {
+	ch := r.ch
+	if rec.CancelRequested && rec.State == protocol.JobCancelled && !ch.State.Terminal() {
+		return false
+	}
+	return ch.Attempt > rec.Attempt ||
+		(ch.Attempt == rec.Attempt && stateRank(ch.State) > stateRank(rec.State))
+}
+
+// advance makes the report the job's current state.
+func (r jobStateReport) advance(rec *JobRecord) {
+	rec.State = r.ch.State
+	rec.Attempt = r.ch.Attempt
+	rec.Error = r.ch.Error
+	if r.ch.RunID != "" {
+		rec.RunID = r.ch.RunID
+	}
+	rec.UpdatedAt = r.received
+}
+
+// closeVerdictRun closes the run of the job's last attempt along with the
+// controller's verdict: no agent will send its final message now.
+func (s *Store) closeVerdictRun(tx *bolt.Tx, r jobStateReport, runID string) error {
+	status := protocol.RunFailed
+	if r.ch.State == protocol.JobCancelled {
+		status = protocol.RunCancelled
+	}
+	if err := closeRun(tx, runID, status, r.ch.Error, r.received); err != nil {
+		return err
+	}
+	s.runsChanged(tx)
+	return nil
 }
