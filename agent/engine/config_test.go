@@ -424,3 +424,29 @@ func TestSimSpeedupAccepted(t *testing.T) {
 		}
 	}
 }
+
+// The table of kinds: the order error messages list them in, the default
+// readiness waits docs/engines.md gives, and the kinds started as processes.
+func TestKindTable(t *testing.T) {
+	want := []struct {
+		kind    string
+		timeout time.Duration
+	}{{KindVLLM, 15 * time.Minute}, {KindLlamaCpp, 10 * time.Minute}, {KindOllama, 10 * time.Minute},
+		{KindExternal, time.Minute}, {KindSim, time.Minute}, {"unknown", time.Minute}}
+	if got := strings.Join(Kinds(), " "); got != "vllm llamacpp ollama external sim" {
+		t.Errorf("Kinds() = %s", got)
+	}
+	for _, w := range want {
+		if got := DefaultStartupTimeout(w.kind); got != w.timeout {
+			t.Errorf("DefaultStartupTimeout(%s) = %s, want %s", w.kind, got, w.timeout)
+		}
+	}
+	if got := processKindNames(); got != "vllm, llamacpp and ollama" {
+		t.Errorf("processKindNames() = %q", got)
+	}
+	for _, k := range kinds {
+		if pk, ok := k.(processKind); ok && pk.command == "" {
+			t.Errorf("%s: no default command", k.name())
+		}
+	}
+}
