@@ -190,7 +190,8 @@ func TestSlotTokens(t *testing.T) {
 
 // The largest request is the largest of each family of the plan: five
 // images come only at the multi-image sizes, and the camera levels send
-// one image each. Five 2K images are in neither family here (issue 9).
+// one image each. Five 2K images are in neither family here, so no slot
+// is sized for them.
 func TestContextEstimatePerFamily(t *testing.T) {
 	w := protocol.DefaultWorkload()
 	w.Sizes, w.Cameras = []string{"2K"}, []int{1, 4}
