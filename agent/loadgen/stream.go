@@ -25,11 +25,11 @@ type streamState struct {
 	chunks                  int // token chunks
 	first, last             time.Duration
 
-	done       bool   // [DONE] arrived
-	finishWhy  string // the last finish_reason
-	usage      bool
-	completion int // usage's completion_tokens
-	sim        []byte
+	done         bool   // [DONE] arrived
+	finishReason string // the last finish_reason
+	usage        bool
+	completion   int // usage's completion_tokens
+	sim          []byte
 
 	// failure is why the stream was abandoned: an unreadable or error
 	// event, or an SSE line over the limit.
@@ -79,15 +79,16 @@ func (s *streamState) event(data []byte) {
 		s.rec.RoleChunk = s.at.Seconds()
 	}
 	if ci.finish != "" {
-		s.finishWhy = ci.finish
+		s.finishReason = ci.finish
 	}
 	if ci.usage {
 		s.usage = true
 		s.completion, s.rec.PromptTokens = ci.completion, ci.prompt
 	}
-	s.counts()
+	s.engineFigures()
 }
 
+// token counts a token chunk of the current read.
 func (s *streamState) token() {
 	if s.chunks == 0 {
 		s.first, s.firstRead = s.at, s.reads
@@ -98,10 +99,10 @@ func (s *streamState) token() {
 	s.chunks++
 }
 
-// counts keeps what the event says of the prompt cache and the engine's
-// own timings. Usage's cached_tokens, when present, overrides llama.cpp's
-// cache_n of the same event.
-func (s *streamState) counts() {
+// engineFigures keeps what the event says of the prompt cache and of the
+// engine's own timings. Usage's cached_tokens, when present, overrides
+// llama.cpp's cache_n of the same event.
+func (s *streamState) engineFigures() {
 	ci, rec := &s.ci, s.rec
 	if ci.timings != nil {
 		rec.Timings = decodeTimings(ci.timings)
@@ -140,7 +141,7 @@ func (s *streamState) fail(why string) { s.failure = why }
 // the answer into the record.
 func (s *streamState) finish() {
 	rec := s.rec
-	rec.FinishReason = s.finishWhy
+	rec.FinishReason = s.finishReason
 	rec.CompletionTokens = s.chunks
 	rec.TokenSource = protocol.TokensFromChunks
 	if s.usage && s.completion > 0 {
@@ -174,11 +175,11 @@ func (s *streamState) errorText() string {
 		return s.failure
 	case s.wasBroken:
 		return fmt.Sprintf("stream broken after %d token chunks: %s", s.chunks, s.broken)
-	case !s.done && s.finishWhy == "":
+	case !s.done && s.finishReason == "":
 		return fmt.Sprintf("stream ended without [DONE] or finish_reason after %d token chunks", s.chunks)
 	case s.chunks == 0:
-		if s.finishWhy != "" {
-			return "no token in the response (finish_reason " + s.finishWhy + ")"
+		if s.finishReason != "" {
+			return "no token in the response (finish_reason " + s.finishReason + ")"
 		}
 		return "no token in the response"
 	}

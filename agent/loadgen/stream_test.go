@@ -49,7 +49,7 @@ func parseTrace(b []byte) ([]traceRead, error) {
 	return out, nil
 }
 
-func loadTrace(t *testing.T, name string) []traceRead {
+func loadTrace(t testing.TB, name string) []traceRead {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "streams", name))
 	if err != nil {
@@ -397,6 +397,29 @@ func TestStreamStateEvents(t *testing.T) {
 			st.finish()
 			for _, d := range sameRecord(rec, c.want) {
 				t.Error(d)
+			}
+		})
+	}
+}
+
+// BenchmarkStreamReplay is the client's own cost of reading one answer,
+// without the network: a recording through camera.stream, one read per
+// section.
+func BenchmarkStreamReplay(b *testing.B) {
+	for _, name := range []string{"vllm", "llama-server", "ollama"} {
+		reads := loadTrace(b, name+".trace")
+		b.Run(name, func(b *testing.B) {
+			body := &traceBody{}
+			c := newCamera()
+			c.since = body.since
+			r := &runner{}
+			var rec protocol.RequestRecord
+			for b.Loop() {
+				body.reads, body.rest, body.end = reads, nil, io.EOF
+				rec = protocol.RequestRecord{}
+				if !c.stream(context.Background(), r, body, time.Time{}, &rec) {
+					b.Fatal(rec.Error)
+				}
 			}
 		})
 	}
