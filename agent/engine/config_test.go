@@ -190,7 +190,8 @@ func TestSlotTokens(t *testing.T) {
 
 // The largest request is the largest of each family of the plan: five
 // images come only at the multi-image sizes, and the camera levels send
-// one image each. Five 2K images are in neither family here (issue 9).
+// one image each. Five 2K images are in neither family here, so no slot
+// is sized for them.
 func TestContextEstimatePerFamily(t *testing.T) {
 	w := protocol.DefaultWorkload()
 	w.Sizes, w.Cameras = []string{"2K"}, []int{1, 4}
@@ -421,6 +422,32 @@ func TestSimSpeedupAccepted(t *testing.T) {
 		cfg := Config{Kind: KindSim, SimDevice: p.Device, SimModel: p.Model, SimQuantization: p.Quantization, SimEngine: p.Engine, SimSpeedup: sp}
 		if err := cfg.Validate(env.Env); err != nil {
 			t.Errorf("sim_speedup %g: %v", sp, err)
+		}
+	}
+}
+
+// The table of kinds: the order error messages list them in, the default
+// readiness waits docs/engines.md gives, and the kinds started as processes.
+func TestKindTable(t *testing.T) {
+	want := []struct {
+		kind    string
+		timeout time.Duration
+	}{{KindVLLM, 15 * time.Minute}, {KindLlamaCpp, 10 * time.Minute}, {KindOllama, 10 * time.Minute},
+		{KindExternal, time.Minute}, {KindSim, time.Minute}, {"unknown", time.Minute}}
+	if got := strings.Join(Kinds(), " "); got != "vllm llamacpp ollama external sim" {
+		t.Errorf("Kinds() = %s", got)
+	}
+	for _, w := range want {
+		if got := DefaultStartupTimeout(w.kind); got != w.timeout {
+			t.Errorf("DefaultStartupTimeout(%s) = %s, want %s", w.kind, got, w.timeout)
+		}
+	}
+	if got := processKindNames(); got != "vllm, llamacpp and ollama" {
+		t.Errorf("processKindNames() = %q", got)
+	}
+	for _, k := range kinds {
+		if pk, ok := k.(processKind); ok && pk.command == "" {
+			t.Errorf("%s: no default command", k.name())
 		}
 	}
 }

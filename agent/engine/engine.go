@@ -150,16 +150,5 @@ func New(cfg Config, env Env) (Engine, error) {
 	if env.pollEvery <= 0 {
 		env.pollEvery = 250 * time.Millisecond
 	}
-	switch cfg.Kind {
-	case KindVLLM:
-		return newProcEngine(r, env, vllmAdapter{}), nil
-	case KindLlamaCpp:
-		return newProcEngine(r, env, llamaAdapter{}), nil
-	case KindOllama:
-		return newProcEngine(r, env, ollamaAdapter{}), nil
-	case KindExternal:
-		return newExternal(r, env), nil
-	default:
-		return newSim(r, env), nil
-	}
+	return r.kind.newEngine(r, env), nil
 }

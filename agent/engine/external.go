@@ -3,12 +3,54 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
+
+// KindExternal is a server the user runs; vlmfleet only talks to it.
+const KindExternal = protocol.EngineExternal
+
+// externalKind waits a minute for readiness by default: the server is
+// started by someone else, usually before the agent.
+type externalKind struct{}
+
+func (externalKind) name() string                  { return KindExternal }
+func (externalKind) startupTimeout() time.Duration { return time.Minute }
+
+func (externalKind) newEngine(r *resolved, env Env) Engine { return newExternal(r, env) }
+
+// resolve takes the server's base URL; the model is a name on the server,
+// never a local file.
+func (externalKind) resolve(r *resolved, _ Env) error {
+	c := r.Config
+	if len(c.Command) > 0 || len(c.ExtraArgs) > 0 {
+		return fmt.Errorf("command/extra_args: kind external runs nothing; vlmfleet only talks to the server at url")
+	}
+	if c.URL == "" {
+		return fmt.Errorf("url: missing; want the server's base URL ending in /v1, e.g. http://127.0.0.1:11434/v1")
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return fmt.Errorf("url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("url: %q; want http:// or https:// with a host, e.g. http://127.0.0.1:8000/v1", c.URL)
+	}
+	if u.User != nil {
+		return fmt.Errorf("url: carries credentials; put the key in api_key instead")
+	}
+	// With neither model nor served_name, any model the server lists will do.
+	r.model = c.Model
+	if r.model == "" {
+		r.model = c.ServedName
+	}
+	r.served = r.model
+	return nil
+}
 
 // externalEngine is a server the user runs (Ollama, TensorRT-LLM, NIM, a
 // vLLM started by hand): vlmfleet checks that it answers, never starts or

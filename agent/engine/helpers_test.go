@@ -115,7 +115,7 @@ func newTestEnv(t *testing.T) testEnv {
 func fakeConfig(t *testing.T, kind string, env map[string]string) Config {
 	cfg := Config{
 		Kind:    kind,
-		Command: []string{filepath.Join(fakeDir(t), defaultCommand(kind)[0])},
+		Command: []string{filepath.Join(fakeDir(t), processKindOf(t, kind).command)},
 		Model:   "Qwen3-VL-4B-Instruct",
 		Env:     env,
 	}
@@ -272,3 +272,13 @@ func mustContain(t *testing.T, what, s string, subs ...string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func processKindOf(t *testing.T, kind string) processKind {
+	t.Helper()
+	k, ok := kindNamed(kind)
+	pk, started := k.(processKind)
+	if !ok || !started {
+		t.Fatalf("%q is not a kind vlmfleet starts", kind)
+	}
+	return pk
+}

@@ -8,13 +8,52 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
+// KindLlamaCpp is llama.cpp's llama-server, started on a GGUF file and
+// its vision projector.
+const KindLlamaCpp = protocol.EngineLlamaCpp
+
+// llamaKind waits 10 minutes for readiness by default: llama-server only
+// loads the file, with nothing to compile.
+var llamaKind = processKind{
+	processAdapter: llamaAdapter{},
+	command:        "llama-server",
+	timeout:        10 * time.Minute,
+	managed: map[string]string{
+		"--host":         "",
+		"--port":         "",
+		"-np":            "",
+		"--parallel":     "",
+		"-m":             "model",
+		"--model":        "model",
+		"--mmproj":       "mmproj",
+		"-mm":            "mmproj",
+		"-ngl":           "gpu_layers",
+		"--gpu-layers":   "gpu_layers",
+		"--n-gpu-layers": "gpu_layers",
+		"-c":             "ctx_size",
+		"--ctx-size":     "ctx_size",
+		"-a":             "served_name",
+		"--alias":        "served_name",
+		"--api-key":      "api_key",
+	},
+}
+
 // llamaAdapter runs llama.cpp's llama-server.
 type llamaAdapter struct{}
+
+// check takes a GGUF model and projector under the model roots.
+func (llamaAdapter) check(r *resolved, env Env) error {
+	if err := checkModelAndSizes(r.Config, ".gguf file under a model root"); err != nil {
+		return err
+	}
+	return resolveGGUF(r, env, "llama.cpp", "llama-server")
+}
 
 func (llamaAdapter) kind() string        { return KindLlamaCpp }
 func (llamaAdapter) displayName() string { return protocol.EngineNameLlamaCpp }

@@ -26,6 +26,87 @@ import (
 // loaded before anything is measured.
 type ollamaAdapter struct{}
 
+// KindOllama is Ollama, started as `ollama serve` with the GGUF files
+// imported into a model store of its own.
+const KindOllama = protocol.EngineOllama
+
+// ollamaKind waits 10 minutes for readiness by default: Ollama copies the
+// files into its store before it loads them. `ollama serve` takes no
+// flags, so extra_args are refused altogether (checkOllama) rather than
+// flag by flag.
+var ollamaKind = processKind{processAdapter: ollamaAdapter{}, command: "ollama", timeout: 10 * time.Minute}
+
+// check refuses what Ollama takes no part in or vlmfleet sets itself, and
+// makes the served name one Ollama accepts.
+func (ollamaAdapter) check(r *resolved, env Env) error {
+	c := r.Config
+	if err := checkOllama(c); err != nil {
+		return err
+	}
+	if err := checkModelAndSizes(c, ".gguf file under a model root (Ollama imports it with its projector)"); err != nil {
+		return err
+	}
+	if err := resolveGGUF(r, env, "vlmfleet's Ollama import", "Ollama"); err != nil {
+		return err
+	}
+	if c.ServedName == "" {
+		r.served = ollamaDefaultName(r.served)
+	}
+	// The Modelfile quotes the paths; a quote or a line break would end them.
+	for _, p := range [...]struct{ field, path string }{{"model", r.model}, {"mmproj", r.mmproj}} {
+		if strings.ContainsAny(p.path, "\"\n\r") {
+			return fmt.Errorf("%s: %q: a path with a double quote or a line break cannot be written in an Ollama Modelfile", p.field, p.path)
+		}
+	}
+	return nil
+}
+
+// checkOllama refuses the settings Ollama takes no part in or vlmfleet sets itself.
+func checkOllama(c Config) error {
+	if len(c.ExtraArgs) > 0 {
+		return fmt.Errorf("extra_args: ollama serve takes its settings from the environment; use env (for example OLLAMA_FLASH_ATTENTION: \"1\")")
+	}
+	if c.GPULayers != nil {
+		return fmt.Errorf("gpu_layers: Ollama decides the offload itself; remove it")
+	}
+	if c.APIKey != "" {
+		return fmt.Errorf("api_key: Ollama has no API key; vlmfleet starts it on loopback only")
+	}
+	for k := range c.Env {
+		if field, ok := ollamaManagedEnv[k]; ok {
+			if field == "" {
+				return fmt.Errorf("env: %s is set by vlmfleet (from the port it picks, its own model store or the workload); remove it", k)
+			}
+			return fmt.Errorf("env: %s is set by vlmfleet; use the %q setting instead", k, field)
+		}
+	}
+	if c.ServedName != "" && !ollamaModelName.MatchString(c.ServedName) {
+		return fmt.Errorf("served_name: %q is not an Ollama model name; want lower-case letters, digits, '_', '-', '.', optionally :tag (e.g. qwen3-vl-4b:q8_0)", c.ServedName)
+	}
+	return nil
+}
+
+// ollamaDefaultName makes an Ollama model name of a file name.
+func ollamaDefaultName(base string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(base) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	name := strings.TrimLeft(b.String(), "_-.")
+	if len(name) > 80 {
+		name = name[:80]
+	}
+	if name == "" {
+		name = "model"
+	}
+	return name
+}
+
 func (ollamaAdapter) kind() string        { return KindOllama }
 func (ollamaAdapter) displayName() string { return protocol.EngineNameOllama }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -12,6 +13,49 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
+
+// KindSim is the simulated engine, served in the agent's process.
+const KindSim = protocol.EngineSim
+
+// simKind waits a minute for readiness by default: the simulated engine is
+// ready as soon as it listens.
+type simKind struct{}
+
+func (simKind) name() string                  { return KindSim }
+func (simKind) startupTimeout() time.Duration { return time.Minute }
+
+func (simKind) newEngine(r *resolved, env Env) Engine { return newSim(r, env) }
+
+// resolve looks the simulated device and model up among the simulator's
+// profiles.
+func (simKind) resolve(r *resolved, _ Env) error {
+	c := r.Config
+	if len(c.Command) > 0 || len(c.ExtraArgs) > 0 || c.URL != "" {
+		return fmt.Errorf("command/extra_args/url: kind sim runs in-process and takes none of them")
+	}
+	if c.SimDevice == "" {
+		return fmt.Errorf("sim_device: missing; want a simulated device such as \"Jetson AGX Orin\"")
+	}
+	if c.SimModel == "" {
+		return fmt.Errorf("sim_model: missing; want a simulated model such as \"Qwen3-VL-4B-Instruct\"")
+	}
+	// The agent scales a simulated run's times back only for speedups above
+	// one, so a slow-motion factor would be published unscaled as the device's.
+	if c.SimSpeedup != 0 && !(c.SimSpeedup >= 1) || math.IsInf(c.SimSpeedup, 0) {
+		return fmt.Errorf("sim_speedup: %g; want 0 (real time) or at least 1", c.SimSpeedup)
+	}
+	p, err := simengine.Lookup(c.SimDevice, c.SimModel, c.SimQuantization, c.SimEngine)
+	if err != nil {
+		return fmt.Errorf("sim_device/sim_model/sim_quantization/sim_engine: %w", err)
+	}
+	r.profile = p
+	r.model = c.SimModel
+	r.served = c.ServedName
+	if r.served == "" {
+		r.served = c.SimModel
+	}
+	return nil
+}
 
 // simEngine serves the simulated engine in-process on a loopback port, so
 // that the load generator measures it over real HTTP like any other.

@@ -6,16 +6,69 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
+
+// KindVLLM is vLLM, started as `vllm serve` on a Hugging Face checkpoint.
+const KindVLLM = protocol.EngineVLLM
+
+// vllmKind waits 15 minutes for readiness by default: vLLM compiles and
+// captures CUDA graphs before it serves, many minutes on a Jetson.
+var vllmKind = processKind{
+	processAdapter: vllmAdapter{},
+	command:        "vllm",
+	timeout:        15 * time.Minute,
+	managed: map[string]string{
+		"--host":                     "",
+		"--port":                     "",
+		"--max-num-seqs":             "",
+		"--limit-mm-per-prompt":      "",
+		"--served-model-name":        "served_name",
+		"--model":                    "model",
+		"--max-model-len":            "max_model_len",
+		"--gpu-memory-utilization":   "gpu_memory_utilization",
+		"--quantization":             "quantization",
+		"-q":                         "quantization",
+		"--dtype":                    "dtype",
+		"--enable-prefix-caching":    "enable_prefix_caching",
+		"--no-enable-prefix-caching": "enable_prefix_caching",
+		"--api-key":                  "api_key",
+	},
+}
 
 // vllmAdapter runs `vllm serve`.
 type vllmAdapter struct{}
 
 func (vllmAdapter) kind() string        { return KindVLLM }
 func (vllmAdapter) displayName() string { return protocol.EngineNameVLLM }
+
+// check takes a checkpoint directory under a model root or a hub id, and
+// refuses the GGUF engines' settings.
+func (vllmAdapter) check(r *resolved, env Env) error {
+	c := r.Config
+	if err := checkModelAndSizes(c, "Hugging Face checkpoint directory under a model root (or a hub id like Qwen/Qwen3-VL-4B-Instruct)"); err != nil {
+		return err
+	}
+	if c.MMProj != "" {
+		return fmt.Errorf("mmproj: only for kinds llamacpp and ollama; vLLM reads the vision tower from the checkpoint")
+	}
+	if c.CtxSize != 0 || c.GPULayers != nil {
+		return fmt.Errorf("ctx_size/gpu_layers: only for kind llamacpp; use max_model_len and gpu_memory_utilization with vllm")
+	}
+	m, err := resolveModelPath("model", c.Model, env.ModelRoots, true)
+	if err != nil {
+		return err
+	}
+	r.model = m
+	r.served = c.ServedName
+	if r.served == "" {
+		r.served = baseName(c.Model)
+	}
+	return nil
+}
 
 // args builds `serve MODEL ...`. Each setting is one argv element, so the
 // JSON of --limit-mm-per-prompt needs no shell quoting.

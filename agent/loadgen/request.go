@@ -21,15 +21,18 @@ import (
 type camera struct {
 	conn *conn
 	sc   *sseScanner
-	ci   chunkInfo
+	st   streamState
 	head []byte
 	bufs net.Buffers
 	// loop is the X-Vlmfleet-Loop field of its next request (loopheader.go).
 	loop []byte
+	// since is the time after t0; tests replay recorded streams on their
+	// own clock.
+	since func(time.Time) time.Duration
 }
 
 func newCamera() *camera {
-	return &camera{sc: newSSEScanner(16 << 10), head: make([]byte, 0, 512)}
+	return &camera{sc: newSSEScanner(16 << 10), head: make([]byte, 0, 512), since: time.Since}
 }
 
 func (c *camera) close() {
@@ -104,147 +107,51 @@ func (c *camera) do(ctx context.Context, r *runner, segs []string, rec *protocol
 	keep = c.stream(ctx, r, resp.Body, t0, rec)
 }
 
-// stream parses the SSE body as it arrives. Every event completed by one
-// read gets the time that read returned. It reports whether the body was read to its end, so that the connection
-// can carry the camera's next request.
+// stream reads the SSE body as it arrives into rec. Every event completed
+// by one read gets the time that read returned. It reports whether the
+// body was read to its end, so that the connection can carry the camera's
+// next request.
 func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.Time, rec *protocol.RequestRecord) bool {
-	sc := c.sc
+	sc, st := c.sc, &c.st
 	sc.reset()
-	var (
-		chunks      int
-		first, last time.Duration
-		// reads counts the body's reads; firstRead is the one that
-		// delivered the first token, and later the token chunks that came
-		// in later reads: only those have a decode time of their own.
-		reads, firstRead, later int
-		done                    bool
-		finish                  string
-		usage                   bool
-		completion              int
-		failure                 string
-		sim                     []byte
-	)
-	handle := func(data []byte, at time.Duration) {
-		if string(data) == "[DONE]" {
-			done = true
-			rec.E2E = at.Seconds()
-			return
-		}
-		ci := &c.ci
-		if err := parseChunk(data, ci); err != nil {
-			failure = fmt.Sprintf("unreadable stream chunk: %v: %s", err, excerpt(data, 120))
-			return
-		}
-		if ci.errMsg != "" {
-			failure = "server error in stream: " + ci.errMsg
-			return
-		}
-		if ci.token {
-			if chunks == 0 {
-				first, firstRead = at, reads
-			} else if reads != firstRead {
-				later++
-			}
-			last = at
-			chunks++
-		} else if ci.choices && chunks == 0 && rec.RoleChunk == 0 {
-			rec.RoleChunk = at.Seconds()
-		}
-		if ci.finish != "" {
-			finish = ci.finish
-		}
-		if ci.usage {
-			usage = true
-			completion, rec.PromptTokens = ci.completion, ci.prompt
-		}
-		if ci.timings != nil {
-			rec.Timings = decodeTimings(ci.timings)
-			if n, ok := rec.Timings["cache_n"]; ok && n > 0 && n < 1<<31 {
-				rec.CachedTokens = int(n)
-			}
-		}
-		if ci.cached > 0 {
-			rec.CachedTokens = ci.cached
-		}
-		if ci.sim != nil {
-			sim = append(sim[:0], ci.sim...)
-		}
-	}
-	var readErr error
-	for !done && failure == "" {
+	st.reset(rec)
+	for !st.over() {
 		p, err := sc.space()
 		if err != nil {
-			failure = err.Error()
+			st.fail(err.Error())
 			break
 		}
 		n, err := body.Read(p)
-		at := time.Since(t0)
-		reads++
+		st.arrived(c.since(t0))
 		sc.wrote(n)
-		for failure == "" && !done {
+		for !st.over() {
 			data, ok := sc.next()
 			if !ok {
 				break
 			}
-			handle(data, at)
+			st.event(data)
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				for failure == "" && !done {
-					data, ok := sc.end()
-					if !ok {
-						break
-					}
-					handle(data, at)
-				}
-				if rec.E2E == 0 {
-					rec.E2E = at.Seconds()
-				}
-			} else {
-				readErr = err
-				rec.E2E = at.Seconds()
-			}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, io.EOF) {
+			st.broke(r.describe(ctx, err))
 			break
 		}
-	}
-	drained := readErr == nil && failure == "" && (!done || drain(body))
-
-	rec.FinishReason = finish
-	rec.CompletionTokens = chunks
-	rec.TokenSource = protocol.TokensFromChunks
-	if usage && completion > 0 {
-		rec.CompletionTokens = completion
-		rec.TokenSource = protocol.TokensFromUsage
-	}
-	if chunks > 0 {
-		rec.TTFT = first.Seconds()
-		rec.LastToken = last.Seconds()
-		rec.DecodeTokens = decodeTokens(rec.CompletionTokens, chunks, later)
-		// The rate counts only what arrived after the first token's read,
-		// over the time since that read: tokens that came in one burst with
-		// the first have no decode time, and counting them over the time of
-		// the few that followed made rates thousands of times too high.
-		if span := (last - first).Seconds(); span > 0 && later > 0 {
-			rec.TPS = float64(rec.DecodeTokens) / span
-			rec.ITL = span / float64(later)
+		// Some servers close right after the last event, without its
+		// blank line.
+		for !st.over() {
+			data, ok := sc.end()
+			if !ok {
+				break
+			}
+			st.event(data)
 		}
+		st.ended()
+		break
 	}
-	if sim != nil && chunks > 0 {
-		applySimTimings(sim, rec, chunks)
-	}
-	switch {
-	case failure != "":
-		rec.Error = failure
-	case readErr != nil:
-		rec.Error = fmt.Sprintf("stream broken after %d token chunks: %s", chunks, r.describe(ctx, readErr))
-	case !done && finish == "":
-		rec.Error = fmt.Sprintf("stream ended without [DONE] or finish_reason after %d token chunks", chunks)
-	case chunks == 0:
-		rec.Error = "no token in the response"
-		if finish != "" {
-			rec.Error += " (finish_reason " + finish + ")"
-		}
-	}
+	drained := !st.wasBroken && st.failure == "" && (!st.done || drain(body))
+	st.finish()
 	return drained && rec.Error == ""
 }
 
