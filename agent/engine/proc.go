@@ -124,125 +124,173 @@ func (e *procEngine) Start(ctx context.Context, needs Needs) (Endpoint, error) {
 	}
 	e.started = true
 	e.mu.Unlock()
-	needs = needs.normalized()
-	log := e.env.Log.With().Str("engine", e.ad.kind()).Logger()
-
-	props := map[string]string{}
+	st := &procStart{e: e, needs: needs.normalized(), props: map[string]string{},
+		log: e.env.Log.With().Str("engine", e.ad.kind()).Logger()}
 	if e.r.DropPageCache {
 		if err := dropPageCache(e.env.SysRoot); err != nil {
 			return Endpoint{}, fmt.Errorf("%s: drop_page_cache: %w", e.ad.kind(), err)
 		}
-		props["dropped_page_cache"] = "true"
-		log.Info().Msg("dropped the page cache before starting")
+		st.props["dropped_page_cache"] = "true"
+		st.log.Info().Msg("dropped the page cache before starting")
 	}
 	f, err := openLog(e.env.LogDir, e.ad.kind())
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("%s: %w", e.ad.kind(), err)
 	}
 	defer f.Close() // the child holds its own descriptor
+	st.logf = f
 	e.mu.Lock()
 	e.logPath = f.Name()
 	e.mu.Unlock()
 
-	timeout := e.r.timeout
-	var run *running
-	var root string
-	var penv []string
+	if err := st.launch(ctx); err != nil {
+		return Endpoint{}, err
+	}
+	if err := st.afterReady(ctx); err != nil {
+		return Endpoint{}, err
+	}
+	if err := st.describe(ctx); err != nil {
+		return Endpoint{}, err
+	}
+	go e.watch(st.run)
+	return Endpoint{BaseURL: st.root + "/v1", Model: e.r.served, APIKey: e.r.APIKey}, nil
+}
+
+// procStart is one Start of a process engine as it goes: the process
+// launched (on a second port if the first could not be bound), what the
+// adapter does once it answers, and what it says of itself. props gathers
+// what the run records of the start.
+type procStart struct {
+	e     *procEngine
+	needs Needs
+	log   zerolog.Logger
+	logf  *os.File
+	props map[string]string
+
+	run  *running
+	root string
+	penv []string
+}
+
+// launch starts the process and waits until it answers, once more on
+// another port if it could not bind the first.
+func (st *procStart) launch(ctx context.Context) error {
+	e := st.e
 	for attempt := 0; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			return Endpoint{}, fmt.Errorf("%s: %w", e.ad.kind(), err)
+			return fmt.Errorf("%s: %w", e.ad.kind(), err)
 		}
-		args, argProps := e.ad.args(e.r, port, needs, log)
-		argv := append(append([]string(nil), e.r.command...), args...)
-		for k, v := range argProps {
-			props[k] = v
+		if err := st.spawn(port); err != nil {
+			return err
 		}
-		e.mu.Lock()
-		e.info.Command = redact(argv)
-		e.info.Props = copyProps(props)
-		e.mu.Unlock()
-		penv = mergeEnv(os.Environ(), e.r.Env)
-		if ea, ok := e.ad.(envAdapter); ok {
-			extra, err := ea.processEnv(e.r, port, needs, filepath.Dir(f.Name()))
-			if err != nil {
-				return Endpoint{}, fmt.Errorf("%s: %w", e.ad.kind(), err)
-			}
-			penv = mergeEnv(penv, extra)
-			fmt.Fprintf(f, "vlmfleet: environment %s\n", strings.Join(envLine(extra), " "))
-		}
-		fmt.Fprintf(f, "vlmfleet: starting %s\n", strings.Join(redact(argv), " "))
-		run, err = e.spawn(argv, f, penv)
-		if err != nil {
-			return Endpoint{}, fmt.Errorf("%s: start %s: %w", e.ad.kind(), argv[0], err)
-		}
-		e.mu.Lock()
-		e.run = run
-		stopped := e.stopped
-		e.mu.Unlock()
-		if stopped { // Stop raced with Start
-			e.stopAfterFailure(run)
-			return Endpoint{}, fmt.Errorf("%s: stopped while starting", e.ad.kind())
-		}
-		log.Info().Strs("argv", redact(argv)).Int("pid", run.cmd.Process.Pid).Str("log", f.Name()).Msg("engine starting")
-		root = fmt.Sprintf("http://127.0.0.1:%d", port)
-		err = e.waitReady(ctx, run, root, timeout)
+		err = e.waitReady(ctx, st.run, st.root, e.r.timeout)
 		if err == nil {
-			break
+			return nil
 		}
+		// A startup timeout leaves the first process alive, and even one
+		// that exited can leave workers in its group holding GPU memory:
+		// end the whole group before a second start.
+		e.stopAfterFailure(st.run)
 		var ee *Error
 		if attempt == 0 && errors.As(err, &ee) && ee.Phase == PhaseStartup && bindFailed(ee.LogTail) {
-			log.Warn().Int("port", port).Msg("engine could not bind its port; retrying once on another")
-			// A startup timeout leaves the first process alive, and even
-			// one that exited can leave workers in its group holding GPU
-			// memory: end the whole group before the second start.
-			e.stopAfterFailure(run)
+			st.log.Warn().Int("port", port).Msg("engine could not bind its port; retrying once on another")
 			continue
 		}
-		e.stopAfterFailure(run)
-		return Endpoint{}, err
+		return err
 	}
+}
 
-	if ar, ok := e.ad.(afterReadyAdapter); ok {
-		actx, cancel := context.WithTimeout(ctx, timeout)
-		more, err := ar.afterReady(actx, afterReadyEnv{r: e.r, root: root, env: penv, logf: f, logDir: filepath.Dir(f.Name()), getenv: e.env.Getenv})
-		cancel()
+// spawn starts the engine's process to listen on port.
+func (st *procStart) spawn(port int) error {
+	e, f := st.e, st.logf
+	args, argProps := e.ad.args(e.r, port, st.needs, st.log)
+	argv := append(append([]string(nil), e.r.command...), args...)
+	for k, v := range argProps {
+		st.props[k] = v
+	}
+	e.mu.Lock()
+	e.info.Command = redact(argv)
+	e.info.Props = copyProps(st.props)
+	e.mu.Unlock()
+	st.penv = mergeEnv(os.Environ(), e.r.Env)
+	if ea, ok := e.ad.(envAdapter); ok {
+		extra, err := ea.processEnv(e.r, port, st.needs, filepath.Dir(f.Name()))
 		if err != nil {
-			if ctx.Err() != nil {
-				e.stopAfterFailure(run)
-				return Endpoint{}, fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), ctx.Err())
-			}
-			ferr := e.failure(run, PhaseStartup, "answered but could not serve the model: "+err.Error())
-			e.stopAfterFailure(run)
-			return Endpoint{}, ferr
+			return fmt.Errorf("%s: %w", e.ad.kind(), err)
 		}
-		for k, v := range more {
-			props[k] = v
-		}
-		ar.checkLog(readTail(f.Name(), 400, 256<<10), props, log)
+		st.penv = mergeEnv(st.penv, extra)
+		fmt.Fprintf(f, "vlmfleet: environment %s\n", strings.Join(envLine(extra), " "))
 	}
+	fmt.Fprintf(f, "vlmfleet: starting %s\n", strings.Join(redact(argv), " "))
+	run, err := e.spawn(argv, f, st.penv)
+	if err != nil {
+		return fmt.Errorf("%s: start %s: %w", e.ad.kind(), argv[0], err)
+	}
+	e.mu.Lock()
+	e.run = run
+	stopped := e.stopped
+	e.mu.Unlock()
+	st.run = run
+	if stopped { // Stop raced with Start
+		e.stopAfterFailure(run)
+		return fmt.Errorf("%s: stopped while starting", e.ad.kind())
+	}
+	st.log.Info().Strs("argv", redact(argv)).Int("pid", run.cmd.Process.Pid).Str("log", f.Name()).Msg("engine starting")
+	st.root = fmt.Sprintf("http://127.0.0.1:%d", port)
+	return nil
+}
 
-	version, more := e.ad.describe(ctx, newProber(e.r.APIKey, e.env.probeTimeout), root, e.r)
+// afterReady runs what the adapter does once its engine answers (Ollama
+// loads the model), if it does anything.
+func (st *procStart) afterReady(ctx context.Context) error {
+	e, f := st.e, st.logf
+	ar, ok := e.ad.(afterReadyAdapter)
+	if !ok {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(ctx, e.r.timeout)
+	more, err := ar.afterReady(actx, afterReadyEnv{r: e.r, root: st.root, env: st.penv, logf: f, logDir: filepath.Dir(f.Name()), getenv: e.env.Getenv})
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			e.stopAfterFailure(st.run)
+			return fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), ctx.Err())
+		}
+		ferr := e.failure(st.run, PhaseStartup, "answered but could not serve the model: "+err.Error())
+		e.stopAfterFailure(st.run)
+		return ferr
+	}
+	for k, v := range more {
+		st.props[k] = v
+	}
+	ar.checkLog(readTail(f.Name(), 400, 256<<10), st.props, st.log)
+	return nil
+}
+
+// describe records what the ready engine says of itself: its version and
+// the adapter's properties.
+func (st *procStart) describe(ctx context.Context) error {
+	e := st.e
+	version, more := e.ad.describe(ctx, newProber(e.r.APIKey, e.env.probeTimeout), st.root, e.r)
 	if version == "" {
 		version = e.versionFromCommand(ctx)
 	}
 	if err := ctx.Err(); err != nil {
-		e.stopAfterFailure(run)
-		return Endpoint{}, fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), err)
+		e.stopAfterFailure(st.run)
+		return fmt.Errorf("%s: start cancelled: %w", e.ad.kind(), err)
 	}
 	for k, v := range more {
-		props[k] = v
+		st.props[k] = v
 	}
-	props["served_name"] = e.r.served
+	st.props["served_name"] = e.r.served
 	e.mu.Lock()
 	e.info.Version = version
-	e.info.Endpoint = root + "/v1"
-	e.info.Props = copyProps(props)
+	e.info.Endpoint = st.root + "/v1"
+	e.info.Props = copyProps(st.props)
 	e.mu.Unlock()
-	log.Info().Str("version", version).Str("endpoint", root+"/v1").Msg("engine ready")
-
-	go e.watch(run)
-	return Endpoint{BaseURL: root + "/v1", Model: e.r.served, APIKey: e.r.APIKey}, nil
+	st.log.Info().Str("version", version).Str("endpoint", st.root+"/v1").Msg("engine ready")
+	return nil
 }
 
 // stopAfterFailure ends a process whose start failed, bounded so that a
