@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -63,7 +66,7 @@ type maxDeliveriesAdvisory struct {
 // consumer gave up. Fields this build does not read (id, domain) are allowed.
 func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
 	var a maxDeliveriesAdvisory
-	if err := decodeStrict(data, &a, false); err != nil {
+	if err := decodeOne(data, &a); err != nil {
 		return a, "", fmt.Errorf("max-deliveries advisory: %w", err)
 	}
 	if a.Type != maxDeliverAdvisoryType {
@@ -148,7 +151,7 @@ func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
 	if changed {
 		ch.RunID = rec.RunID
 		c.live.jobEnded(job.ID)
-		c.emit(EventState, agentID, ch)
+		c.emit(api.EventState, agentID, ch)
 		c.log.Warn().Str("job", job.ID).Str("agent", agentID).Uint64("deliveries", adv.Deliveries).Msg("job failed: JetStream gave up delivering it")
 	}
 	return nil
@@ -193,6 +196,19 @@ func (c *Controller) deleteJobMsg(ctx context.Context, seq uint64) error {
 	}
 	if err := stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return fmt.Errorf("delete jobs stream message %d: %w", seq, err)
+	}
+	return nil
+}
+
+// decodeOne decodes exactly one JSON document, naming line and column of a
+// syntax or type error.
+func decodeOne(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return protocol.DescribeJSONError(data, dec.InputOffset(), err)
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON document")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -20,10 +21,10 @@ func submitJobs(t *testing.T, c *Controller, agentID string) []string {
 	return submit(t, c, protocol.Sweep{Agents: []string{agentID}, Workload: testWorkload()}).Jobs
 }
 
-func stateIs(jobID string, st protocol.JobState) func(Event) bool {
-	return func(e Event) bool {
+func stateIs(jobID string, st protocol.JobState) func(api.Event) bool {
+	return func(e api.Event) bool {
 		ch, ok := e.Data.(protocol.JobStateChange)
-		return e.Kind == EventState && ok && ch.JobID == jobID && ch.State == st
+		return e.Kind == api.EventState && ok && ch.JobID == jobID && ch.State == st
 	}
 }
 
@@ -87,7 +88,7 @@ func TestJobFailsWhenJetStreamGivesUpDelivering(t *testing.T) {
 
 	ev.waitFor(t, 1, stateIs(jobID, protocol.JobFailed))
 	const reason = "delivered 2 times; the agent never finished it (it stopped or crashed each time)"
-	var jv JobView
+	var jv api.JobView
 	if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+jobID, &jv); code != 200 {
 		t.Fatalf("GET job: %d", code)
 	}
@@ -251,9 +252,9 @@ func TestJobStalledWhileItsAgentIsOffline(t *testing.T) {
 	running, queued := jobs[0], jobs[1]
 	a.state(t, running, protocol.JobRunning, 1, true)
 	ev.waitFor(t, 1, stateIs(running, protocol.JobRunning))
-	job := func(id string) JobView {
+	job := func(id string) api.JobView {
 		t.Helper()
-		var jv JobView
+		var jv api.JobView
 		if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+id, &jv); code != 200 {
 			t.Fatalf("GET job %s: %d", id, code)
 		}
@@ -265,9 +266,9 @@ func TestJobStalledWhileItsAgentIsOffline(t *testing.T) {
 
 	// The agent falls silent: its running job is stalled, not failed; the
 	// queued one simply waits.
-	ev.waitFor(t, 1, func(e Event) bool {
-		v, ok := e.Data.(AgentView)
-		return e.Kind == EventAgent && ok && v.ID == "a1" && !v.Online
+	ev.waitFor(t, 1, func(e api.Event) bool {
+		v, ok := e.Data.(api.AgentView)
+		return e.Kind == api.EventAgent && ok && v.ID == "a1" && !v.Online
 	})
 	jv := job(running)
 	if !jv.Stalled || jv.State != protocol.JobRunning || jv.StalledSince.Before(jv.UpdatedAt) {
@@ -276,17 +277,17 @@ func TestJobStalledWhileItsAgentIsOffline(t *testing.T) {
 	if jv := job(queued); jv.Stalled {
 		t.Errorf("queued job counted stalled")
 	}
-	var list []JobView
+	var list []api.JobView
 	getJSON(t, c.HTTPURL()+"/api/jobs?active=1", &list)
 	if len(list) != 2 || !list[0].Stalled || list[1].Stalled {
 		t.Errorf("GET /api/jobs: %+v", list)
 	}
-	var sv SweepView
+	var sv api.SweepView
 	getJSON(t, c.HTTPURL()+"/api/sweeps/"+jv.SweepID, &sv)
 	if sv.Status.Stalled != 1 || len(sv.JobList) != 2 || !sv.JobList[0].Stalled {
 		t.Errorf("sweep status %+v, job states %+v", sv.Status, sv.JobList)
 	}
-	var snap LiveSnapshot
+	var snap api.LiveSnapshot
 	getJSON(t, c.HTTPURL()+"/api/live", &snap)
 	if len(snap.Jobs) != 2 || !snap.Jobs[0].Stalled {
 		t.Errorf("live snapshot jobs %+v", snap.Jobs)
@@ -294,7 +295,7 @@ func TestJobStalledWhileItsAgentIsOffline(t *testing.T) {
 
 	// Back again: no longer stalled.
 	a.heartbeat(t, running)
-	ev.waitFor(t, 1, kindIs(EventHeartbeat))
+	ev.waitFor(t, 1, kindIs(api.EventHeartbeat))
 	st, err := c.SweepStatus(context.Background(), jv.SweepID)
 	if err != nil || st.Stalled != 0 {
 		t.Errorf("sweep status after the agent returned: %+v %v", st, err)

@@ -13,12 +13,9 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 )
-
-// TokenFileName is the API token's file in the data directory, unless
-// Options.APITokenFile names another.
-const TokenFileName = "api-token"
 
 // minTokenLen is the shortest token a token file may hold.
 const minTokenLen = 16
@@ -44,7 +41,7 @@ func loadAPIToken(opt Options, log zerolog.Logger) (token, file string, err erro
 	}
 	file = opt.APITokenFile
 	if file == "" {
-		file = filepath.Join(opt.DataDir, TokenFileName)
+		file = filepath.Join(opt.DataDir, api.TokenFileName)
 	}
 	token, err = readTokenFile(file)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -27,7 +28,7 @@ func TestBackupMidRunRestoresIntoANewDataDir(t *testing.T) {
 	}
 	result("480p", 1)
 	result("480p", 2)
-	ev.waitFor(t, 2, kindIs(EventResult))
+	ev.waitFor(t, 2, kindIs(api.EventResult))
 
 	// Reads are open on loopback; a backup is not.
 	resp, err := http.Get(c.HTTPURL() + "/api/backup")
@@ -51,7 +52,7 @@ func TestBackupMidRunRestoresIntoANewDataDir(t *testing.T) {
 	if code != http.StatusOK || len(body) == 0 {
 		t.Fatalf("backup: %d, %d bytes", code, len(body))
 	}
-	ev.waitFor(t, 4, kindIs(EventResult))
+	ev.waitFor(t, 4, kindIs(api.EventResult))
 
 	restored := t.TempDir()
 	if err := os.WriteFile(filepath.Join(restored, "vlmfleet.db"), []byte(body), 0o600); err != nil {
@@ -76,11 +77,11 @@ func TestBackupMidRunRestoresIntoANewDataDir(t *testing.T) {
 			t.Errorf("restored combination %s differs from the original", cb.ComboKey)
 		}
 	}
-	var job JobView
+	var job api.JobView
 	if code := getJSON(t, r.HTTPURL()+"/api/jobs/"+sw.Jobs[0], &job); code != http.StatusOK || job.SweepID != sw.ID || job.State != protocol.JobAccepted {
 		t.Errorf("restored job: %d %+v", code, job)
 	}
-	var agents []AgentView
+	var agents []api.AgentView
 	if getJSON(t, r.HTTPURL()+"/api/agents", &agents); len(agents) != 1 || agents[0].ID != "a1" {
 		t.Errorf("restored agents: %+v", agents)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -51,7 +51,7 @@ func goodImport(id string) []byte {
 	run := testRun(id, "")
 	run.Source, run.Status = protocol.SourceBench, protocol.RunCompleted
 	run.Combinations = []protocol.Combination{*testCombo("720p", 1)}
-	b, _ := json.Marshal(ImportRequest{Runs: []store.ImportEntry{{Origin: id + ".json", Run: run}}})
+	b, _ := json.Marshal(api.ImportRequest{Runs: []api.ImportEntry{{Origin: id + ".json", Run: run}}})
 	return b
 }
 
@@ -67,7 +67,7 @@ func TestStalledImportsAreDropped(t *testing.T) {
 	const stall = 300 * time.Millisecond
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), BodyStallTimeout: stall})
 	var conns []net.Conn
-	for range MaxConcurrentImports {
+	for range api.MaxConcurrentImports {
 		conns = append(conns, startImport(t, c, 1e6, append([]byte(`{"runs":[`), bytes.Repeat([]byte(" "), 64<<10)...)))
 	}
 	// Both hold their places: a third is refused until they are dropped.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -42,11 +43,11 @@ func TestBrokenDeploymentsInAPIAndSweeps(t *testing.T) {
 	c := startController(t, t.TempDir())
 	announceBroken(t, c)
 
-	var agents []AgentView
+	var agents []api.AgentView
 	if code := getJSON(t, c.HTTPURL()+"/api/agents", &agents); code != http.StatusOK {
 		t.Fatalf("GET /api/agents: %d", code)
 	}
-	byID := map[string]AgentView{}
+	byID := map[string]api.AgentView{}
 	for _, a := range agents {
 		byID[a.ID] = a
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -72,33 +73,22 @@ func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord,
 	}
 	if changed {
 		c.live.jobEnded(id)
-		c.emit(EventState, rec.Job.AgentID, ch)
+		c.emit(api.EventState, rec.Job.AgentID, ch)
 		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Msg("job cancelled")
 	}
 	return after, nil
 }
 
-// SweepCancel is what cancelling a sweep did to each of its jobs.
-type SweepCancel struct {
-	ID string `json:"id"`
-	// Cancelled lists the jobs marked cancelled here (queued, or with their
-	// agent offline); Requested those whose agent was asked to stop them;
-	// Ended those that had already ended.
-	Cancelled []string `json:"cancelled"`
-	Requested []string `json:"requested"`
-	Ended     []string `json:"ended"`
-}
-
 // CancelSweep cancels every job of the sweep that has not ended.
-func (c *Controller) CancelSweep(ctx context.Context, id string) (SweepCancel, error) {
+func (c *Controller) CancelSweep(ctx context.Context, id string) (api.SweepCancel, error) {
 	if _, err := c.store.Sweep(id); err != nil {
-		return SweepCancel{}, fmt.Errorf("controller: %w", err)
+		return api.SweepCancel{}, fmt.Errorf("controller: %w", err)
 	}
 	jobs, err := c.store.Jobs(ctx, store.JobQuery{SweepID: id})
 	if err != nil {
-		return SweepCancel{}, fmt.Errorf("controller: %w", err)
+		return api.SweepCancel{}, fmt.Errorf("controller: %w", err)
 	}
-	out := SweepCancel{ID: id, Cancelled: []string{}, Requested: []string{}, Ended: []string{}}
+	out := api.SweepCancel{ID: id, Cancelled: []string{}, Requested: []string{}, Ended: []string{}}
 	var errs []error
 	for _, j := range jobs {
 		rec, err := c.CancelJob(ctx, j.Job.ID)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -21,10 +22,10 @@ func deleteJSON(t *testing.T, url string, v any) int {
 	return code
 }
 
-func stateAt(job string, st protocol.JobState, attempt int) func(Event) bool {
-	return func(e Event) bool {
+func stateAt(job string, st protocol.JobState, attempt int) func(api.Event) bool {
+	return func(e api.Event) bool {
 		s, ok := e.Data.(protocol.JobStateChange)
-		return e.Kind == EventState && ok && s.JobID == job && s.State == st && s.Attempt == attempt
+		return e.Kind == api.EventState && ok && s.JobID == job && s.State == st && s.Attempt == attempt
 	}
 }
 
@@ -52,9 +53,9 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 	a.state(t, job, protocol.JobRunning, 1, true)
 	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "off", Run: run, Combination: testCombo("480p", 1)}, "")
 	ev.waitFor(t, 1, stateAt(job, protocol.JobRunning, 1))
-	ev.waitFor(t, 1, func(e Event) bool { r, ok := e.Data.(ResultEvent); return ok && r.RunID == run.ID })
+	ev.waitFor(t, 1, func(e api.Event) bool { r, ok := e.Data.(api.ResultEvent); return ok && r.RunID == run.ID })
 
-	var v JobView
+	var v api.JobView
 	if code := deleteJSON(t, c.HTTPURL()+"/api/jobs/"+job, &v); code != http.StatusOK || v.State != protocol.JobCancelled ||
 		!strings.Contains(v.Error, "offline") {
 		t.Fatalf("cancel: %d, state %s, error %q", code, v.State, v.Error)
@@ -86,7 +87,7 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 	a.state(t, job, protocol.JobCancelled, 2, true)
 	ev.waitFor(t, 1, stateAt(job, protocol.JobCancelled, 2))
 
-	var sc SweepCancel
+	var sc api.SweepCancel
 	if code := deleteJSON(t, c.HTTPURL()+"/api/sweeps/"+sw.ID, &sc); code != http.StatusOK || len(sc.Ended) != 1 {
 		t.Fatalf("cancel ended sweep: %d %+v", code, sc)
 	}

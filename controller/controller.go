@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -245,14 +246,14 @@ func (c *Controller) RunSummaries(ctx context.Context) ([]protocol.Run, error) {
 }
 
 // Job is one job as GET /api/jobs/{id} shows it.
-func (c *Controller) Job(ctx context.Context, id string) (JobView, error) {
+func (c *Controller) Job(ctx context.Context, id string) (api.JobView, error) {
 	j, err := c.store.Job(id)
 	if err != nil {
-		return JobView{}, err
+		return api.JobView{}, err
 	}
-	agents, err := c.Agents(ctx)
+	agents, err := c.agentStatuses(ctx)
 	if err != nil {
-		return JobView{}, err
+		return api.JobView{}, err
 	}
 	return jobView(j, agentsByID(agents)), nil
 }
@@ -310,7 +311,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startHTTP(); err != nil {
 		return err
 	}
-	if c.NATSAuth() == NATSAuthOff {
+	if c.NATSAuth() == api.NATSAuthOff {
 		c.log.Warn().Str("nats", c.natsURL).Msg("INSECURE: the embedded NATS server accepts any client without credentials; " +
 			"anyone who reaches it can forge, steal or delete jobs and results (--insecure)")
 	}

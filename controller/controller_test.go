@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -42,7 +43,7 @@ func TestAgentRunAndRedeliveryThroughAPI(t *testing.T) {
 	c := startController(t, t.TempDir())
 	ev, a := announced(t, c, "orin-1", "qwen-q8")
 
-	var agents []AgentView
+	var agents []api.AgentView
 	if code := getJSON(t, c.HTTPURL()+"/api/agents", &agents); code != http.StatusOK {
 		t.Fatalf("GET /api/agents: %d", code)
 	}
@@ -65,7 +66,7 @@ func TestAgentRunAndRedeliveryThroughAPI(t *testing.T) {
 	final.Status = protocol.RunCompleted
 	final.FinishedAt = time.Now().UTC()
 	a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: final, Final: true, Expected: 2}, protocol.ResultMsgID(run.ID, "final"))
-	ev.waitFor(t, 4, kindIs(EventResult))
+	ev.waitFor(t, 4, kindIs(api.EventResult))
 
 	var runs []protocol.Run
 	if code := getJSON(t, c.HTTPURL()+"/api/runs", &runs); code != http.StatusOK {
@@ -136,12 +137,12 @@ func TestRejectedMessagesAreRecordedNotRedelivered(t *testing.T) {
 	if info.NumRedelivered != 0 {
 		t.Errorf("%d redeliveries, want 0", info.NumRedelivered)
 	}
-	var agents []AgentView
+	var agents []api.AgentView
 	getJSON(t, c.HTTPURL()+"/api/agents", &agents)
 	if len(agents) != 1 || agents[0].ID != "a1" {
 		t.Errorf("the impostor hello was stored: %+v", agents)
 	}
-	var listed []store.Rejection
+	var listed []api.Rejection
 	if code := getJSON(t, c.HTTPURL()+"/api/rejected", &listed); code != http.StatusOK || len(listed) != 2 {
 		t.Errorf("GET /api/rejected: %d, %d entries", code, len(listed))
 	}
@@ -155,11 +156,11 @@ func TestLateStateAfterCompletedIsIgnored(t *testing.T) {
 	for _, st := range []protocol.JobState{protocol.JobAccepted, protocol.JobStarting, protocol.JobRunning, protocol.JobCompleted} {
 		a.state(t, job, st, 1, true)
 	}
-	ev.waitFor(t, 4, kindIs(EventState))
+	ev.waitFor(t, 4, kindIs(api.EventState))
 	a.state(t, job, protocol.JobRunning, 1, false)  // a late redelivery
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1"))) // a marker stored after the late state
 
-	var jv JobView
+	var jv api.JobView
 	getJSON(t, c.HTTPURL()+"/api/jobs/"+job, &jv)
 	if jv.State != protocol.JobCompleted || jv.RunID != store.RunIDFor(job, 1) {
 		t.Errorf("job state %s run %s, want completed %s", jv.State, jv.RunID, store.RunIDFor(job, 1))
@@ -174,7 +175,7 @@ func TestLateStateAfterCompletedIsIgnored(t *testing.T) {
 	if !st.Done || st.States[protocol.JobCompleted] != 1 || st.Failed != 0 {
 		t.Errorf("sweep status %+v", st)
 	}
-	if n := len(ev.waitFor(t, 0, kindIs(EventState))); n != 4 {
+	if n := len(ev.waitFor(t, 0, kindIs(api.EventState))); n != 4 {
 		t.Errorf("%d state events, want 4 (the late one changes nothing)", n)
 	}
 }
@@ -208,7 +209,7 @@ func TestSubmitSweepPublishesJobs(t *testing.T) {
 	ev.waitFor(t, 1, helloStored(b.hello(t, "qwen-q8")))
 
 	_, err := c.SubmitSweep(context.Background(), protocol.Sweep{Deployments: []string{"nope"}, Workload: testWorkload()})
-	var bad *BadSweepError
+	var bad *api.BadSweepError
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), `deployments[0]: "nope" is offered by none`) {
 		t.Fatalf("unknown deployment: %v", err)
 	}
@@ -270,12 +271,12 @@ func TestRestartKeepsStateAndRepublishes(t *testing.T) {
 	}
 
 	c2 := startController(t, dir)
-	var agents []AgentView
+	var agents []api.AgentView
 	getJSON(t, c2.HTTPURL()+"/api/agents", &agents)
 	if len(agents) != 1 || agents[0].ID != "a1" {
 		t.Fatalf("agents after restart: %+v", agents)
 	}
-	var sv SweepView
+	var sv api.SweepView
 	if code := getJSON(t, c2.HTTPURL()+"/api/sweeps/"+s.ID, &sv); code != http.StatusOK || sv.Status.Jobs != 2 {
 		t.Fatalf("sweep after restart: %d %+v", code, sv)
 	}
@@ -321,14 +322,14 @@ func TestSweepOverHTTP(t *testing.T) {
 	if len(s.Jobs) != 1 || s.Workload.RequestsPerLevel != protocol.DefaultWorkload().RequestsPerLevel {
 		t.Errorf("sweep %+v", s)
 	}
-	var sv SweepView
+	var sv api.SweepView
 	getJSON(t, c.HTTPURL()+"/api/sweeps/"+s.ID, &sv)
 	if len(sv.JobList) != 1 || sv.JobList[0].State != protocol.JobQueued {
 		t.Errorf("sweep view %+v", sv)
 	}
-	var list []SweepView
+	var list []api.SweepView
 	getJSON(t, c.HTTPURL()+"/api/sweeps", &list)
-	var jobs []JobView
+	var jobs []api.JobView
 	getJSON(t, c.HTTPURL()+"/api/jobs?sweep="+s.ID, &jobs)
 	if len(list) != 1 || len(jobs) != 1 {
 		t.Errorf("%d sweeps, %d jobs", len(list), len(jobs))
@@ -350,9 +351,9 @@ func TestImportOverHTTPIsAtomic(t *testing.T) {
 	bad.ID = "bench-2"
 	bad.Status = "done"
 	body := func(runs ...protocol.Run) string {
-		req := ImportRequest{}
+		req := api.ImportRequest{}
 		for i, r := range runs {
-			req.Runs = append(req.Runs, store.ImportEntry{Origin: fmt.Sprintf("f%d.json", i), Run: r})
+			req.Runs = append(req.Runs, api.ImportEntry{Origin: fmt.Sprintf("f%d.json", i), Run: r})
 		}
 		b, _ := json.Marshal(req)
 		return string(b)
@@ -393,22 +394,22 @@ func TestHeartbeatsDriveOnlineState(t *testing.T) {
 	odd, _ := json.Marshal(protocol.Heartbeat{Schema: 1, AgentID: "a1", Time: time.Now(), State: "on fire", Seq: 2})
 	_ = a.nc.Publish(protocol.AgentSubject("a1", protocol.KindHeartbeat), odd)
 	_ = a.nc.Flush()
-	ev.waitFor(t, 1, kindIs(EventHeartbeat))
-	var agents []AgentView
+	ev.waitFor(t, 1, kindIs(api.EventHeartbeat))
+	var agents []api.AgentView
 	getJSON(t, c.HTTPURL()+"/api/agents", &agents)
 	if len(agents) != 1 || !agents[0].Online || agents[0].State != protocol.AgentBusy || agents[0].JobID != "j9" {
 		t.Fatalf("agent after heartbeat: %+v", agents)
 	}
 	// No more heartbeats: the watcher announces the agent offline.
-	ev.waitFor(t, 1, func(e Event) bool {
-		v, ok := e.Data.(AgentView)
-		return e.Kind == EventAgent && ok && !v.Online && v.State == "offline"
+	ev.waitFor(t, 1, func(e api.Event) bool {
+		v, ok := e.Data.(api.AgentView)
+		return e.Kind == api.EventAgent && ok && !v.Online && v.State == "offline"
 	})
 	getJSON(t, c.HTTPURL()+"/api/agents", &agents)
 	if agents[0].Online {
 		t.Errorf("agent still online after the timeout")
 	}
-	if n := len(ev.waitFor(t, 0, kindIs(EventHeartbeat))); n != 1 {
+	if n := len(ev.waitFor(t, 0, kindIs(api.EventHeartbeat))); n != 1 {
 		t.Errorf("%d heartbeat events, want 1 (the forged and the odd one are dropped)", n)
 	}
 }
@@ -434,7 +435,7 @@ func TestAPIErrorStatuses(t *testing.T) {
 		status             int
 		says               string
 	}{
-		{http.MethodPost, "/api/sweeps", strings.Repeat(" ", MaxSweepBody+1), http.StatusRequestEntityTooLarge, "request body over"},
+		{http.MethodPost, "/api/sweeps", strings.Repeat(" ", api.MaxSweepBody+1), http.StatusRequestEntityTooLarge, "request body over"},
 		{http.MethodPost, "/api/sweeps", `{"workload":`, http.StatusBadRequest, "sweep"},
 		{http.MethodPost, "/api/runs/import", `{"runs":[]}`, http.StatusBadRequest, "run"},
 		{http.MethodGet, "/api/rejected?limit=-1", "", http.StatusBadRequest, `limit "-1": want a whole number`},

@@ -8,14 +8,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
-)
-
-// The page size of a list endpoint: DefaultListLimit when the request names
-// none, at most MaxListLimit.
-const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
 )
 
 // maxCursorKey bounds the key a cursor carries: ids are at most 256 bytes
@@ -87,14 +81,14 @@ type pageRequest struct {
 // Its errors are 400s that name the parameter and what it takes.
 func parsePage(r *http.Request, kind listKind, newestFirst bool) (pageRequest, error) {
 	q := r.URL.Query()
-	pr := pageRequest{kind: kind, query: q, path: r.URL.Path, page: store.Page{Limit: DefaultListLimit, Newest: newestFirst}}
+	pr := pageRequest{kind: kind, query: q, path: r.URL.Path, page: store.Page{Limit: api.DefaultListLimit, Newest: newestFirst}}
 	bad := func(format string, args ...any) (pageRequest, error) {
 		return pageRequest{}, &requestError{http.StatusBadRequest, fmt.Errorf(format, args...)}
 	}
 	if v, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > MaxListLimit || len(v) > 1 {
-			return bad("limit %q: want a whole number from 1 to %d (default %d); follow the Link rel=\"next\" header for more", v[0], MaxListLimit, DefaultListLimit)
+		if err != nil || n < 1 || n > api.MaxListLimit || len(v) > 1 {
+			return bad("limit %q: want a whole number from 1 to %d (default %d); follow the Link rel=\"next\" header for more", v[0], api.MaxListLimit, api.DefaultListLimit)
 		}
 		pr.page.Limit = n
 	}

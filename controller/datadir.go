@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/private"
 )
@@ -50,7 +51,7 @@ func privateDir(dir string, ours func(string) bool, log zerolog.Logger) error {
 // ownDataDir says whether dir is a controller's data directory: it holds
 // nothing, or something a controller keeps there.
 func ownDataDir(dir string) bool {
-	for _, name := range []string{StoreFileName, TokenFileName, ControllerSeedFile, TLSDirName, "nats"} {
+	for _, name := range []string{StoreFileName, api.TokenFileName, ControllerSeedFile, TLSDirName, "nats"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
 		}
@@ -66,7 +67,7 @@ func priorState(dataDir string) string {
 	if hasFile(filepath.Join(dataDir, "nats")) {
 		found = append(found, "nats/ holds JetStream data")
 	}
-	for _, name := range []string{ControllerSeedFile, TokenFileName, filepath.Join(TLSDirName, "ca-key.pem")} {
+	for _, name := range []string{ControllerSeedFile, api.TokenFileName, filepath.Join(TLSDirName, "ca-key.pem")} {
 		if _, err := os.Lstat(filepath.Join(dataDir, name)); err == nil {
 			found = append(found, name+" exists")
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -113,7 +114,7 @@ func TestControllerInChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = c.Start(ctx)
-	var agents []AgentView
+	var agents []api.AgentView
 	if err == nil {
 		agents, err = c.Agents(ctx)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -103,7 +104,7 @@ func TestFullDiskIsReportedAndRecoversWhenSpaceReturns(t *testing.T) {
 	ev, a := announced(t, c, "a1", "d1")
 	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
 	a.state(t, sw.Jobs[0], protocol.JobAccepted, 1, true)
-	ev.waitFor(t, 1, kindIs(EventState))
+	ev.waitFor(t, 1, kindIs(api.EventState))
 	run := testRun(store.RunIDFor(sw.Jobs[0], 1), "a1")
 	run.JobID, run.SweepID = sw.Jobs[0], sw.ID
 
@@ -161,7 +162,7 @@ func TestFullDiskIsReportedAndRecoversWhenSpaceReturns(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("health not ok %.1f s and naming JetStream %.1f s after the disk filled: %v", notOK.Seconds(), time.Since(full).Seconds(), health)
-	if health["status"] != HealthFailing || health["jetstream"] == "ok" {
+	if health["status"] != api.HealthFailing || health["jetstream"] == "ok" {
 		t.Errorf("health on a full disk: %v, want failing with jetstream not ok", health)
 	}
 

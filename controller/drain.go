@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -18,21 +19,21 @@ import (
 // agent gets no new jobs from new sweeps and is told, on its control
 // subject, to finish its current job and fetch no more. The drain is
 // stored, so it outlives a restart of the controller or the agent.
-func (c *Controller) DrainAgent(_ context.Context, id string, drained bool) (AgentView, error) {
+func (c *Controller) DrainAgent(_ context.Context, id string, drained bool) (api.AgentView, error) {
 	if err := protocol.ValidateAgentID(id); err != nil {
-		return AgentView{}, &requestError{http.StatusBadRequest, err}
+		return api.AgentView{}, &requestError{http.StatusBadRequest, err}
 	}
 	a, err := c.store.SetDrained(id, drained, time.Now().UTC())
 	if err != nil {
-		return AgentView{}, err
+		return api.AgentView{}, err
 	}
 	// Known to the heartbeats' check before the agent can hear of it, so
 	// that a heartbeat saying so is not taken for one that disagrees.
 	c.live.setStoredDrain(id, drained)
 	c.sendDrain(id, drained)
-	v := c.viewOf(a, time.Now())
+	v := c.statusOf(a, time.Now()).AgentView
 	c.log.Info().Str("agent", id).Bool("drained", drained).Msg("agent drain changed")
-	c.emit(EventAgent, id, v)
+	c.emit(api.EventAgent, id, v)
 	return v, nil
 }
 
@@ -155,12 +156,12 @@ func (l *liveState) setDrained(id string, drained bool) {
 }
 
 // handleDrain serves POST (drain) and DELETE (take back) on one route.
-func (c *Controller) handleDrain(r *http.Request) (AgentView, error) {
+func (c *Controller) handleDrain(r *http.Request) (api.AgentView, error) {
 	switch r.Method {
 	case http.MethodPost, http.MethodDelete:
 		return c.DrainAgent(r.Context(), r.PathValue("id"), r.Method == http.MethodPost)
 	}
-	return AgentView{}, &requestError{http.StatusMethodNotAllowed,
+	return api.AgentView{}, &requestError{http.StatusMethodNotAllowed,
 		fmt.Errorf("%s %s: want POST to drain the agent or DELETE to take it back", r.Method, r.URL.Path)}
 }
 

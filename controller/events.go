@@ -6,38 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/protocol"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
-
-// Event kinds delivered by OnEvent and /api/events.
-const (
-	EventProgress  = "progress"  // Data: protocol.Progress
-	EventTelemetry = "telemetry" // Data: protocol.TelemetryTick
-	EventState     = "state"     // Data: protocol.JobStateChange (only changes of a job's current state)
-	EventHeartbeat = "heartbeat" // Data: protocol.Heartbeat
-	EventAgent     = "agent"     // Data: AgentView (announced, came online, went offline)
-	EventResult    = "result"    // Data: ResultEvent
-)
-
-// Event is one live happening in the lab.
-type Event struct {
-	Kind    string    `json:"kind"`
-	AgentID string    `json:"agent_id"`
-	Time    time.Time `json:"time"`
-	Data    any       `json:"data"`
-}
-
-// ResultEvent says that a result message was stored.
-type ResultEvent struct {
-	RunID     string             `json:"run_id"`
-	JobID     string             `json:"job_id,omitempty"`
-	SweepID   string             `json:"sweep_id,omitempty"`
-	AgentID   string             `json:"agent_id"`
-	Combo     *protocol.ComboKey `json:"combo,omitempty"`
-	Final     bool               `json:"final"`
-	Status    string             `json:"status"`
-	Simulated bool               `json:"simulated"`
-}
 
 // fanout hands events to subscribers from one goroutine, in order, so a
 // NATS callback never waits for a subscriber; when subscribers fall behind
@@ -46,16 +16,16 @@ type ResultEvent struct {
 type fanout struct {
 	mu      sync.Mutex
 	next    int
-	subs    map[int]func(Event)
-	ch      chan Event
+	subs    map[int]func(api.Event)
+	ch      chan api.Event
 	dropped atomic.Uint64
 }
 
 func newFanout() *fanout {
-	return &fanout{subs: map[int]func(Event){}, ch: make(chan Event, 4096)}
+	return &fanout{subs: map[int]func(api.Event){}, ch: make(chan api.Event, 4096)}
 }
 
-func (f *fanout) emit(e Event) {
+func (f *fanout) emit(e api.Event) {
 	select {
 	case f.ch <- e:
 	default:
@@ -63,7 +33,7 @@ func (f *fanout) emit(e Event) {
 	}
 }
 
-func (f *fanout) subscribe(fn func(Event)) func() {
+func (f *fanout) subscribe(fn func(api.Event)) func() {
 	f.mu.Lock()
 	id := f.next
 	f.next++
@@ -86,7 +56,7 @@ func (f *fanout) run(ctx context.Context) {
 			return
 		case e := <-f.ch:
 			f.mu.Lock()
-			fns := make([]func(Event), 0, len(f.subs))
+			fns := make([]func(api.Event), 0, len(f.subs))
 			for _, fn := range f.subs {
 				fns = append(fns, fn)
 			}
@@ -101,10 +71,10 @@ func (f *fanout) run(ctx context.Context) {
 // OnEvent calls fn for every live event until cancel is called. fn is
 // called from a single goroutine, in order, and must return quickly
 // (hand the event to a channel without blocking if work is needed).
-func (c *Controller) OnEvent(fn func(Event)) (cancel func()) {
+func (c *Controller) OnEvent(fn func(api.Event)) (cancel func()) {
 	return c.events.subscribe(fn)
 }
 
 func (c *Controller) emit(kind, agentID string, data any) {
-	c.events.emit(Event{Kind: kind, AgentID: agentID, Time: time.Now().UTC(), Data: data})
+	c.events.emit(api.Event{Kind: kind, AgentID: agentID, Time: time.Now().UTC(), Data: data})
 }

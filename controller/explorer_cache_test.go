@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -40,7 +41,7 @@ func TestExplorerShowsAResultThatArrivesAfterItsCache(t *testing.T) {
 		final.Status, final.FinishedAt = protocol.RunCompleted, time.Now().UTC()
 		a.publish(t, protocol.KindResult, protocol.ResultMessage{Schema: 1, AgentID: "orin-1", Run: final, Final: true, Expected: 1}, protocol.ResultMsgID(run.ID, "final"))
 		results += 2
-		ev.waitFor(t, results, kindIs(EventResult))
+		ev.waitFor(t, results, kindIs(api.EventResult))
 	}
 
 	if got := rows(); got.Total != 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -80,9 +81,9 @@ func (a *fakeAgent) drainedHeartbeat(t *testing.T, drained bool) {
 	}
 }
 
-func agentByID(t *testing.T, c *Controller, id string) AgentView {
+func agentByID(t *testing.T, c *Controller, id string) api.AgentView {
 	t.Helper()
-	var agents []AgentView
+	var agents []api.AgentView
 	if code := getJSON(t, c.HTTPURL()+"/api/agents", &agents); code != http.StatusOK {
 		t.Fatalf("GET /api/agents: %d", code)
 	}
@@ -92,7 +93,7 @@ func agentByID(t *testing.T, c *Controller, id string) AgentView {
 		}
 	}
 	t.Fatalf("/api/agents lacks %s", id)
-	return AgentView{}
+	return api.AgentView{}
 }
 
 // Draining an agent through the API: only with the token; the agent is
@@ -122,7 +123,7 @@ func TestDrainAgentAPI(t *testing.T) {
 	}
 
 	code, body := postJSON(t, base+"/api/agents/a1/drain", "")
-	var v AgentView
+	var v api.AgentView
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil || !v.Drained || v.DrainedAt.IsZero() || v.DrainConfirmed {
 		t.Fatalf("drain a1: %d %s", code, body)
 	}
@@ -143,7 +144,7 @@ func TestDrainAgentAPI(t *testing.T) {
 	if len(s.Jobs) != 1 {
 		t.Fatalf("sweep of every online agent made jobs %v, want one (a2's)", s.Jobs)
 	}
-	var sv SweepView
+	var sv api.SweepView
 	getJSON(t, base+"/api/sweeps/"+s.ID, &sv)
 	for _, j := range sv.JobList {
 		if j.AgentID != "a2" {
@@ -156,7 +157,7 @@ func TestDrainAgentAPI(t *testing.T) {
 	}
 
 	code, body = request(t, http.MethodDelete, base+"/api/agents/a1/drain", "")
-	v = AgentView{}
+	v = api.AgentView{}
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil || v.Drained || !v.DrainedAt.IsZero() {
 		t.Fatalf("undrain a1: %d %s", code, body)
 	}
@@ -286,18 +287,18 @@ func TestIdleAgentHasNoLiveTelemetry(t *testing.T) {
 	if err := a.nc.Publish(protocol.AgentSubject("a1", protocol.KindTelemetry), tick); err != nil {
 		t.Fatal(err)
 	}
-	ev.waitFor(t, 1, kindIs(EventTelemetry))
-	var snap LiveSnapshot
+	ev.waitFor(t, 1, kindIs(api.EventTelemetry))
+	var snap api.LiveSnapshot
 	getJSON(t, c.HTTPURL()+"/api/live", &snap)
 	if len(snap.Telemetry["a1"]) != 1 {
 		t.Fatalf("busy agent's telemetry: %+v, want its one sample", snap.Telemetry["a1"])
 	}
 	a.drainedHeartbeat(t, false) // idle
-	ev.waitFor(t, 1, func(e Event) bool {
+	ev.waitFor(t, 1, func(e api.Event) bool {
 		hb, ok := e.Data.(protocol.Heartbeat)
 		return ok && hb.State == protocol.AgentIdle
 	})
-	var idle LiveSnapshot
+	var idle api.LiveSnapshot
 	getJSON(t, c.HTTPURL()+"/api/live", &idle)
 	if got := idle.Telemetry["a1"]; len(got) != 0 {
 		t.Fatalf("idle agent's telemetry: %d samples (%v W), want none", len(got), *got[len(got)-1].Sample.PowerW)

@@ -10,20 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
-)
-
-// Health statuses of /api/health. Both non-ok statuses answer 503, so a
-// monitor that only reads the HTTP status still sees them.
-const (
-	HealthOK = "ok"
-	// HealthDegraded: the controller takes in results, but something needs
-	// an operator (an agent fell silent, a consumer is being recreated,
-	// jobs wait to be published).
-	HealthDegraded = "degraded"
-	// HealthFailing: results cannot be taken in or kept (NATS or
-	// JetStream unavailable, a stream or the store cannot write).
-	HealthFailing = "failing"
 )
 
 // Health problem components, as /api/health's problems name them.
@@ -51,21 +39,14 @@ var failingComponents = []string{ProblemNATS, ProblemJetStream, ProblemStore}
 // degraded: an agent taken out of the lab for good stops counting after it.
 const agentSilentWindow = time.Hour
 
-// HealthProblem is one thing /api/health reports broken.
-type HealthProblem struct {
-	Component string    `json:"component"`
-	Error     string    `json:"error"`
-	Since     time.Time `json:"since"`
-}
-
 // problems are the faults the controller's parts report as they meet them
 // and clear once past; /api/health adds what it checks at each request.
 type problems struct {
 	mu sync.Mutex
-	m  map[string]HealthProblem
+	m  map[string]api.HealthProblem
 }
 
-func newProblems() *problems { return &problems{m: map[string]HealthProblem{}} }
+func newProblems() *problems { return &problems{m: map[string]api.HealthProblem{}} }
 
 // set records err for component; the first time of an ongoing problem is kept.
 func (p *problems) set(component string, err error) {
@@ -76,7 +57,7 @@ func (p *problems) set(component string, err error) {
 	if ok {
 		since = old.Since
 	}
-	p.m[component] = HealthProblem{Component: component, Error: err.Error(), Since: since}
+	p.m[component] = api.HealthProblem{Component: component, Error: err.Error(), Since: since}
 }
 
 func (p *problems) clear(component string) {
@@ -85,45 +66,26 @@ func (p *problems) clear(component string) {
 	delete(p.m, component)
 }
 
-func (p *problems) get(component string) (HealthProblem, bool) {
+func (p *problems) get(component string) (api.HealthProblem, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v, ok := p.m[component]
 	return v, ok
 }
 
-func (p *problems) list() []HealthProblem {
+func (p *problems) list() []api.HealthProblem {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]HealthProblem, 0, len(p.m))
+	out := make([]api.HealthProblem, 0, len(p.m))
 	for _, v := range p.m {
 		out = append(out, v)
 	}
 	return out
 }
 
-// Health is the body of /api/health.
-type Health struct {
-	Status   string          `json:"status"`
-	Problems []HealthProblem `json:"problems"`
-	// NATS is "connected" or "disconnected"; JetStream "ok", "unavailable"
-	// or "write error"; Ingest "ok" or "rebinding".
-	NATS          string    `json:"nats"`
-	NATSURL       string    `json:"nats_url"`
-	NATSAuth      string    `json:"nats_auth"`
-	JetStream     string    `json:"jetstream"`
-	Ingest        string    `json:"ingest"`
-	IngestError   string    `json:"ingest_error,omitempty"`
-	AgentsSilent  []string  `json:"agents_silent"`
-	TLS           TLSHealth `json:"tls"`
-	Version       string    `json:"version"`
-	EventsDropped uint64    `json:"events_dropped"`
-	Time          time.Time `json:"time"`
-}
-
 // Health says what is broken now.
-func (c *Controller) Health(ctx context.Context) Health {
-	h := Health{
+func (c *Controller) Health(ctx context.Context) api.Health {
+	h := api.Health{
 		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
 		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
 		Time: time.Now().UTC(), AgentsSilent: []string{},
@@ -131,7 +93,7 @@ func (c *Controller) Health(ctx context.Context) Health {
 	probs := c.problems.list()
 	if c.nc == nil || !c.nc.IsConnected() {
 		h.NATS = "disconnected"
-		probs = append(probs, HealthProblem{Component: ProblemNATS, Error: "the controller is not connected to NATS", Since: h.Time})
+		probs = append(probs, api.HealthProblem{Component: ProblemNATS, Error: "the controller is not connected to NATS", Since: h.Time})
 	}
 	if p, ok := c.problems.get(ProblemJetStream); ok {
 		h.JetStream = "unavailable"
@@ -141,7 +103,7 @@ func (c *Controller) Health(ctx context.Context) Health {
 	}
 	h.Ingest, h.IngestError = c.ingestHealth()
 	if h.Ingest != "ok" {
-		probs = append(probs, HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
+		probs = append(probs, api.HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
 	}
 	if silent, p := c.silentAgents(ctx, h.Time); p != nil {
 		h.AgentsSilent = silent
@@ -149,11 +111,11 @@ func (c *Controller) Health(ctx context.Context) Health {
 	}
 	sort.Slice(probs, func(i, j int) bool { return probs[i].Component < probs[j].Component })
 	h.Problems = probs
-	h.Status = HealthOK
+	h.Status = api.HealthOK
 	for _, p := range probs {
-		h.Status = HealthDegraded
+		h.Status = api.HealthDegraded
 		if slices.Contains(failingComponents, p.Component) {
-			h.Status = HealthFailing
+			h.Status = api.HealthFailing
 			break
 		}
 	}
@@ -162,10 +124,10 @@ func (c *Controller) Health(ctx context.Context) Health {
 
 // silentAgents lists the agents past their heartbeat that were heard
 // within agentSilentWindow, and the problem they make (nil when none).
-func (c *Controller) silentAgents(ctx context.Context, now time.Time) ([]string, *HealthProblem) {
+func (c *Controller) silentAgents(ctx context.Context, now time.Time) ([]string, *api.HealthProblem) {
 	agents, err := c.Agents(ctx)
 	if err != nil {
-		return nil, &HealthProblem{Component: ProblemStore, Error: fmt.Sprintf("reading agents: %v", err), Since: now}
+		return nil, &api.HealthProblem{Component: ProblemStore, Error: fmt.Sprintf("reading agents: %v", err), Since: now}
 	}
 	var ids, parts []string
 	var since time.Time
@@ -182,14 +144,14 @@ func (c *Controller) silentAgents(ctx context.Context, now time.Time) ([]string,
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return ids, &HealthProblem{Component: ProblemAgents, Since: since.UTC(),
+	return ids, &api.HealthProblem{Component: ProblemAgents, Since: since.UTC(),
 		Error: fmt.Sprintf("past their heartbeat (%s): %s", c.opt.HeartbeatTimeout, strings.Join(parts, ", "))}
 }
 
 func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 	h := c.Health(r.Context())
 	status := http.StatusOK
-	if h.Status != HealthOK {
+	if h.Status != api.HealthOK {
 		status = http.StatusServiceUnavailable
 	}
 	writeJSON(w, status, h)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -42,14 +43,14 @@ func problemsName(h map[string]any, component string) bool {
 func TestSilentAgentMakesHealthDegraded(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: time.Second})
 	code, h := getHealth(t, c)
-	if code != http.StatusOK || h["status"] != HealthOK || fmt.Sprint(h["problems"]) != "[]" {
+	if code != http.StatusOK || h["status"] != api.HealthOK || fmt.Sprint(h["problems"]) != "[]" {
 		t.Fatalf("health of a new controller: %d %v, want 200 ok with no problems", code, h)
 	}
 	announced(t, c, "a1")
 	h = waitHealth(t, c, 30*time.Second, "the silent agent reported", func(code int, h map[string]any) bool {
 		return code == http.StatusServiceUnavailable && problemsName(h, ProblemAgents)
 	})
-	if h["status"] != HealthDegraded || fmt.Sprint(h["agents_silent"]) != "[a1]" ||
+	if h["status"] != api.HealthDegraded || fmt.Sprint(h["agents_silent"]) != "[a1]" ||
 		!strings.Contains(fmt.Sprint(h["problems"]), "a1 silent for") {
 		t.Errorf("health with a silent agent: %v, want degraded naming a1", h)
 	}
@@ -74,12 +75,12 @@ func TestDisabledJetStreamIsReportedAndRestarted(t *testing.T) {
 	h := waitHealth(t, c, 30*time.Second, "JetStream reported unavailable", func(code int, h map[string]any) bool {
 		return code == http.StatusServiceUnavailable && problemsName(h, ProblemJetStream)
 	})
-	if h["status"] != HealthFailing || h["jetstream"] != "unavailable" {
+	if h["status"] != api.HealthFailing || h["jetstream"] != "unavailable" {
 		t.Errorf("health with JetStream disabled: %v, want failing, jetstream unavailable", h)
 	}
 	releaseRepair()
 	waitHealth(t, c, 30*time.Second, "health ok again", func(code int, h map[string]any) bool {
-		return code == http.StatusOK && h["status"] == HealthOK
+		return code == http.StatusOK && h["status"] == api.HealthOK
 	})
 	ev.waitFor(t, 1, helloStored(a.hello(t, "d1")))
 }
@@ -114,7 +115,7 @@ func TestRefusedJobPublishIsReported(t *testing.T) {
 	h := waitHealth(t, c, 30*time.Second, "the refused publish reported", func(code int, h map[string]any) bool {
 		return code == http.StatusServiceUnavailable && problemsName(h, ProblemPublish)
 	})
-	if h["status"] != HealthDegraded || !strings.Contains(fmt.Sprint(h["problems"]), "maximum bytes exceeded") {
+	if h["status"] != api.HealthDegraded || !strings.Contains(fmt.Sprint(h["problems"]), "maximum bytes exceeded") {
 		t.Errorf("health with jobs refused: %v, want degraded naming maximum bytes exceeded", h)
 	}
 
@@ -148,7 +149,7 @@ func TestExternalJetStreamUnavailableIsReported(t *testing.T) {
 	h := waitHealth(t, c, 30*time.Second, "JetStream reported unavailable", func(code int, h map[string]any) bool {
 		return code == http.StatusServiceUnavailable && problemsName(h, ProblemJetStream)
 	})
-	if h["status"] != HealthFailing || !strings.Contains(fmt.Sprint(h["problems"]), "JetStream unavailable on "+ns.ClientURL()) {
+	if h["status"] != api.HealthFailing || !strings.Contains(fmt.Sprint(h["problems"]), "JetStream unavailable on "+ns.ClientURL()) {
 		t.Errorf("health with the external JetStream gone: %v", h)
 	}
 	if ns.JetStreamEnabled() {

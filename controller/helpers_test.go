@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
@@ -79,13 +80,13 @@ var apiTokens sync.Map
 // eventLog collects the controller's live events for tests to wait on.
 type eventLog struct {
 	mu     sync.Mutex
-	events []Event
+	events []api.Event
 	signal chan struct{}
 }
 
 func watchEvents(t *testing.T, c *Controller) *eventLog {
 	l := &eventLog{signal: make(chan struct{}, 1)}
-	cancel := c.OnEvent(func(e Event) {
+	cancel := c.OnEvent(func(e api.Event) {
 		l.mu.Lock()
 		l.events = append(l.events, e)
 		l.mu.Unlock()
@@ -99,7 +100,7 @@ func watchEvents(t *testing.T, c *Controller) *eventLog {
 }
 
 // waitFor blocks until n events match, or fails the test.
-func (l *eventLog) waitFor(t *testing.T, n int, match func(Event) bool) []Event {
+func (l *eventLog) waitFor(t *testing.T, n int, match func(api.Event) bool) []api.Event {
 	t.Helper()
 	got, ok := l.waitWithin(waitLimit, n, match)
 	if !ok {
@@ -110,11 +111,11 @@ func (l *eventLog) waitFor(t *testing.T, n int, match func(Event) bool) []Event 
 
 // waitWithin is waitFor for a test that tries again: it reports whether n
 // events matched within limit instead of failing.
-func (l *eventLog) waitWithin(limit time.Duration, n int, match func(Event) bool) ([]Event, bool) {
+func (l *eventLog) waitWithin(limit time.Duration, n int, match func(api.Event) bool) ([]api.Event, bool) {
 	deadline := time.After(limit)
 	for {
 		l.mu.Lock()
-		var got []Event
+		var got []api.Event
 		for _, e := range l.events {
 			if match(e) {
 				got = append(got, e)
@@ -132,14 +133,16 @@ func (l *eventLog) waitWithin(limit time.Duration, n int, match func(Event) bool
 	}
 }
 
-func kindIs(kind string) func(Event) bool { return func(e Event) bool { return e.Kind == kind } }
+func kindIs(kind string) func(api.Event) bool {
+	return func(e api.Event) bool { return e.Kind == kind }
+}
 
 // helloStored matches the agent event that follows storing hello h (not an
 // online/offline transition, which the watcher may emit at any time).
-func helloStored(h protocol.AgentHello) func(Event) bool {
-	return func(e Event) bool {
-		v, ok := e.Data.(AgentView)
-		return e.Kind == EventAgent && ok && v.ID == h.AgentID && v.StartedAt.Equal(h.StartedAt)
+func helloStored(h protocol.AgentHello) func(api.Event) bool {
+	return func(e api.Event) bool {
+		v, ok := e.Data.(api.AgentView)
+		return e.Kind == api.EventAgent && ok && v.ID == h.AgentID && v.StartedAt.Equal(h.StartedAt)
 	}
 }
 
@@ -169,7 +172,7 @@ type fakeAgent struct {
 func newFakeAgent(t *testing.T, c *Controller, id string) *fakeAgent {
 	t.Helper()
 	var opts []nats.Option
-	if c.NATSAuth() == NATSAuthNkeys {
+	if c.NATSAuth() == api.NATSAuthNkeys {
 		opts = agentAuth(t, c, id)
 	}
 	nc, js := testutil.ConnectJS(t, c.NATSURL(), opts...)

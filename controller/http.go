@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -77,7 +78,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, errorBody(err))
+	writeJSON(w, status, api.ErrorBody(err))
 }
 
 // requestError is what is wrong with a request, and the status it answers.
@@ -92,7 +93,7 @@ func (e *requestError) Unwrap() error { return e.err }
 // statusOf maps request, store and validation errors to HTTP statuses.
 func statusOf(err error) int {
 	var req *requestError
-	var bad *BadSweepError
+	var bad *api.BadSweepError
 	var imp *store.ImportError
 	switch {
 	case errors.As(err, &req):
@@ -124,7 +125,7 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 	return v, nil
 }
 
-func (c *Controller) handleAgents(r *http.Request) ([]AgentView, error) {
+func (c *Controller) handleAgents(r *http.Request) ([]api.AgentView, error) {
 	return c.Agents(r.Context())
 }
 
@@ -137,7 +138,7 @@ func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {
 }
 
 func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
-	s, err := readRequest(w, r, MaxSweepBody, DecodeSweep)
+	s, err := readRequest(w, r, api.MaxSweepBody, api.DecodeSweep)
 	if err == nil {
 		s, err = c.SubmitSweep(r.Context(), s)
 	}
@@ -149,21 +150,21 @@ func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s)
 }
 
-func (c *Controller) handleSweep(r *http.Request) (SweepView, error) {
+func (c *Controller) handleSweep(r *http.Request) (api.SweepView, error) {
 	id := r.PathValue("id")
 	s, err := c.store.Sweep(id)
 	if err != nil {
-		return SweepView{}, err
+		return api.SweepView{}, err
 	}
 	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{SweepID: id})
 	if err != nil {
-		return SweepView{}, err
+		return api.SweepView{}, err
 	}
 	byAgent := agentsByID(agents)
-	return SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: jobViews(jobs, byAgent)}, nil
+	return api.SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: jobViews(jobs, byAgent)}, nil
 }
 
-func (c *Controller) handleJob(r *http.Request) (JobView, error) {
+func (c *Controller) handleJob(r *http.Request) (api.JobView, error) {
 	return c.Job(r.Context(), r.PathValue("id"))
 }
 
@@ -177,7 +178,7 @@ func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err)
 		return
 	}
-	agents, aerr := c.Agents(r.Context())
+	agents, aerr := c.agentStatuses(r.Context())
 	if aerr != nil {
 		writeError(w, statusOf(aerr), aerr)
 		return
@@ -195,24 +196,16 @@ func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 
 // handleCancelSweep cancels every job of the sweep that has not ended and
 // answers 200 with what became of each.
-func (c *Controller) handleCancelSweep(r *http.Request) (SweepCancel, error) {
+func (c *Controller) handleCancelSweep(r *http.Request) (api.SweepCancel, error) {
 	return c.CancelSweep(r.Context(), r.PathValue("id"))
 }
 
-// LiveSnapshot is what the live page loads before following /api/events.
-type LiveSnapshot struct {
-	Agents    []AgentView                         `json:"agents"`
-	Jobs      []JobView                           `json:"jobs"`
-	Progress  []protocol.Progress                 `json:"progress"`
-	Telemetry map[string][]protocol.TelemetryTick `json:"telemetry"`
-}
-
-func (c *Controller) handleLiveSnapshot(r *http.Request) (LiveSnapshot, error) {
+func (c *Controller) handleLiveSnapshot(r *http.Request) (api.LiveSnapshot, error) {
 	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{Active: true})
 	if err != nil {
-		return LiveSnapshot{}, err
+		return api.LiveSnapshot{}, err
 	}
-	snap := LiveSnapshot{Agents: agents, Jobs: jobViews(jobs, agentsByID(agents))}
+	snap := api.LiveSnapshot{Agents: agentViews(agents), Jobs: jobViews(jobs, agentsByID(agents))}
 	snap.Progress, snap.Telemetry = c.live.snapshot()
 	if snap.Progress == nil {
 		snap.Progress = []protocol.Progress{}

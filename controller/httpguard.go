@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 )
 
@@ -52,7 +53,7 @@ func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
 		return nil, err
 	}
 	s := &httpSecurity{token: token, tokenSum: sha256.Sum256([]byte(token)), tokenFile: file,
-		publicRead: opt.PublicRead, imports: make(chan struct{}, MaxConcurrentImports)}
+		publicRead: opt.PublicRead, imports: make(chan struct{}, api.MaxConcurrentImports)}
 	s.sessionSum = sha256.Sum256([]byte(readSession(token)))
 	s.bodyStall, s.bodyMinRate = opt.BodyStallTimeout, int64(opt.BodyMinRate)
 	if s.bodyStall <= 0 {
@@ -137,7 +138,7 @@ func (s *httpSecurity) unauthorized(w http.ResponseWriter, r *http.Request, what
 		what = "the API token does not match the controller's; " + what
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="vlmfleet"`)
-	writeError(w, http.StatusUnauthorized, fmt.Errorf(`%s: send "Authorization: Bearer TOKEN" with the token from <data-dir>/%s on the controller's host`, what, TokenFileName))
+	writeError(w, http.StatusUnauthorized, fmt.Errorf(`%s: send "Authorization: Bearer TOKEN" with the token from <data-dir>/%s on the controller's host`, what, api.TokenFileName))
 }
 
 // tokenOK compares in constant time.

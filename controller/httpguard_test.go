@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 )
 
@@ -53,7 +54,7 @@ const validSweep = `{"agents":["a1"],"workload":{"sizes":["720p"],"cameras":[1],
 func TestAPITokenFile(t *testing.T) {
 	dir := t.TempDir()
 	c := startController(t, dir)
-	file := filepath.Join(dir, TokenFileName)
+	file := filepath.Join(dir, api.TokenFileName)
 	if c.APITokenFile() != file {
 		t.Fatalf("APITokenFile %q, want %q", c.APITokenFile(), file)
 	}
@@ -76,7 +77,7 @@ func TestAPITokenFile(t *testing.T) {
 		t.Errorf("a restart made a new token")
 	}
 	open := t.TempDir()
-	if err := os.WriteFile(filepath.Join(open, TokenFileName), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(open, api.TokenFileName), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := New(Options{DataDir: open, Log: zerolog.Nop()}); err == nil || !strings.Contains(err.Error(), "chmod 600") {

@@ -15,23 +15,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
-)
-
-// How clients sign in to the controller's NATS server, as /api/health
-// reports it (nats_auth).
-const (
-	// NATSAuthNkeys: the embedded server admits only nkey users: the
-	// controller with every permission, and each enrolled agent with
-	// exactly protocol.AgentPermissionSubjects of its id. The default.
-	NATSAuthNkeys = "nkeys"
-	// NATSAuthOff: the embedded server admits anyone (Options.Insecure).
-	NATSAuthOff = "off"
-	// NATSAuthExternal: an external server (Options.NATSURL) whose
-	// operator configures its users and their permissions.
-	NATSAuthExternal = "external"
 )
 
 // ControllerSeedFile is the file in the data dir that holds the nkey seed
@@ -46,7 +33,7 @@ const ControllerSeedFile = "nats-controller.nk"
 type NoNATSAuthorityError struct{ Auth string }
 
 func (e *NoNATSAuthorityError) Error() string {
-	if e.Auth == NATSAuthExternal {
+	if e.Auth == api.NATSAuthExternal {
 		return "the controller uses an external NATS server (--nats-url): its operator gives each agent a user " +
 			"and the permissions protocol.AgentPermissionSubjects lists (see deploy/nats-server.conf and docs/security.md)"
 	}
@@ -54,36 +41,16 @@ func (e *NoNATSAuthorityError) Error() string {
 		"start the controller without --insecure to enrol agents"
 }
 
-// AgentCredentials are what enrolling an agent issues: the seed is shown
-// once and kept nowhere by the controller.
-type AgentCredentials struct {
-	AgentID   string `json:"agent_id"`
-	PublicKey string `json:"public_key"`
-	Seed      string `json:"seed"`
-	// NATSURL is the controller's NATS address as the controller sees it;
-	// an agent on another host uses the controller's host name instead.
-	NATSURL string `json:"nats_url"`
-	// CAFingerprint is the pin of the CA behind the NATS server's TLS
-	// certificate (the agent's --nats-ca-pin); empty without TLS.
-	CAFingerprint string `json:"ca_fingerprint,omitempty"`
-}
-
-// AgentRevocation is the answer to revoking an agent's credentials.
-type AgentRevocation struct {
-	AgentID   string    `json:"agent_id"`
-	RevokedAt time.Time `json:"revoked_at"`
-}
-
 // NATSAuth says how clients sign in to the controller's NATS server:
 // NATSAuthNkeys, NATSAuthOff or NATSAuthExternal.
 func (c *Controller) NATSAuth() string {
 	switch {
 	case c.opt.NATSURL != "":
-		return NATSAuthExternal
+		return api.NATSAuthExternal
 	case c.opt.Insecure:
-		return NATSAuthOff
+		return api.NATSAuthOff
 	}
-	return NATSAuthNkeys
+	return api.NATSAuthNkeys
 }
 
 // NATSSeedFile is the file holding the controller's own nkey seed
@@ -91,7 +58,7 @@ func (c *Controller) NATSAuth() string {
 // NATSAuthNkeys. Whoever reads it has every permission on the embedded
 // server: tests that play the controller, an operator's nats CLI.
 func (c *Controller) NATSSeedFile() string {
-	if c.NATSAuth() != NATSAuthNkeys {
+	if c.NATSAuth() != api.NATSAuthNkeys {
 		return ""
 	}
 	return filepath.Join(c.opt.DataDir, ControllerSeedFile)
@@ -113,15 +80,15 @@ func (c *Controller) EnrolAgent(ctx context.Context, id string) (seed string, er
 	return creds.Seed, err
 }
 
-func (c *Controller) enrolAgent(ctx context.Context, id string) (AgentCredentials, error) {
+func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCredentials, error) {
 	if err := protocol.ValidateAgentID(id); err != nil {
-		return AgentCredentials{}, &BadAgentIDError{err}
+		return api.AgentCredentials{}, &BadAgentIDError{err}
 	}
-	if auth := c.NATSAuth(); auth != NATSAuthNkeys {
-		return AgentCredentials{}, &NoNATSAuthorityError{Auth: auth}
+	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
+		return api.AgentCredentials{}, &NoNATSAuthorityError{Auth: auth}
 	}
-	fail := func(err error) (AgentCredentials, error) {
-		return AgentCredentials{}, fmt.Errorf("controller: enrol %s: %w", id, err)
+	fail := func(err error) (api.AgentCredentials, error) {
+		return api.AgentCredentials{}, fmt.Errorf("controller: enrol %s: %w", id, err)
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
@@ -149,14 +116,14 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (AgentCredential
 		return fail(err)
 	}
 	if err := c.reloadAuth(ctx); err != nil {
-		return AgentCredentials{}, err
+		return api.AgentCredentials{}, err
 	}
 	ev := c.log.Info().Str("agent", id).Str("nkey", pub)
 	if prev.PublicKey != "" && prev.Active() {
 		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
 	}
 	ev.Msg("agent enrolled")
-	creds := AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
+	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
 	if c.tls.nats {
 		creds.CAFingerprint = c.tls.fingerprint
 	}
@@ -172,7 +139,7 @@ func (c *Controller) RevokeAgent(ctx context.Context, id string) error {
 }
 
 func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity, error) {
-	if auth := c.NATSAuth(); auth != NATSAuthNkeys {
+	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
 		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
 	}
 	c.authMu.Lock()

@@ -3,6 +3,8 @@ package controller
 import (
 	"errors"
 	"net/http"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // handleCreateCredentials enrols the agent (POST /api/agents/{id}/credentials)
@@ -27,7 +29,7 @@ func (c *Controller) handleRevokeCredentials(w http.ResponseWriter, r *http.Requ
 		writeError(w, identityStatus(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, AgentRevocation{AgentID: ident.AgentID, RevokedAt: ident.RevokedAt})
+	writeJSON(w, http.StatusOK, api.AgentRevocation{AgentID: ident.AgentID, RevokedAt: ident.RevokedAt})
 }
 
 func identityStatus(err error) int {

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -35,8 +36,8 @@ func TestDefaultNATSRequiresCredentials(t *testing.T) {
 	}
 	var h map[string]any
 	getJSON(t, c.HTTPURL()+"/api/health", &h)
-	if h["nats_auth"] != NATSAuthNkeys {
-		t.Errorf("health nats_auth %v, want %s", h["nats_auth"], NATSAuthNkeys)
+	if h["nats_auth"] != api.NATSAuthNkeys {
+		t.Errorf("health nats_auth %v, want %s", h["nats_auth"], api.NATSAuthNkeys)
 	}
 }
 
@@ -69,10 +70,10 @@ func waitRefused(t *testing.T, nc *nats.Conn, closed <-chan struct{}, what strin
 	}
 }
 
-func credentials(t *testing.T, c *Controller, method, id string) (int, AgentCredentials, string) {
+func credentials(t *testing.T, c *Controller, method, id string) (int, api.AgentCredentials, string) {
 	t.Helper()
 	code, body := request(t, method, c.HTTPURL()+"/api/agents/"+id+"/credentials", "")
-	var creds AgentCredentials
+	var creds api.AgentCredentials
 	if code == http.StatusCreated {
 		if err := json.Unmarshal([]byte(body), &creds); err != nil {
 			t.Fatalf("%s credentials %s: %v in %s", method, id, err, body)
@@ -110,7 +111,7 @@ func TestEnrolRotateRevokeOverHTTP(t *testing.T) {
 
 	nc, closed := connWatch(t, c.NATSURL(), testutil.NkeySeed(t, second.Seed), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("a1")))
 	code, body = request(t, http.MethodDelete, c.HTTPURL()+"/api/agents/a1/credentials", "")
-	var rev AgentRevocation
+	var rev api.AgentRevocation
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &rev) != nil || rev.AgentID != "a1" || rev.RevokedAt.IsZero() {
 		t.Fatalf("revoke: %d %s", code, body)
 	}
@@ -180,8 +181,8 @@ func TestInsecureNATS(t *testing.T) {
 	nc.Close()
 	var h map[string]any
 	getJSON(t, c.HTTPURL()+"/api/health", &h)
-	if h["nats_auth"] != NATSAuthOff {
-		t.Errorf("health nats_auth %v, want %s", h["nats_auth"], NATSAuthOff)
+	if h["nats_auth"] != api.NATSAuthOff {
+		t.Errorf("health nats_auth %v, want %s", h["nats_auth"], api.NATSAuthOff)
 	}
 	if code, _, body := credentials(t, c, http.MethodPost, "a1"); code != http.StatusConflict || !strings.Contains(body, "--insecure") {
 		t.Fatalf("credentials from an insecure controller: %d %s, want 409", code, body)
@@ -229,8 +230,8 @@ func TestExternalNATSWithCredentials(t *testing.T) {
 	}
 	var h map[string]any
 	getJSON(t, c.HTTPURL()+"/api/health", &h)
-	if h["nats_auth"] != NATSAuthExternal || h["nats"] != "connected" {
-		t.Errorf("health %v, want nats_auth %s and connected", h, NATSAuthExternal)
+	if h["nats_auth"] != api.NATSAuthExternal || h["nats"] != "connected" {
+		t.Errorf("health %v, want nats_auth %s and connected", h, api.NATSAuthExternal)
 	}
 
 	// A credentials file that is not there stops the start, named.

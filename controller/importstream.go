@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,16 +9,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
-)
-
-// Import limits: one result document of an import may be as large as NATS
-// carries one (protocol.MaxMessageBytes), and at most MaxConcurrentImports
-// imports run at once (429 with Retry-After beyond).
-const (
-	MaxImportDocument    = protocol.MaxMessageBytes
-	MaxConcurrentImports = 2
 )
 
 // importRetryAfter is the Retry-After, in seconds, of an import refused
@@ -57,7 +51,7 @@ type importDecoder struct {
 
 // step lets the decoder read one more document's worth from where it is.
 func (d *importDecoder) step() *json.Decoder {
-	d.lr.limit = d.dec.InputOffset() + MaxImportDocument + 1
+	d.lr.limit = d.dec.InputOffset() + api.MaxImportDocument + 1
 	return d.dec
 }
 
@@ -67,7 +61,7 @@ func (d *importDecoder) step() *json.Decoder {
 // 413 *requestError naming its index) without reading much past the limit.
 // Each run is checked fully by the store inside the import transaction;
 // here only the shape and the schema.
-func DecodeImportStream(r io.Reader) ([]store.ImportEntry, error) {
+func DecodeImportStream(r io.Reader) ([]api.ImportEntry, error) {
 	d := &importDecoder{lr: &docLimitReader{r: r}}
 	d.dec = json.NewDecoder(d.lr)
 	t, err := d.step().Token()
@@ -77,7 +71,7 @@ func DecodeImportStream(r io.Reader) ([]store.ImportEntry, error) {
 	if t != json.Delim('{') {
 		return nil, fmt.Errorf(`import: want an object {"runs":[...]}, not %v`, t)
 	}
-	var entries []store.ImportEntry
+	var entries []api.ImportEntry
 	sawRuns := false
 	for d.step().More() {
 		t, err := d.dec.Token()
@@ -119,7 +113,7 @@ func DecodeImportStream(r io.Reader) ([]store.ImportEntry, error) {
 }
 
 // runs reads the array of entries, one at a time.
-func (d *importDecoder) runs() ([]store.ImportEntry, error) {
+func (d *importDecoder) runs() ([]api.ImportEntry, error) {
 	t, err := d.step().Token()
 	if err != nil {
 		return nil, d.syntax(err)
@@ -130,14 +124,14 @@ func (d *importDecoder) runs() ([]store.ImportEntry, error) {
 	if t != json.Delim('[') {
 		return nil, fmt.Errorf(`import: "runs" is %v, want an array`, t)
 	}
-	var entries []store.ImportEntry
+	var entries []api.ImportEntry
 	for i := 0; d.step().More(); i++ {
 		start := d.dec.InputOffset()
-		var e store.ImportEntry
+		var e api.ImportEntry
 		err := d.step().Decode(&e)
-		if errors.Is(err, errDocumentTooLarge) || d.dec.InputOffset()-start > MaxImportDocument {
+		if errors.Is(err, errDocumentTooLarge) || d.dec.InputOffset()-start > api.MaxImportDocument {
 			return nil, &requestError{http.StatusRequestEntityTooLarge, &store.ImportError{Index: i,
-				Err: fmt.Errorf("the document is over %d MiB, the most one result document may be (as over NATS)", MaxImportDocument>>20)}}
+				Err: fmt.Errorf("the document is over %d MiB, the most one result document may be (as over NATS)", api.MaxImportDocument>>20)}}
 		}
 		var bodyTooBig *http.MaxBytesError
 		if errors.As(err, &bodyTooBig) {
@@ -156,7 +150,7 @@ func (d *importDecoder) runs() ([]store.ImportEntry, error) {
 
 func (d *importDecoder) syntax(err error) error {
 	if errors.Is(err, errDocumentTooLarge) {
-		return &requestError{http.StatusRequestEntityTooLarge, fmt.Errorf("import: a value outside \"runs\" is over %d MiB", MaxImportDocument>>20)}
+		return &requestError{http.StatusRequestEntityTooLarge, fmt.Errorf("import: a value outside \"runs\" is over %d MiB", api.MaxImportDocument>>20)}
 	}
 	if errors.Is(err, io.EOF) && d.dec.InputOffset() == 0 {
 		return errors.New(`import: the body is empty; want {"runs":[...]}`)
@@ -186,16 +180,16 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 		defer func() { <-c.sec.imports }()
 	default:
 		w.Header().Set("Retry-After", importRetryAfter)
-		writeError(w, http.StatusTooManyRequests, fmt.Errorf("%d imports are running, the most this controller takes at once; retry in a few seconds", MaxConcurrentImports))
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("%d imports are running, the most this controller takes at once; retry in a few seconds", api.MaxConcurrentImports))
 		return
 	}
-	tooLarge := fmt.Errorf("request body over %d bytes (%d MiB), the most one import may be: import the runs in smaller groups", MaxImportBody, MaxImportBody>>20)
-	if r.ContentLength > MaxImportBody {
+	tooLarge := fmt.Errorf("request body over %d bytes (%d MiB), the most one import may be: import the runs in smaller groups", api.MaxImportBody, api.MaxImportBody>>20)
+	if r.ContentLength > api.MaxImportBody {
 		// Said up front: refused before a byte of it is read and parsed.
 		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
 		return
 	}
-	entries, err := DecodeImportStream(http.MaxBytesReader(w, r.Body, MaxImportBody))
+	entries, err := DecodeImportStream(http.MaxBytesReader(w, r.Body, api.MaxImportBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		var req *requestError
@@ -209,11 +203,26 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, bodyStalledStatus(err, status), err)
 		return
 	}
-	ids, err := c.store.ImportRuns(entries)
+	ids, err := c.store.ImportRuns(importEntries(entries))
 	if err != nil {
 		writeError(w, statusOf(err), err)
 		return
 	}
 	c.log.Info().Int("runs", len(ids)).Msg("imported runs")
 	writeJSON(w, http.StatusOK, map[string]any{"imported": len(ids), "ids": ids})
+}
+
+// DecodeImportRequest reads an import body held in memory, as
+// DecodeImportStream does.
+func DecodeImportRequest(data []byte) ([]api.ImportEntry, error) {
+	return DecodeImportStream(bytes.NewReader(data))
+}
+
+// importEntries are the store's records of what an import body names.
+func importEntries(in []api.ImportEntry) []store.ImportEntry {
+	out := make([]store.ImportEntry, len(in))
+	for i, e := range in {
+		out[i] = store.ImportEntry(e)
+	}
+	return out
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // filler reads n bytes of 'x'.
@@ -67,8 +69,8 @@ func TestDecodeImportStream(t *testing.T) {
 		t.Fatalf("entries %+v, %v", entries, err)
 	}
 	// A document just under the limit is taken.
-	entries, err = DecodeImportStream(importBody(importEntry("r1", 10), importEntry("r2", MaxImportDocument-200)))
-	if err != nil || len(entries) != 2 || len(entries[1].Run.Config.Model) != MaxImportDocument-200 {
+	entries, err = DecodeImportStream(importBody(importEntry("r1", 10), importEntry("r2", api.MaxImportDocument-200)))
+	if err != nil || len(entries) != 2 || len(entries[1].Run.Config.Model) != api.MaxImportDocument-200 {
 		t.Fatalf("a document under the limit: %d entries, %v", len(entries), err)
 	}
 	for body, want := range map[string]string{
@@ -104,7 +106,7 @@ func TestDecodeImportStreamStopsAtTheDocumentLimit(t *testing.T) {
 	}{
 		{"one document of 20 MB", []io.Reader{importEntry("big", 20e6)}, "runs[0]", 9},
 		{"the third of three", []io.Reader{importEntry("a", 100), importEntry("b", 1000), importEntry("c", 20e6)}, "runs[2]", 1400},
-		{"just over the limit", []io.Reader{importEntry("c", MaxImportDocument)}, "runs[0]", 9},
+		{"just over the limit", []io.Reader{importEntry("c", api.MaxImportDocument)}, "runs[0]", 9},
 	} {
 		body := &countingReader{r: importBody(tc.entries...)}
 		_, err := DecodeImportStream(body)
@@ -112,7 +114,7 @@ func TestDecodeImportStreamStopsAtTheDocumentLimit(t *testing.T) {
 		if !errors.As(err, &req) || req.status != http.StatusRequestEntityTooLarge || !strings.Contains(err.Error(), tc.index+": the document is over 8 MiB") {
 			t.Errorf("%s: %v, want a 413 naming %s", tc.name, err, tc.index)
 		}
-		if limit := tc.before + MaxImportDocument + 1; body.n > limit {
+		if limit := tc.before + api.MaxImportDocument + 1; body.n > limit {
 			t.Errorf("%s: read %d bytes of the body, over the %d that the limit allows", tc.name, body.n, limit)
 		}
 	}
@@ -189,7 +191,7 @@ func TestImportOf20MBDocumentIsRefused(t *testing.T) {
 	// The decoder buffers one document: at most MaxImportDocument+1 bytes
 	// in a buffer that doubles as it grows (16 MiB, and the 8 MiB one it
 	// grew from). Reading the body whole, as before, took 75 MiB here.
-	if limit := uint64(5 * MaxImportDocument); grew > limit {
+	if limit := uint64(5 * api.MaxImportDocument); grew > limit {
 		t.Errorf("heap grew by %d MiB, over %d MiB", grew>>20, limit>>20)
 	}
 }
@@ -202,7 +204,7 @@ func TestImportOverTheBodyLimitIsRefused(t *testing.T) {
 	body := func() io.Reader {
 		var entries []io.Reader
 		for i := range 9 {
-			entries = append(entries, importEntry(fmt.Sprint("r", i), MaxImportBody/8-100))
+			entries = append(entries, importEntry(fmt.Sprint("r", i), api.MaxImportBody/8-100))
 		}
 		return importBody(entries...)
 	}
@@ -210,10 +212,10 @@ func TestImportOverTheBodyLimitIsRefused(t *testing.T) {
 		t.Helper()
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(errorOf(string(b)), "the most one import may be") {
-			t.Errorf("a body over %d bytes, %s: %d %s, want 413", MaxImportBody, how, resp.StatusCode, b)
+			t.Errorf("a body over %d bytes, %s: %d %s, want 413", api.MaxImportBody, how, resp.StatusCode, b)
 		}
 	}
-	check("its length said", rawPost(t, c, "/api/runs/import", MaxImportBody+1e6, body()))
+	check("its length said", rawPost(t, c, "/api/runs/import", api.MaxImportBody+1e6, body()))
 
 	// Reading and parsing 64 MiB takes a while under the race detector.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -242,7 +244,7 @@ func TestConcurrentImportsAreBounded(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
 	var wg sync.WaitGroup
 	var pipes []*io.PipeWriter
-	for range MaxConcurrentImports {
+	for range api.MaxConcurrentImports {
 		pr, pw := io.Pipe()
 		pipes = append(pipes, pw)
 		req, _ := http.NewRequest(http.MethodPost, c.HTTPURL()+"/api/runs/import", pr)

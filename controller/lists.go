@@ -3,6 +3,7 @@ package controller
 import (
 	"net/http"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -38,7 +39,7 @@ func (c *Controller) listRuns(r *http.Request, p store.Page) ([]protocol.Run, st
 	}, p)
 }
 
-func (c *Controller) listJobs(r *http.Request, p store.Page) ([]JobView, string, error) {
+func (c *Controller) listJobs(r *http.Request, p store.Page) ([]api.JobView, string, error) {
 	q := r.URL.Query()
 	jobs, next, err := c.store.JobsPage(r.Context(), store.JobQuery{
 		SweepID: q.Get("sweep"), AgentID: q.Get("agent"), State: protocol.JobState(q.Get("state")),
@@ -47,7 +48,7 @@ func (c *Controller) listJobs(r *http.Request, p store.Page) ([]JobView, string,
 	if err != nil {
 		return nil, "", err
 	}
-	agents, err := c.Agents(r.Context())
+	agents, err := c.agentStatuses(r.Context())
 	if err != nil {
 		return nil, "", err
 	}
@@ -56,7 +57,7 @@ func (c *Controller) listJobs(r *http.Request, p store.Page) ([]JobView, string,
 
 // listSweeps counts the jobs of the page's sweeps only, each read by the
 // ids its sweep lists.
-func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]SweepView, string, error) {
+func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]api.SweepView, string, error) {
 	sweeps, next, err := c.store.SweepsPage(r.Context(), p)
 	if err != nil {
 		return nil, "", err
@@ -69,18 +70,26 @@ func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]SweepView, str
 	if err != nil {
 		return nil, "", err
 	}
-	agents, err := c.Agents(r.Context())
+	agents, err := c.agentStatuses(r.Context())
 	if err != nil {
 		return nil, "", err
 	}
 	byAgent := agentsByID(agents)
-	out := make([]SweepView, 0, len(sweeps))
+	out := make([]api.SweepView, 0, len(sweeps))
 	for _, s := range sweeps {
-		out = append(out, SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
+		out = append(out, api.SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
 	}
 	return out, next, nil
 }
 
-func (c *Controller) listRejected(r *http.Request, p store.Page) ([]store.Rejection, string, error) {
-	return c.store.RejectedPage(r.Context(), p)
+func (c *Controller) listRejected(r *http.Request, p store.Page) ([]api.Rejection, string, error) {
+	rs, next, err := c.store.RejectedPage(r.Context(), p)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]api.Rejection, len(rs))
+	for i, rj := range rs {
+		out[i] = api.Rejection(rj)
+	}
+	return out, next, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -163,5 +164,5 @@ func fetchPage(t *testing.T, c *Controller, path string) (int, []byte, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, body, NextLink(resp.Header)
+	return resp.StatusCode, body, api.NextLink(resp.Header)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -114,7 +115,7 @@ func TestListsComeInPages(t *testing.T) {
 		if code != http.StatusOK || json.Unmarshal(body, &first) != nil {
 			t.Fatalf("GET %s: %d %.200s", tc.path, code, body)
 		}
-		if len(tc.want) > DefaultListLimit && !strings.Contains(tc.path, "limit=") && (len(first) != 100 || link == "") {
+		if len(tc.want) > api.DefaultListLimit && !strings.Contains(tc.path, "limit=") && (len(first) != 100 || link == "") {
 			t.Errorf("GET %s: %d items, next %q; want the first 100 and a next page", tc.path, len(first), link)
 		}
 		got, pages := listAll(t, c, tc.path)

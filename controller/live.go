@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -346,7 +347,7 @@ func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 		c.live.touch(hb.AgentID, now)
 	}
 	c.reconcileDrain(hb)
-	c.emit(EventHeartbeat, hb.AgentID, hb)
+	c.emit(api.EventHeartbeat, hb.AgentID, hb)
 }
 
 // watchAgents announces agents going online or offline as "agent" events,
@@ -366,7 +367,7 @@ func (c *Controller) watchAgents(ctx context.Context) {
 			}
 			for _, id := range c.live.transitions(now, c.opt.HeartbeatTimeout) {
 				if v, err := c.agentView(id); err == nil {
-					c.emit(EventAgent, id, v)
+					c.emit(api.EventAgent, id, v)
 				}
 			}
 		}

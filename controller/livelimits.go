@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -207,7 +208,7 @@ func (c *Controller) takeProgress(p protocol.Progress) error {
 	if err := c.live.putProgress(p, j); err != nil {
 		return err
 	}
-	c.emit(EventProgress, p.AgentID, p)
+	c.emit(api.EventProgress, p.AgentID, p)
 	return nil
 }
 
@@ -218,6 +219,6 @@ func (c *Controller) takeTelemetry(t protocol.TelemetryTick) error {
 		return err
 	}
 	c.live.putTelemetry(t)
-	c.emit(EventTelemetry, t.AgentID, t)
+	c.emit(api.EventTelemetry, t.AgentID, t)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -45,7 +46,7 @@ func TestMeasureLiveAttack(t *testing.T) {
 	if err := a.nc.Publish(protocol.AgentSubject("a1", protocol.KindProgress), marker); err != nil {
 		t.Fatal(err)
 	}
-	ev.waitFor(t, 1, func(e Event) bool { p, ok := e.Data.(protocol.Progress); return ok && p.Done == 42 })
+	ev.waitFor(t, 1, func(e api.Event) bool { p, ok := e.Data.(protocol.Progress); return ok && p.Done == 42 })
 	size := 0
 	start := time.Now()
 	for range 3 {

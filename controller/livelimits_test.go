@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -38,10 +39,10 @@ func progressOf(agent, job string, combo protocol.ComboKey, done int) protocol.P
 }
 
 // progressFrom matches the progress event of agent on job with done requests.
-func progressFrom(agent, job string, done int) func(Event) bool {
-	return func(e Event) bool {
+func progressFrom(agent, job string, done int) func(api.Event) bool {
+	return func(e api.Event) bool {
 		p, ok := e.Data.(protocol.Progress)
-		return e.Kind == EventProgress && ok && p.AgentID == agent && p.JobID == job && p.Done == done
+		return e.Kind == api.EventProgress && ok && p.AgentID == agent && p.JobID == job && p.Done == done
 	}
 }
 
@@ -53,13 +54,13 @@ func refusalCount(t *testing.T, c *Controller, kind string) float64 {
 }
 
 // liveSnapshot reads /api/live and its size in bytes.
-func liveSnapshot(t *testing.T, c *Controller) (LiveSnapshot, int) {
+func liveSnapshot(t *testing.T, c *Controller) (api.LiveSnapshot, int) {
 	t.Helper()
 	code, body := request(t, http.MethodGet, c.HTTPURL()+"/api/live", "")
 	if code != http.StatusOK {
 		t.Fatalf("GET /api/live: %d %.200s", code, body)
 	}
-	var snap LiveSnapshot
+	var snap api.LiveSnapshot
 	if err := json.Unmarshal([]byte(body), &snap); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestProgressOnlyForTheSendersOwnJob(t *testing.T) {
 	a1.live(t, protocol.KindProgress, progressOf("a1", jobs["a1"][0], combo, 1))
 	ev.waitFor(t, 1, progressFrom("a1", jobs["a1"][0], 1))
 
-	if got := ev.waitFor(t, 0, kindIs(EventProgress)); len(got) != 1 {
+	if got := ev.waitFor(t, 0, kindIs(api.EventProgress)); len(got) != 1 {
 		t.Errorf("%d progress events, want only a1's own job's: %+v", len(got), got)
 	}
 	snap, _ := liveSnapshot(t, c)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -178,7 +179,7 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	h := c.Health(ctx)
-	boolGauge(descUp, h.Status == HealthOK)
+	boolGauge(descUp, h.Status == api.HealthOK)
 	boolGauge(descNATS, h.NATS == "connected")
 	boolGauge(descJetStream, h.JetStream == "ok")
 	byComponent := map[string]float64{}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -33,7 +34,7 @@ func TestMetricsDescribeTheLab(t *testing.T) {
 	ev, a := announced(t, c, "a1", "d1")
 	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
 	a.state(t, sw.Jobs[0], protocol.JobAccepted, 1, true)
-	ev.waitFor(t, 1, kindIs(EventState))
+	ev.waitFor(t, 1, kindIs(api.EventState))
 	a.publish(t, protocol.KindState, []byte("{not json"), "")
 	eventually(t, "the malformed state rejected", func() bool {
 		_, body := request(t, http.MethodGet, c.HTTPURL()+"/metrics", "")

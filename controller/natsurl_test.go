@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 )
 
@@ -43,7 +44,7 @@ func TestNATSURLPasswordsStayHidden(t *testing.T) {
 		_ = c.Close()
 		t.Fatal(err)
 	}
-	var h Health
+	var h api.Health
 	getJSON(t, c.HTTPURL()+"/api/health", &h)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -41,7 +42,7 @@ func TestQueuedJobGoneFromTheStreamFails(t *testing.T) {
 	if ch := e.Data.(protocol.JobStateChange); ch.Error != orphanReason || ch.AgentID != "idle" {
 		t.Errorf("failed event %+v, want agent idle and error %q", ch, orphanReason)
 	}
-	var jv JobView
+	var jv api.JobView
 	if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+gone, &jv); code != 200 {
 		t.Fatalf("GET job: %d", code)
 	}

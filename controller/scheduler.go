@@ -14,44 +14,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// BadSweepError says the sweep itself is wrong (an invalid field, nothing
-// selected); the API answers it with 400.
-type BadSweepError struct{ Err error }
-
-func (e *BadSweepError) Error() string { return e.Err.Error() }
-func (e *BadSweepError) Unwrap() error { return e.Err }
-
 func badSweep(format string, args ...any) error {
-	return &BadSweepError{Err: fmt.Errorf(format, args...)}
-}
-
-// ValidateSweep checks what a client may set in a sweep.
-func ValidateSweep(s protocol.Sweep) error {
-	if err := s.Workload.Validate(); err != nil {
-		return &BadSweepError{Err: err}
-	}
-	for i, a := range s.Agents {
-		if err := protocol.ValidateAgentID(a); err != nil {
-			return badSweep("agents[%d]: %v", i, err)
-		}
-	}
-	for i, d := range s.Deployments {
-		if strings.TrimSpace(d) == "" {
-			return badSweep("deployments[%d]: empty deployment id", i)
-		}
-	}
-	if err := protocol.ValidateLabels("agent_labels", s.AgentLabels); err != nil {
-		return &BadSweepError{Err: err}
-	}
-	if len(s.Name) > 200 {
-		return badSweep("name: %d characters, at most 200", len(s.Name))
-	}
-	return nil
+	return &api.BadSweepError{Err: fmt.Errorf(format, args...)}
 }
 
 // newID makes a sortable, unique id: prefix-YYYYMMDD-HHMMSS-<8 hex>.
@@ -67,18 +37,18 @@ func newID(prefix string, now time.Time) string {
 // online now are used; named agents get their jobs even when offline (the
 // jobs wait in JetStream). It fails when nothing selected is offered.
 func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
-	if err := ValidateSweep(s); err != nil {
+	if err := api.ValidateSweep(s); err != nil {
 		return protocol.Sweep{}, err
 	}
-	agents, err := c.Agents(ctx)
+	agents, err := c.agentStatuses(ctx)
 	if err != nil {
 		return protocol.Sweep{}, fmt.Errorf("controller: sweep: %w", err)
 	}
-	byID := map[string]AgentView{}
+	byID := map[string]agentStatus{}
 	for _, a := range agents {
 		byID[a.ID] = a
 	}
-	var chosen []AgentView
+	var chosen []agentStatus
 	if len(s.Agents) == 0 {
 		if chosen, err = c.selectOnline(agents, s.AgentLabels); err != nil {
 			return protocol.Sweep{}, err
@@ -89,7 +59,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 			if !ok {
 				return protocol.Sweep{}, badSweep("agents[%d]: agent %q has never announced itself to this controller", i, id)
 			}
-			if slices.ContainsFunc(chosen, func(x AgentView) bool { return x.ID == id }) {
+			if slices.ContainsFunc(chosen, func(x agentStatus) bool { return x.ID == id }) {
 				continue
 			}
 			if a.Drained {
@@ -158,7 +128,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 // brokenReasons says why the agents cannot run deployment id (every broken
 // deployment when id is empty), from their announcements: "agent a1: its
 // configuration is wrong: deployments[1].engine: ...".
-func brokenReasons(as []AgentView, id string) string {
+func brokenReasons(as []agentStatus, id string) string {
 	var why []string
 	for _, a := range as {
 		for _, b := range a.BrokenDeployments {
@@ -172,7 +142,7 @@ func brokenReasons(as []AgentView, id string) string {
 
 // offeredIDs is every deployment id the agents offer, for an error that
 // says what a sweep may select.
-func offeredIDs(as []AgentView) map[string]bool {
+func offeredIDs(as []agentStatus) map[string]bool {
 	ids := map[string]bool{}
 	for _, a := range as {
 		for _, d := range a.Deployments {
@@ -182,7 +152,7 @@ func offeredIDs(as []AgentView) map[string]bool {
 	return ids
 }
 
-func agentIDs(as []AgentView) string {
+func agentIDs(as []agentStatus) string {
 	ids := make([]string, len(as))
 	for i, a := range as {
 		ids[i] = a.ID

@@ -10,8 +10,8 @@ import (
 // selectOnline picks the agents a sweep that names none runs on: those
 // online, carrying the sweep's agent_labels and not drained. When none is
 // left, the error says which step left none.
-func (c *Controller) selectOnline(agents []AgentView, labels map[string]string) ([]AgentView, error) {
-	var online, labelled, chosen []AgentView
+func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string) ([]agentStatus, error) {
+	var online, labelled, chosen []agentStatus
 	for _, a := range agents {
 		if !a.Online {
 			continue

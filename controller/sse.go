@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // ssePing is how often an idle event stream sends a comment, so proxies
@@ -26,8 +28,8 @@ func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
 	agent := q.Get("agent")
 	rc := http.NewResponseController(w)
 
-	ch := make(chan Event, 256)
-	cancel := c.OnEvent(func(e Event) {
+	ch := make(chan api.Event, 256)
+	cancel := c.OnEvent(func(e api.Event) {
 		if (len(kinds) > 0 && !slices.Contains(kinds, e.Kind)) || (agent != "" && e.AgentID != agent) {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -88,7 +89,7 @@ func TestSSEDeliversProgress(t *testing.T) {
 		t.Errorf("progress %+v", got)
 	}
 	// The live snapshot keeps the latest progress for the page.
-	var snap LiveSnapshot
+	var snap api.LiveSnapshot
 	getJSON(t, c.HTTPURL()+"/api/live", &snap)
 	if len(snap.Progress) != 1 || snap.Progress[0].JobID != job {
 		t.Errorf("snapshot progress %+v", snap.Progress)

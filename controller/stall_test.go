@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -23,12 +24,12 @@ func TestStalledWhenTheAgentIsOnlineWithoutTheJob(t *testing.T) {
 			{State: protocol.JobRunning, Attempt: 1, Time: t0, ReceivedAt: t0.Add(time.Second)},
 		},
 	}
-	agent := func(started time.Time, state, job string, since time.Time) map[string]AgentView {
-		return map[string]AgentView{"a1": {ID: "a1", Online: true, StartedAt: started, State: state, JobID: job, stateSince: since}}
+	agent := func(started time.Time, state, job string, since time.Time) map[string]agentStatus {
+		return map[string]agentStatus{"a1": {AgentView: api.AgentView{ID: "a1", Online: true, StartedAt: started, State: state, JobID: job}, stateSince: since}}
 	}
 	for _, tc := range []struct {
 		name   string
-		agents map[string]AgentView
+		agents map[string]agentStatus
 		reason string
 	}{
 		{"busy with it", agent(t0.Add(-time.Hour), protocol.AgentBusy, "j1", t0), ""},
@@ -38,7 +39,7 @@ func TestStalledWhenTheAgentIsOnlineWithoutTheJob(t *testing.T) {
 		{"idle for the grace", agent(t0.Add(-time.Hour), protocol.AgentIdle, "", now.Add(-lostJobGrace)), stallAgentLostIt},
 		{"busy with another", agent(t0.Add(-time.Hour), protocol.AgentBusy, "j2", t0.Add(2*time.Second)), stallAgentLostIt},
 		{"no heartbeat yet", agent(t0.Add(-time.Hour), "", "", time.Time{}), ""},
-		{"offline", map[string]AgentView{}, stallAgentOffline},
+		{"offline", map[string]agentStatus{}, stallAgentOffline},
 	} {
 		stalled, since, reason := stalledSince(running, tc.agents, now)
 		if stalled != (tc.reason != "") || reason != tc.reason {

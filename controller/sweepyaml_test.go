@@ -2,7 +2,6 @@ package controller
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,45 +15,6 @@ workload:
     0]
   multi_image_sizes: []
 `
-
-// A validation error names the line of the field it is about, as the
-// YAML was written, and the field.
-func TestDecodeSweepYAMLErrorsCarryTheirLine(t *testing.T) {
-	for _, tc := range []struct {
-		name, yaml string
-		line       int
-		field      string
-		msg        string
-	}{
-		{"validation of a list item", sweepYAMLWithBadCamera, 6, "workload.cameras[2]", "workload.cameras[2]: 0, want 1.."},
-		{"validation of a field left out: its parent", "agents: [a1]\nworkload:\n  sizes: []\n  multi_image_sizes: []\n", 3, "workload.sizes", "at least one image size"},
-		{"unknown field", "agents: [a1]\nworkload:\n  camras: [1]\n", 3, "", `unknown field "camras"`},
-		{"syntax: where the decoder finds it", "agents: [a1\nworkload: {}\n", 2, "", "sweep: line 2"},
-		{"type", "agents: [a1]\nworkload:\n  cameras: lots\n", 3, "", "sweep: line 3"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeSweepYAML([]byte(tc.yaml))
-			var in *SweepInputError
-			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a SweepInputError", err, err)
-			}
-			var bad *BadSweepError
-			if !errors.As(err, &bad) {
-				t.Errorf("error %v is not a BadSweepError (the API's 400)", err)
-			}
-			if in.Line != tc.line || in.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("got line %d field %q %q, want line %d field %q and %q", in.Line, in.Field, err, tc.line, tc.field, tc.msg)
-			}
-		})
-	}
-	s, err := DecodeSweepYAML([]byte("agents: [a1]\nworkload:\n  cameras: [1, 2]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Workload.Sizes) == 0 || s.Workload.RequestsPerLevel == 0 {
-		t.Errorf("fields left out did not take the defaults: %+v", s.Workload)
-	}
-}
 
 // POST /api/sweeps takes a YAML sweep file as {"yaml": "..."}, and its
 // error answer adds line, column and field to "error".
@@ -107,5 +67,22 @@ func TestSubmitSweepYAMLOverAPI(t *testing.T) {
 	status, answer = postJSON(t, c.HTTPURL()+"/api/sweeps", `{"agents":["a1"],"deployments":["nope"]}`)
 	if status != http.StatusBadRequest || !strings.Contains(answer, `"field": "deployments[0]"`) || strings.Contains(answer, `"line"`) {
 		t.Errorf("a sweep naming a deployment nobody offers: %d %s", status, answer)
+	}
+}
+
+// POST /api/sweeps says where a refused file went past the limit.
+func TestSubmitDeepSweepYAMLOverAPI(t *testing.T) {
+	c := startController(t, t.TempDir())
+	body, _ := json.Marshal(map[string]string{"yaml": "name: x\nworkload:\n  cameras: " + strings.Repeat("[", 40000) + strings.Repeat("]", 40000)})
+	status, answer := postJSON(t, c.HTTPURL()+"/api/sweeps", string(body))
+	var e struct {
+		Error        string
+		Line, Column int
+	}
+	if err := json.Unmarshal([]byte(answer), &e); err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusBadRequest || e.Line != 3 || e.Column != 44 || !strings.Contains(e.Error, "nested more than 32 deep") {
+		t.Errorf("answer %d %s, want 400 at line 3 column 44", status, answer)
 	}
 }

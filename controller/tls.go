@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 )
@@ -223,15 +224,8 @@ func (c *Controller) CAFile() string {
 	return c.tls.caFile
 }
 
-// TLSHealth is the "tls" object of /api/health.
-type TLSHealth struct {
-	HTTP          bool   `json:"http"`
-	NATS          bool   `json:"nats"`
-	CAFingerprint string `json:"ca_fingerprint,omitempty"`
-}
-
-func (c *Controller) tlsHealth() TLSHealth {
-	return TLSHealth{HTTP: c.tls.http, NATS: c.tls.nats, CAFingerprint: c.TLSFingerprint()}
+func (c *Controller) tlsHealth() api.TLSHealth {
+	return api.TLSHealth{HTTP: c.tls.http, NATS: c.tls.nats, CAFingerprint: c.TLSFingerprint()}
 }
 
 // httpErrorLog takes net/http's own messages (failed TLS handshakes:

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -63,7 +64,7 @@ func clientTLS(t *testing.T, caFile, pin string, leaf *[]byte) *tls.Config {
 }
 
 // healthTLS reads /api/health's tls object with hc.
-func healthTLS(t *testing.T, hc *http.Client, c *Controller) TLSHealth {
+func healthTLS(t *testing.T, hc *http.Client, c *Controller) api.TLSHealth {
 	t.Helper()
 	resp, err := hc.Get(c.HTTPURL() + "/api/health")
 	if err != nil {
@@ -71,8 +72,8 @@ func healthTLS(t *testing.T, hc *http.Client, c *Controller) TLSHealth {
 	}
 	defer resp.Body.Close()
 	var h struct {
-		NATS string    `json:"nats"`
-		TLS  TLSHealth `json:"tls"`
+		NATS string        `json:"nats"`
+		TLS  api.TLSHealth `json:"tls"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != http.StatusOK || h.NATS != "connected" {
 		t.Fatalf("health: %s %+v %v", resp.Status, h, err)
@@ -100,7 +101,7 @@ func TestTLSOnWithTheControllersCA(t *testing.T) {
 	}
 
 	// HTTPS: trusted by the pin or the file; not by the system's roots.
-	want := TLSHealth{HTTP: true, NATS: true, CAFingerprint: fp}
+	want := api.TLSHealth{HTTP: true, NATS: true, CAFingerprint: fp}
 	for _, hc := range []*http.Client{httpsClient(t, "", fp, nil), httpsClient(t, caFile, "", nil)} {
 		if got := healthTLS(t, hc, c); got != want {
 			t.Errorf("health tls %+v, want %+v", got, want)
@@ -156,7 +157,7 @@ func TestTLSOnWithTheControllersCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var creds AgentCredentials
+	var creds api.AgentCredentials
 	if err := json.NewDecoder(resp.Body).Decode(&creds); err != nil || resp.StatusCode != http.StatusCreated || creds.CAFingerprint != fp {
 		t.Errorf("credentials over https: %s %+v %v, want ca_fingerprint %s", resp.Status, creds, err, fp)
 	}

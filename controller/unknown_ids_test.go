@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -76,7 +77,7 @@ func TestMessagesAboutUnknownIDsAreRefused(t *testing.T) {
 	if code := getJSON(t, c.HTTPURL()+"/api/runs", &runs); code != http.StatusOK || len(runs) != 0 {
 		t.Errorf("GET /api/runs: %d, %d runs, want none", code, len(runs))
 	}
-	if n := len(ev.waitFor(t, 0, func(e Event) bool { return e.Kind == EventState || e.Kind == EventResult })); n != 0 {
+	if n := len(ev.waitFor(t, 0, func(e api.Event) bool { return e.Kind == api.EventState || e.Kind == api.EventResult })); n != 0 {
 		t.Errorf("%d state or result events for refused messages", n)
 	}
 

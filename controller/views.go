@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -12,46 +13,32 @@ import (
 // Agent states shown besides the heartbeat's idle and busy.
 const agentOffline = "offline"
 
-// AgentView is an agent as the API shows it.
-type AgentView struct {
-	ID          string                `json:"id"`
-	Hostname    string                `json:"hostname"`
-	Version     string                `json:"version"`
-	Simulated   bool                  `json:"simulated"`
-	Device      protocol.DeviceFacts  `json:"device"`
-	Deployments []protocol.Deployment `json:"deployments"`
-	// BrokenDeployments are the deployments the agent's configuration
-	// names but the agent cannot serve, with the reason (its hello's).
-	BrokenDeployments []protocol.BrokenDeployment `json:"broken_deployments"`
-	Online            bool                        `json:"online"`
-	LastSeen          time.Time                   `json:"last_seen"`
-	// State is the last heartbeat's idle or busy, or offline.
-	State     string    `json:"state"`
-	JobID     string    `json:"job_id,omitempty"`
-	StartedAt time.Time `json:"started_at"`
-	FirstSeen time.Time `json:"first_seen"`
-
-	// Labels are the agent's from its configuration (its hello's).
-	Labels map[string]string `json:"labels"`
-	// Drained is true once an operator drained the agent: it gets no new
-	// jobs. DrainConfirmed says its heartbeats report the drain, so it
-	// fetches no more jobs (it may still finish the one it runs).
-	Drained        bool      `json:"drained"`
-	DrainedAt      time.Time `json:"drained_at,omitzero"`
-	DrainConfirmed bool      `json:"drain_confirmed"`
-
+// agentStatus is an agent as the controller tracks it: what the API shows
+// (api.AgentView) and what only the controller uses. The scheduler and the
+// stall checks work on it.
+type agentStatus struct {
+	api.AgentView
 	// stateSince is when the heartbeats last changed State or JobID
 	// (controller time; zero without heartbeats), for stalledSince.
 	stateSince time.Time
 }
 
-func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
+// agentViews are the API's views of agents.
+func agentViews(as []agentStatus) []api.AgentView {
+	out := make([]api.AgentView, len(as))
+	for i, a := range as {
+		out[i] = a.AgentView
+	}
+	return out
+}
+
+func (c *Controller) statusOf(a store.Agent, now time.Time) agentStatus {
 	h := a.Hello
-	v := AgentView{
+	v := agentStatus{AgentView: api.AgentView{
 		ID: h.AgentID, Hostname: h.Hostname, Version: h.Version, Simulated: h.Simulated,
 		Device: h.Device, Deployments: h.Deployments, LastSeen: a.LastSeen,
 		StartedAt: h.StartedAt, FirstSeen: a.FirstSeen,
-	}
+	}}
 	if v.Deployments == nil {
 		v.Deployments = []protocol.Deployment{}
 	}
@@ -80,57 +67,35 @@ func (c *Controller) viewOf(a store.Agent, now time.Time) AgentView {
 	return v
 }
 
-func (c *Controller) agentView(id string) (AgentView, error) {
+func (c *Controller) agentView(id string) (api.AgentView, error) {
 	a, err := c.store.Agent(id)
 	if err != nil {
-		return AgentView{}, err
+		return api.AgentView{}, err
 	}
-	return c.viewOf(a, time.Now()), nil
+	return c.statusOf(a, time.Now()).AgentView, nil
 }
 
 // Agents lists every known agent with its live status.
-func (c *Controller) Agents(ctx context.Context) ([]AgentView, error) {
+func (c *Controller) Agents(ctx context.Context) ([]api.AgentView, error) {
+	all, err := c.agentStatuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return agentViews(all), nil
+}
+
+// agentStatuses lists every known agent as the controller tracks it.
+func (c *Controller) agentStatuses(ctx context.Context) ([]agentStatus, error) {
 	all, err := c.store.Agents(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	out := make([]AgentView, 0, len(all))
+	out := make([]agentStatus, 0, len(all))
 	for _, a := range all {
-		out = append(out, c.viewOf(a, now))
+		out = append(out, c.statusOf(a, now))
 	}
 	return out, nil
-}
-
-// JobView is a job as the API shows it.
-type JobView struct {
-	ID         string            `json:"id"`
-	SweepID    string            `json:"sweep_id,omitempty"`
-	AgentID    string            `json:"agent_id"`
-	Deployment string            `json:"deployment"`
-	State      protocol.JobState `json:"state"`
-	Attempt    int               `json:"attempt"`
-	Error      string            `json:"error,omitempty"`
-	RunID      string            `json:"run_id,omitempty"`
-	Published  bool              `json:"published"`
-	// StreamSeq is the job's message in the jobs stream once published.
-	StreamSeq uint64 `json:"stream_seq,omitempty"`
-	// CancelRequested is true once a user asked to cancel the job.
-	CancelRequested bool                    `json:"cancel_requested,omitempty"`
-	CreatedAt       time.Time               `json:"created_at"`
-	UpdatedAt       time.Time               `json:"updated_at,omitzero"`
-	Workload        protocol.Workload       `json:"workload"`
-	History         []store.JobHistoryEntry `json:"history"`
-	// Stalled is true while the job is accepted, starting or running and its
-	// agent is offline, or online without it (restarted since the job's
-	// last state, or saying it is idle or busy with another job). The job
-	// is not failed for it: JetStream delivers it again when the agent
-	// returns, or within the ack wait to an agent that lost it.
-	Stalled bool `json:"stalled"`
-	// StalledSince is the last sign of life of the job or its agent.
-	StalledSince time.Time `json:"stalled_since,omitzero"`
-	// StallReason says why the job is stalled.
-	StallReason string `json:"stall_reason,omitempty"`
 }
 
 // Why a job is stalled (JobView.StallReason).
@@ -153,8 +118,8 @@ func needsAgent(s protocol.JobState) bool {
 
 // agentsByID indexes agents for jobView; an agent missing from it counts
 // as offline.
-func agentsByID(agents []AgentView) map[string]AgentView {
-	m := make(map[string]AgentView, len(agents))
+func agentsByID(agents []agentStatus) map[string]agentStatus {
+	m := make(map[string]agentStatus, len(agents))
 	for _, a := range agents {
 		m[a.ID] = a
 	}
@@ -168,7 +133,7 @@ func agentsByID(agents []AgentView) map[string]AgentView {
 // heartbeats have said, since after the job's last update and for
 // lostJobGrace (both controller clock), that it is idle or busy with
 // another job. The job's next state (its redelivery's accepted) ends it.
-func stalledSince(r store.JobRecord, agents map[string]AgentView, now time.Time) (bool, time.Time, string) {
+func stalledSince(r store.JobRecord, agents map[string]agentStatus, now time.Time) (bool, time.Time, string) {
 	if !needsAgent(r.State) {
 		return false, time.Time{}, ""
 	}
@@ -202,20 +167,20 @@ func lastStateTime(r store.JobRecord) (time.Time, bool) {
 }
 
 // jobViews shows jobs as the API does.
-func jobViews(jobs []store.JobRecord, agents map[string]AgentView) []JobView {
-	out := make([]JobView, 0, len(jobs))
+func jobViews(jobs []store.JobRecord, agents map[string]agentStatus) []api.JobView {
+	out := make([]api.JobView, 0, len(jobs))
 	for _, j := range jobs {
 		out = append(out, jobView(j, agents))
 	}
 	return out
 }
 
-func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
-	h := r.History
-	if h == nil {
-		h = []store.JobHistoryEntry{}
+func jobView(r store.JobRecord, agents map[string]agentStatus) api.JobView {
+	h := make([]api.JobHistoryEntry, len(r.History))
+	for i, e := range r.History {
+		h[i] = api.JobHistoryEntry(e)
 	}
-	v := JobView{
+	v := api.JobView{
 		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment,
 		State: r.State, Attempt: r.Attempt, Error: r.Error, RunID: r.RunID, Published: r.Published,
 		StreamSeq: r.StreamSeq, CancelRequested: r.CancelRequested,
@@ -225,22 +190,8 @@ func jobView(r store.JobRecord, agents map[string]AgentView) JobView {
 	return v
 }
 
-// SweepStatus counts a sweep's jobs by state.
-type SweepStatus struct {
-	ID     string                    `json:"id"`
-	Jobs   int                       `json:"jobs"`
-	States map[protocol.JobState]int `json:"states"`
-	// Failed counts jobs that ended failed, cancelled or rejected.
-	Failed int `json:"failed"`
-	// Done is true when every job is in a terminal state.
-	Done bool `json:"done"`
-	// Stalled counts jobs whose agent went offline, or came back without
-	// them, while it had them (see JobView.Stalled).
-	Stalled int `json:"stalled"`
-}
-
-func sweepStatus(id string, jobs []store.JobRecord, agents map[string]AgentView) SweepStatus {
-	st := SweepStatus{ID: id, Jobs: len(jobs), States: map[protocol.JobState]int{}, Done: true}
+func sweepStatus(id string, jobs []store.JobRecord, agents map[string]agentStatus) api.SweepStatus {
+	st := api.SweepStatus{ID: id, Jobs: len(jobs), States: map[protocol.JobState]int{}, Done: true}
 	now := time.Now()
 	for _, j := range jobs {
 		st.States[j.State]++
@@ -257,34 +208,27 @@ func sweepStatus(id string, jobs []store.JobRecord, agents map[string]AgentView)
 }
 
 // SweepStatus counts the sweep's jobs by state; Done when all are terminal.
-func (c *Controller) SweepStatus(ctx context.Context, id string) (SweepStatus, error) {
+func (c *Controller) SweepStatus(ctx context.Context, id string) (api.SweepStatus, error) {
 	if _, err := c.store.Sweep(id); err != nil {
-		return SweepStatus{}, err
+		return api.SweepStatus{}, err
 	}
 	jobs, agents, err := c.jobsWithAgents(ctx, store.JobQuery{SweepID: id})
 	if err != nil {
-		return SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
+		return api.SweepStatus{}, fmt.Errorf("controller: sweep %s: %w", id, err)
 	}
 	return sweepStatus(id, jobs, agentsByID(agents)), nil
 }
 
 // jobsWithAgents lists the jobs q matches and every agent, for jobView and
 // sweepStatus to tell which jobs are stalled.
-func (c *Controller) jobsWithAgents(ctx context.Context, q store.JobQuery) ([]store.JobRecord, []AgentView, error) {
+func (c *Controller) jobsWithAgents(ctx context.Context, q store.JobQuery) ([]store.JobRecord, []agentStatus, error) {
 	jobs, err := c.store.Jobs(ctx, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	agents, err := c.Agents(ctx)
+	agents, err := c.agentStatuses(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	return jobs, agents, nil
-}
-
-// SweepView is a sweep with the state of its jobs.
-type SweepView struct {
-	protocol.Sweep
-	Status  SweepStatus `json:"status"`
-	JobList []JobView   `json:"job_states,omitempty"`
 }

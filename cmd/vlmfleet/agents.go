@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // cmdAgents is `vlmfleet agents`: what a sweep can select, and what the
@@ -35,7 +35,7 @@ func cmdAgents(ctx context.Context, c *cli, args []string) error {
 
 // writeAgents prints one block per agent: a line of its state, then its
 // deployments (the ids a sweep's --deployments takes) and broken ones.
-func writeAgents(c *cli, agents []controller.AgentView, now time.Time) {
+func writeAgents(c *cli, agents []api.AgentView, now time.Time) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tDEVICE\tSTATE\tJOB\tLAST SEEN")
 	for _, a := range agents {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -194,7 +195,7 @@ func TestSweepAnswer(t *testing.T) {
 	}
 	w := protocol.DefaultWorkload()
 	w.Sizes, w.Cameras = []string{"720p"}, []int{2, 1}
-	if err := writeSweepAnswer(l.Ctx, c, cl, controller.SweepView{Sweep: protocol.Sweep{ID: "sw-1", Workload: w}}); err != nil {
+	if err := writeSweepAnswer(l.Ctx, c, cl, api.SweepView{Sweep: protocol.Sweep{ID: "sw-1", Workload: w}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"The answer for the sweep's runs at 720p, 1 camera", "Qwen3-VL-4B-Instruct  4.4B", "1.31 s", "2+", "PASS", "starts answering a single camera"} {

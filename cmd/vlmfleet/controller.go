@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
@@ -85,7 +86,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	c.log.Info().Str("explorer", ctl.HTTPURL()+"/").Str("live", ctl.HTTPURL()+"/live").
 		Str("api", ctl.HTTPURL()+"/api/health").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
 		Str("nats_auth", ctl.NATSAuth()).Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " +
-		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == controller.NATSAuthNkeys] +
+		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == api.NATSAuthNkeys] +
 		map[bool]string{true: " --nats-ca-pin " + ctl.TLSFingerprint()}[strings.HasPrefix(ctl.NATSURL(), "tls://")])
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")

@@ -11,6 +11,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -160,9 +161,9 @@ func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error 
 // drawProgress draws each progress event as a bar labelled with the agent
 // and the deployment of the job. Events come from one goroutine, so the
 // labels need no lock; a job's is read from the store the first time.
-func drawProgress(ctx context.Context, ctrl *controller.Controller, bars *termprogress.Bars) func(controller.Event) {
+func drawProgress(ctx context.Context, ctrl *controller.Controller, bars *termprogress.Bars) func(api.Event) {
 	labels := map[string]string{}
-	return func(ev controller.Event) {
+	return func(ev api.Event) {
 		p, ok := ev.Data.(protocol.Progress)
 		if !ok {
 			return

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
-	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -37,7 +37,7 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	var entries []store.ImportEntry
+	var entries []api.ImportEntry
 	for _, path := range files {
 		_, runs, err := protocol.ReadRunFile(path)
 		if err != nil {
@@ -48,7 +48,7 @@ func resultsImport(ctx context.Context, c *cli, args []string) error {
 			o = filepath.Base(path)
 		}
 		for _, r := range runs {
-			entries = append(entries, store.ImportEntry{Origin: o, Run: r})
+			entries = append(entries, api.ImportEntry{Origin: o, Run: r})
 		}
 	}
 	res, err := cl.Import(ctx, entries)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -38,7 +39,7 @@ func writeJSONFile(t *testing.T, dir, name string, v any) string {
 // records every request it gets.
 type fakeImport struct {
 	mu     sync.Mutex
-	bodies []controller.ImportRequest
+	bodies []api.ImportRequest
 	status int
 	reply  string
 }
@@ -48,7 +49,7 @@ func (f *fakeImport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"wrong request"}`, http.StatusNotFound)
 		return
 	}
-	var body controller.ImportRequest
+	var body api.ImportRequest
 	data, _ := io.ReadAll(r.Body)
 	if err := json.Unmarshal(data, &body); err != nil {
 		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
@@ -78,10 +79,10 @@ func startFakeImport(t *testing.T) (f *fakeImport, base string) {
 	return f, srv.URL
 }
 
-func (f *fakeImport) requests() []controller.ImportRequest {
+func (f *fakeImport) requests() []api.ImportRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]controller.ImportRequest(nil), f.bodies...)
+	return append([]api.ImportRequest(nil), f.bodies...)
 }
 
 func TestResultsImport(t *testing.T) {

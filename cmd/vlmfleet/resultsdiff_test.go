@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
-	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -52,7 +52,7 @@ func diffLab(t *testing.T) (*labtest.Lab, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := cl.Import(context.Background(), []store.ImportEntry{
+	res, err := cl.Import(context.Background(), []api.ImportEntry{
 		{Origin: "t", Run: recordedRun("r1", 0, 0.25)}, {Origin: "t", Run: recordedRun("r2", 1, 0.25)},
 		{Origin: "t", Run: recordedRun("r3", 2, 0.40)}, {Origin: "t", Run: q4},
 	})

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -104,7 +104,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 			s.Deployments = protocol.SplitList(*f.deployments)
 		}
 	})
-	if err := controller.ValidateSweep(s); err != nil {
+	if err := api.ValidateSweep(s); err != nil {
 		return s, usageError{pointAtFlag(fs, err)}
 	}
 	return s, nil
@@ -138,8 +138,8 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 	case ".yaml", ".yml":
 		// The controller's own YAML decoder, so that an error names its
 		// line here as on the sweeps page.
-		s, err := controller.DecodeSweepYAML(data)
-		var in *controller.SweepInputError
+		s, err := api.DecodeSweepYAML(data)
+		var in *api.SweepInputError
 		if errors.As(err, &in) && in.Line > 0 && in.Field != "" {
 			// A validation error names the field; the decoder's names its line.
 			return protocol.Sweep{}, fmt.Errorf("%s:%d: %w", path, in.Line, err)
@@ -149,7 +149,7 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 		}
 		return s, nil
 	default:
-		s, err := controller.DecodeSweep(data)
+		s, err := api.DecodeSweep(data)
 		if err != nil {
 			return protocol.Sweep{}, fmt.Errorf("%s: %w", path, err)
 		}
@@ -180,7 +180,7 @@ func waitSweep(ctx context.Context, c *cli, cl *client.Client, id string) error 
 	w.bars.Close()
 	out := c.stdout
 	fmt.Fprintf(out, "sweep %s done: %d jobs, %d completed, %d not\n", v.ID, v.Status.Jobs, v.Status.States[protocol.JobCompleted], v.Status.Failed)
-	slices.SortStableFunc(v.JobList, func(a, b controller.JobView) int { return naturalLess(a.ID, b.ID) })
+	slices.SortStableFunc(v.JobList, func(a, b api.JobView) int { return naturalLess(a.ID, b.ID) })
 	for _, j := range v.JobList {
 		line := fmt.Sprintf("  %s  %-10s agent %s  deployment %s", j.ID, j.State, j.AgentID, j.Deployment)
 		if j.RunID != "" {
@@ -214,12 +214,12 @@ type sweepWatch struct {
 // show draws a progress event in the bars and a state event above them.
 func (w *sweepWatch) show(ev client.Event) {
 	switch ev.Kind {
-	case controller.EventProgress:
+	case api.EventProgress:
 		var p protocol.Progress
 		if ev.Decode(&p) == nil {
 			w.bars.Progress(p.JobID, w.who[p.JobID], p)
 		}
-	case controller.EventState:
+	case api.EventState:
 		var st protocol.JobStateChange
 		if ev.Decode(&st) != nil {
 			return

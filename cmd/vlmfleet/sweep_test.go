@@ -13,6 +13,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
@@ -157,10 +158,10 @@ func TestSweepWatchShowsEvents(t *testing.T) {
 		data, _ := json.Marshal(v)
 		return client.Event{Kind: kind, Data: data}
 	}
-	w.show(event(controller.EventProgress, protocol.Progress{AgentID: "a1", JobID: "j1", Phase: protocol.PhaseMeasure,
+	w.show(event(api.EventProgress, protocol.Progress{AgentID: "a1", JobID: "j1", Phase: protocol.PhaseMeasure,
 		Combo: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 2}, ComboIdx: 1, ComboN: 4, Done: 3, Total: 8, MeanTTFT: 1.234, Simulated: true}))
-	w.show(event(controller.EventState, protocol.JobStateChange{JobID: "j1", AgentID: "a1", State: protocol.JobRunning}))
-	w.show(event(controller.EventState, protocol.JobStateChange{JobID: "j1", AgentID: "a1", State: protocol.JobFailed, Error: "engine died"}))
+	w.show(event(api.EventState, protocol.JobStateChange{JobID: "j1", AgentID: "a1", State: protocol.JobRunning}))
+	w.show(event(api.EventState, protocol.JobStateChange{JobID: "j1", AgentID: "a1", State: protocol.JobFailed, Error: "engine died"}))
 	want := "a1 d1 [2/4] 720p-1img-2cam 3/8 TTFT 1.23 s SIMULATED\njob j1 on a1: running\njob j1 on a1: failed: engine died\n"
 	if errb.String() != want {
 		t.Errorf("stderr:\n%s\nwant:\n%s", errb.String(), want)

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -85,7 +85,7 @@ func sweepList(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	// Newest first: the sweep one looks for is usually the last one.
-	slices.SortStableFunc(sweeps, func(a, b controller.SweepView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(sweeps, func(a, b api.SweepView) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	if asJSON {
 		return writeJSON(c, sweeps)
 	}
@@ -103,7 +103,7 @@ func sweepList(ctx context.Context, c *cli, args []string) error {
 
 // sweepOutcome is a sweep's progress in words: "running: 1 of 3 ended",
 // "done: 3 completed", "done: 2 completed, 1 failed".
-func sweepOutcome(st controller.SweepStatus) string {
+func sweepOutcome(st api.SweepStatus) string {
 	var parts []string
 	for _, s := range []protocol.JobState{protocol.JobCompleted, protocol.JobFailed, protocol.JobCancelled, protocol.JobRejected,
 		protocol.JobRunning, protocol.JobStarting, protocol.JobAccepted, protocol.JobQueued} {
@@ -152,7 +152,7 @@ func sweepCancelCmd(ctx context.Context, c *cli, args []string) error {
 // writeSweepAnswer prints the explorer's answer for the sweep's runs, read
 // where the sweep measured: 720p (else its first size), its fewest cameras,
 // one image per camera, a 3 s target.
-func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s controller.SweepView) error {
+func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.SweepView) error {
 	runs, err := cl.Runs(ctx, client.RunFilter{Sweep: s.ID})
 	if err != nil {
 		return fmt.Errorf("the sweep's runs: %w", err)

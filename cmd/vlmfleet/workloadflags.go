@@ -116,7 +116,7 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 }
 
 // fieldFlags maps a field, as protocol.Workload.Validate and
-// controller.ValidateSweep name it, to the flag that sets it.
+// api.ValidateSweep name it, to the flag that sets it.
 var fieldFlags = map[string]string{
 	"name": "name", "agents": "agents", "deployments": "deployments",
 	"workload.sizes": "sizes", "workload.cameras": "cameras", "workload.requests_per_level": "requests",

@@ -19,8 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
-	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -40,7 +39,7 @@ const (
 )
 
 // DefaultTimeout bounds one call other than the event stream; an import of
-// 64 MiB (controller.MaxImportBody) over a slow link must fit.
+// 64 MiB (api.MaxImportBody) over a slow link must fit.
 const DefaultTimeout = 5 * time.Minute
 
 // BaseURL picks the controller's URL: flagValue (the --controller flag)
@@ -100,7 +99,7 @@ func WithSource(name string) Option { return func(c *Client) { c.source = name }
 // New returns a client of the controller at baseURL: http or https with a
 // host, and optionally a path prefix (a reverse proxy's).
 func New(baseURL string, opts ...Option) (*Client, error) {
-	c := &Client{hc: &http.Client{}, timeout: DefaultTimeout, source: "controller URL", maxImport: controller.MaxImportBody, pageLimit: controller.MaxListLimit}
+	c := &Client{hc: &http.Client{}, timeout: DefaultTimeout, source: "controller URL", maxImport: api.MaxImportBody, pageLimit: api.MaxListLimit}
 	for _, o := range opts {
 		o(c)
 	}
@@ -214,7 +213,7 @@ func list[T any](ctx context.Context, c *Client, what, path string, limit int64)
 		// client reading: the whole list is bounded as one answer is, and
 		// a page before the last is never empty.
 		total += int64(len(data))
-		link := controller.NextLink(h)
+		link := api.NextLink(h)
 		switch {
 		case link != "" && len(page) == 0:
 			err = fmt.Errorf("the answer of GET %s is an empty page with a next page", next)
@@ -256,7 +255,7 @@ func decodeAnswer(method, path string, data []byte, out any) error {
 }
 
 // Health is the answer of GET /api/health: the controller's own type.
-type Health = controller.Health
+type Health = api.Health
 
 // Backup copies the controller's store, consistent while it runs, to w
 // (GET /api/backup) and returns the bytes copied. A copy cut short is an
@@ -294,8 +293,8 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 }
 
 // Agents lists every agent that ever announced itself, online or not.
-func (c *Client) Agents(ctx context.Context) ([]controller.AgentView, error) {
-	return get[[]controller.AgentView](ctx, c, "list agents", "/api/agents", maxListAnswer)
+func (c *Client) Agents(ctx context.Context) ([]api.AgentView, error) {
+	return get[[]api.AgentView](ctx, c, "list agents", "/api/agents", maxListAnswer)
 }
 
 // RunFilter narrows Runs; empty fields match everything.
@@ -338,9 +337,9 @@ type ImportResult struct {
 
 // Import stores result documents in one transaction: if the controller
 // refuses one, it stores none. A request over the controller's limits
-// (controller.MaxImportDocument for one document, controller.MaxImportBody
+// (api.MaxImportDocument for one document, api.MaxImportBody
 // for all) is refused here, before anything is sent.
-func (c *Client) Import(ctx context.Context, entries []store.ImportEntry) (ImportResult, error) {
+func (c *Client) Import(ctx context.Context, entries []api.ImportEntry) (ImportResult, error) {
 	var out ImportResult
 	body := []byte(`{"runs":[`)
 	for i, e := range entries {
@@ -348,9 +347,9 @@ func (c *Client) Import(ctx context.Context, entries []store.ImportEntry) (Impor
 		if err != nil {
 			return out, fmt.Errorf("import: encoding runs[%d]: %w", i, err)
 		}
-		if len(doc) > controller.MaxImportDocument {
+		if len(doc) > api.MaxImportDocument {
 			return out, fmt.Errorf("import: runs[%d] (%s) is %.1f MiB, over the %d MiB a controller takes for one result document",
-				i, e.Origin, float64(len(doc))/(1<<20), controller.MaxImportDocument>>20)
+				i, e.Origin, float64(len(doc))/(1<<20), api.MaxImportDocument>>20)
 		}
 		if i > 0 {
 			body = append(body, ',')
@@ -367,8 +366,8 @@ func (c *Client) Import(ctx context.Context, entries []store.ImportEntry) (Impor
 
 // Sweeps lists every sweep with its status, oldest first, following every
 // page of GET /api/sweeps.
-func (c *Client) Sweeps(ctx context.Context) ([]controller.SweepView, error) {
-	return list[controller.SweepView](ctx, c, "list sweeps", "/api/sweeps", maxListAnswer)
+func (c *Client) Sweeps(ctx context.Context) ([]api.SweepView, error) {
+	return list[api.SweepView](ctx, c, "list sweeps", "/api/sweeps", maxListAnswer)
 }
 
 // SubmitSweep submits s and returns it as stored, with its id and jobs.
@@ -380,21 +379,21 @@ func (c *Client) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sw
 	if err != nil {
 		return out, fmt.Errorf("submit sweep: encoding it: %w", err)
 	}
-	if len(body) > controller.MaxSweepBody {
-		return out, fmt.Errorf("submit sweep: %d bytes, over the controller's %d", len(body), controller.MaxSweepBody)
+	if len(body) > api.MaxSweepBody {
+		return out, fmt.Errorf("submit sweep: %d bytes, over the controller's %d", len(body), api.MaxSweepBody)
 	}
 	return call[protocol.Sweep](ctx, c, "submit sweep", http.MethodPost, "/api/sweeps", body, maxAnswer, http.StatusCreated)
 }
 
 // Sweep is one sweep with its status and every job.
-func (c *Client) Sweep(ctx context.Context, id string) (controller.SweepView, error) {
-	return get[controller.SweepView](ctx, c, "sweep "+id, "/api/sweeps/"+url.PathEscape(id), maxListAnswer)
+func (c *Client) Sweep(ctx context.Context, id string) (api.SweepView, error) {
+	return get[api.SweepView](ctx, c, "sweep "+id, "/api/sweeps/"+url.PathEscape(id), maxListAnswer)
 }
 
 // CancelSweep cancels every job of the sweep that has not ended and says
 // what became of each. An unknown sweep is an error that Is ErrNotFound.
-func (c *Client) CancelSweep(ctx context.Context, id string) (controller.SweepCancel, error) {
-	return call[controller.SweepCancel](ctx, c, "cancel sweep "+id, http.MethodDelete, "/api/sweeps/"+url.PathEscape(id), nil, maxAnswer, http.StatusOK)
+func (c *Client) CancelSweep(ctx context.Context, id string) (api.SweepCancel, error) {
+	return call[api.SweepCancel](ctx, c, "cancel sweep "+id, http.MethodDelete, "/api/sweeps/"+url.PathEscape(id), nil, maxAnswer, http.StatusOK)
 }
 
 // JobFilter narrows Jobs; empty fields match everything.
@@ -407,18 +406,18 @@ type JobFilter struct {
 // Jobs lists jobs in id order (oldest first: a job's id starts with its
 // sweep's, which starts with the time), following every page of
 // GET /api/jobs.
-func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]controller.JobView, error) {
+func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]api.JobView, error) {
 	active := ""
 	if f.Active {
 		active = "1"
 	}
 	q := query(map[string]string{"sweep": f.Sweep, "agent": f.Agent, "state": string(f.State), "active": active})
-	return list[controller.JobView](ctx, c, "list jobs", "/api/jobs"+q, maxListAnswer)
+	return list[api.JobView](ctx, c, "list jobs", "/api/jobs"+q, maxListAnswer)
 }
 
 // Job is one job with its state history.
-func (c *Client) Job(ctx context.Context, id string) (controller.JobView, error) {
-	return get[controller.JobView](ctx, c, "job "+id, "/api/jobs/"+url.PathEscape(id), maxAnswer)
+func (c *Client) Job(ctx context.Context, id string) (api.JobView, error) {
+	return get[api.JobView](ctx, c, "job "+id, "/api/jobs/"+url.PathEscape(id), maxAnswer)
 }
 
 // CancelOutcome is what cancelling a job did.
@@ -437,13 +436,13 @@ const (
 
 // CancelJob cancels a job that has not ended and returns it as it stands
 // with what the cancel did. An unknown job is an error that Is ErrNotFound.
-func (c *Client) CancelJob(ctx context.Context, id string) (controller.JobView, CancelOutcome, error) {
+func (c *Client) CancelJob(ctx context.Context, id string) (api.JobView, CancelOutcome, error) {
 	path := "/api/jobs/" + url.PathEscape(id)
 	status, data, err := c.do(ctx, http.MethodDelete, path, nil, maxAnswer)
 	if err != nil {
-		return controller.JobView{}, 0, fmt.Errorf("cancel job %s: %w", id, err)
+		return api.JobView{}, 0, fmt.Errorf("cancel job %s: %w", id, err)
 	}
-	var v controller.JobView
+	var v api.JobView
 	var outcome CancelOutcome
 	switch status {
 	case http.StatusOK:
@@ -452,7 +451,7 @@ func (c *Client) CancelJob(ctx context.Context, id string) (controller.JobView, 
 		outcome, err = StopRequested, decodeAnswer(http.MethodDelete, path, data, &v)
 	case http.StatusConflict:
 		var ended struct {
-			Job controller.JobView `json:"job"`
+			Job api.JobView `json:"job"`
 		}
 		outcome, err = AlreadyEnded, decodeAnswer(http.MethodDelete, path, data, &ended)
 		v = ended.Job
@@ -467,11 +466,11 @@ func (c *Client) CancelJob(ctx context.Context, id string) (controller.JobView, 
 
 // Rejected lists the agent messages the controller refused, newest first;
 // limit 0 asks for all it keeps, following every page of GET /api/rejected.
-func (c *Client) Rejected(ctx context.Context, limit int) ([]store.Rejection, error) {
-	if limit > 0 && limit <= controller.MaxListLimit {
-		return get[[]store.Rejection](ctx, c, "list rejected messages", "/api/rejected?limit="+strconv.Itoa(limit), maxListAnswer)
+func (c *Client) Rejected(ctx context.Context, limit int) ([]api.Rejection, error) {
+	if limit > 0 && limit <= api.MaxListLimit {
+		return get[[]api.Rejection](ctx, c, "list rejected messages", "/api/rejected?limit="+strconv.Itoa(limit), maxListAnswer)
 	}
-	rej, err := list[store.Rejection](ctx, c, "list rejected messages", "/api/rejected", maxListAnswer)
+	rej, err := list[api.Rejection](ctx, c, "list rejected messages", "/api/rejected", maxListAnswer)
 	if limit > 0 && len(rej) > limit {
 		rej = rej[:limit]
 	}
@@ -479,8 +478,8 @@ func (c *Client) Rejected(ctx context.Context, limit int) ([]store.Rejection, er
 }
 
 // Live is what the live page loads before it follows the events.
-func (c *Client) Live(ctx context.Context) (controller.LiveSnapshot, error) {
-	return get[controller.LiveSnapshot](ctx, c, "live snapshot", "/api/live", maxListAnswer)
+func (c *Client) Live(ctx context.Context) (api.LiveSnapshot, error) {
+	return get[api.LiveSnapshot](ctx, c, "live snapshot", "/api/live", maxListAnswer)
 }
 
 // ExplorerData is the explorer's dataset: every row with every measured

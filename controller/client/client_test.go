@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
-	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -85,7 +85,7 @@ func newLab(t *testing.T) *lab {
 }
 
 // report publishes a job state as agent a1 does.
-func (l *lab) report(t *testing.T, job controller.JobView, st protocol.JobState) {
+func (l *lab) report(t *testing.T, job api.JobView, st protocol.JobState) {
 	t.Helper()
 	l.Report(t, job.ID, job.SweepID, st)
 }
@@ -99,7 +99,7 @@ func waitState(t *testing.T, s *EventStream, job string, st protocol.JobState) {
 			t.Fatalf("waiting for %s of %s: %v", st, job, err)
 		}
 		var ch protocol.JobStateChange
-		if ev.Kind != controller.EventState {
+		if ev.Kind != api.EventState {
 			t.Fatalf("event of kind %q from a stream of state events", ev.Kind)
 		}
 		if err := ev.Decode(&ch); err != nil {
@@ -120,7 +120,7 @@ func smallSweep() protocol.Sweep {
 func TestHealthAndAgents(t *testing.T) {
 	l := newLab(t)
 	h, err := l.cl.Health(l.Ctx)
-	if err != nil || h.Status != "ok" || h.NATS != "connected" || h.NATSAuth != controller.NATSAuthNkeys {
+	if err != nil || h.Status != "ok" || h.NATS != "connected" || h.NATSAuth != api.NATSAuthNkeys {
 		t.Fatalf("health %+v, %v", h, err)
 	}
 	agents, err := l.cl.Agents(l.Ctx)
@@ -188,7 +188,7 @@ func TestSubmitSweepRefusedCarriesTheMessage(t *testing.T) {
 // what the agent did.
 func TestCancelAndEvents(t *testing.T) {
 	l := newLab(t)
-	events, err := l.cl.Events(l.Ctx, controller.EventState)
+	events, err := l.cl.Events(l.Ctx, api.EventState)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,19 +248,19 @@ func resultDoc(id string) protocol.Run { return labtest.ResultDoc(id, "Qwen3-VL-
 
 func TestImportAndReadRuns(t *testing.T) {
 	l := newLab(t)
-	res, err := l.cl.Import(l.Ctx, []store.ImportEntry{{Origin: "a.json", Run: resultDoc("run-a")}, {Origin: "b.json", Run: resultDoc("run-b")}})
+	res, err := l.cl.Import(l.Ctx, []api.ImportEntry{{Origin: "a.json", Run: resultDoc("run-a")}, {Origin: "b.json", Run: resultDoc("run-b")}})
 	if err != nil || res.Imported != 2 || !slices.Equal(res.IDs, []string{"run-a", "run-b"}) {
 		t.Fatalf("import %+v, %v", res, err)
 	}
-	_, err = l.cl.Import(l.Ctx, []store.ImportEntry{{Origin: "c.json", Run: resultDoc("run-c")}, {Origin: "c.json", Run: resultDoc("run-c")}})
-	var api *APIError
-	if !errors.As(err, &api) || api.Status != http.StatusBadRequest || !strings.Contains(api.Message, "origin c.json") {
+	_, err = l.cl.Import(l.Ctx, []api.ImportEntry{{Origin: "c.json", Run: resultDoc("run-c")}, {Origin: "c.json", Run: resultDoc("run-c")}})
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "origin c.json") {
 		t.Errorf("duplicate id: %v", err)
 	}
 	// Over the limit nothing is sent.
 	small := *l.cl
 	small.maxImport = 100
-	if _, err := small.Import(l.Ctx, []store.ImportEntry{{Origin: "d.json", Run: resultDoc("run-d")}}); err == nil || !strings.Contains(err.Error(), "smaller groups") {
+	if _, err := small.Import(l.Ctx, []api.ImportEntry{{Origin: "d.json", Run: resultDoc("run-d")}}); err == nil || !strings.Contains(err.Error(), "smaller groups") {
 		t.Errorf("over the limit: %v", err)
 	}
 	runs, err := l.cl.Runs(l.Ctx, RunFilter{Source: protocol.SourceImport})

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // The client follows every page of a list, also behind a reverse proxy
@@ -19,14 +19,14 @@ import (
 // name, and gives runs oldest first whatever their ids.
 func TestListsFollowEveryPage(t *testing.T) {
 	l := newLab(t)
-	var entries []store.ImportEntry
+	var entries []api.ImportEntry
 	var oldestFirst []string
 	for i := range 7 {
 		// Ids run against time: run-6 is the oldest.
 		r := resultDoc(fmt.Sprintf("run-%d", 6-i))
 		r.CreatedAt = r.CreatedAt.Add(time.Duration(i) * time.Minute)
 		r.FinishedAt = r.CreatedAt.Add(time.Minute)
-		entries = append(entries, store.ImportEntry{Origin: "test", Run: r})
+		entries = append(entries, api.ImportEntry{Origin: "test", Run: r})
 		oldestFirst = append(oldestFirst, r.ID)
 	}
 	if _, err := l.cl.Import(l.Ctx, entries); err != nil {

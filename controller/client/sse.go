@@ -16,7 +16,7 @@ import (
 
 // Event is one Server-Sent Event of /api/events.
 type Event struct {
-	// Kind is the event's type (controller.EventProgress, ...); "message"
+	// Kind is the event's type (api.EventProgress, ...); "message"
 	// when the server named none, as the SSE specification has it.
 	Kind string
 	// ID is the last event id the stream set, if any.

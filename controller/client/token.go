@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // Where the CLI finds the controller's API token: the --token-file flag,
@@ -23,11 +23,11 @@ const (
 
 // DefaultTokenFile is the token file of a controller started here with
 // its default data directory (./vlmfleet-data).
-var DefaultTokenFile = filepath.Join("vlmfleet-data", controller.TokenFileName)
+var DefaultTokenFile = filepath.Join("vlmfleet-data", api.TokenFileName)
 
 // TokenHint says how to give the CLI the token; it ends the message of a
 // 401 answer.
-const TokenHint = "the controller wants its API token: pass --token-file <data-dir>/" + controller.TokenFileName + " or set " + EnvToken
+const TokenHint = "the controller wants its API token: pass --token-file <data-dir>/" + api.TokenFileName + " or set " + EnvToken
 
 // WithToken sends token as "Authorization: Bearer <token>" with every
 // request; empty sends none.

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vlmfleet/vlmfleet/controller"
-	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 func TestToken(t *testing.T) {
@@ -59,7 +58,7 @@ func TestToken(t *testing.T) {
 // says how to give the token.
 func TestClientSendsTheToken(t *testing.T) {
 	l := newLab(t)
-	entries := []store.ImportEntry{{Origin: "a.json", Run: resultDoc("run-a")}}
+	entries := []api.ImportEntry{{Origin: "a.json", Run: resultDoc("run-a")}}
 	if _, err := l.cl.Import(l.Ctx, entries); err != nil {
 		t.Fatalf("import with the token: %v", err)
 	}
@@ -84,8 +83,8 @@ func TestClientSendsTheToken(t *testing.T) {
 func TestImportChecksEachDocument(t *testing.T) {
 	cl, _ := New("http://127.0.0.1:1")
 	big := resultDoc("big")
-	big.Config.Model = strings.Repeat("x", controller.MaxImportDocument)
-	_, err := cl.Import(t.Context(), []store.ImportEntry{{Origin: "a.json", Run: resultDoc("a")}, {Origin: "big.json", Run: big}})
+	big.Config.Model = strings.Repeat("x", api.MaxImportDocument)
+	_, err := cl.Import(t.Context(), []api.ImportEntry{{Origin: "a.json", Run: resultDoc("a")}, {Origin: "big.json", Run: big}})
 	if err == nil || !strings.Contains(err.Error(), "runs[1] (big.json) is 8.0 MiB, over the 8 MiB") {
 		t.Errorf("got %v", err)
 	}

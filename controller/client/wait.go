@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -26,10 +26,10 @@ type WaitOptions struct {
 // check. A broken stream is reopened with backoff, and the status is also
 // checked every Poll, to make up for events lost meanwhile. It returns
 // early only when ctx ends or the first status check fails.
-func (c *Client) WaitSweep(ctx context.Context, id string, o WaitOptions) (controller.SweepView, error) {
+func (c *Client) WaitSweep(ctx context.Context, id string, o WaitOptions) (api.SweepView, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kinds := []string{controller.EventProgress, controller.EventState}
+	kinds := []string{api.EventProgress, api.EventState}
 	// The stream is open before the first check, so that no job can end
 	// unseen between the two; if it cannot open, the pump keeps trying.
 	stream, _ := c.Events(ctx, kinds...)
@@ -64,7 +64,7 @@ func (c *Client) WaitSweep(ctx context.Context, id string, o WaitOptions) (contr
 			if o.OnEvent != nil {
 				o.OnEvent(ev)
 			}
-			if ev.Kind != controller.EventState || !job.State.Terminal() {
+			if ev.Kind != api.EventState || !job.State.Terminal() {
 				continue
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -42,7 +42,7 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		v   controller.SweepView
+		v   api.SweepView
 		err error
 	}
 	done := make(chan result, 1)
@@ -73,16 +73,16 @@ func TestWaitSweepFollowsEvents(t *testing.T) {
 		t.Fatal("WaitSweep never opened the event stream")
 	}
 	l.report(t, job, protocol.JobAccepted)
-	expect(controller.EventState)
+	expect(api.EventState)
 	for _, id := range []string{"another-job", job.ID} {
 		p, _ := json.Marshal(protocol.Progress{Schema: 1, AgentID: "a1", JobID: id, Phase: protocol.PhaseMeasure, Done: 1, Total: 2, Time: time.Now()})
 		if err := l.NC.Publish(protocol.AgentSubject("a1", protocol.KindProgress), p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	expect(controller.EventProgress)
+	expect(api.EventProgress)
 	l.report(t, job, protocol.JobCompleted)
-	expect(controller.EventState)
+	expect(api.EventState)
 	select {
 	case r := <-done:
 		if r.err != nil || !r.v.Status.Done || r.v.Status.States[protocol.JobCompleted] != 1 {

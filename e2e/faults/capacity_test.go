@@ -21,6 +21,7 @@ import (
 	"github.com/shirou/gopsutil/v4/process"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	apiv "github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/harness/swarm"
@@ -280,7 +281,7 @@ func waitOnline(t *testing.T, ctx context.Context, api *capacityAPI, n int) {
 		if err != nil {
 			return err
 		}
-		var agents []controller.AgentView
+		var agents []apiv.AgentView
 		if err := json.Unmarshal(body, &agents); err != nil {
 			return backoff.Permanent(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -81,7 +82,7 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 	l.outcome(s, nil).check(t)
 	// Two copies of three still take writes; /api/health says that a
 	// second loss would stop them.
-	l.waitReplicasProblem(func(p *controller.HealthProblem) bool {
+	l.waitReplicasProblem(func(p *api.HealthProblem) bool {
 		return p != nil && strings.Contains(p.Error, protocol.StreamEvents+": 2 of 3 copies current ("+victim.name)
 	}, "the lost copies on "+victim.name+" reported")
 
@@ -89,14 +90,14 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 	cluster.startNode(victim)
 	cluster.waitCaughtUp(victim.name, protocol.StreamJobs, protocol.StreamEvents, controller.AdvisoriesStream)
 	caught := time.Since(restarted)
-	l.waitReplicasProblem(func(p *controller.HealthProblem) bool { return p == nil }, "the replicas problem cleared")
+	l.waitReplicasProblem(func(p *api.HealthProblem) bool { return p == nil }, "the replicas problem cleared")
 	t.Logf("nats-server %s restarted: caught up with the streams after %v, /api/health ok after %v",
 		victim.name, caught.Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 }
 
 // waitReplicasProblem waits until /api/health's replicas problem (nil when
 // there is none) satisfies cond.
-func (l *lab) waitReplicasProblem(cond func(*controller.HealthProblem) bool, what string) {
+func (l *lab) waitReplicasProblem(cond func(*api.HealthProblem) bool, what string) {
 	l.t.Helper()
 	var last string
 	err := poll.Retry(l.ctx, func(int) error {
@@ -104,7 +105,7 @@ func (l *lab) waitReplicasProblem(cond func(*controller.HealthProblem) bool, wha
 		if err != nil {
 			return err
 		}
-		var p *controller.HealthProblem
+		var p *api.HealthProblem
 		for i := range h.Problems {
 			if h.Problems[i].Component == controller.ProblemReplicas {
 				p = &h.Problems[i]

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -36,7 +36,7 @@ func recovery(t *testing.T, format string, args ...any) {
 // combination: it is mid-job, with something measured to lose.
 func (l *lab) waitMeasuring(job string) {
 	l.t.Helper()
-	l.waitJob(job, "measured a combination", func(j controller.JobView) bool {
+	l.waitJob(job, "measured a combination", func(j api.JobView) bool {
 		if j.State != protocol.JobRunning || j.RunID == "" {
 			return false
 		}
@@ -93,7 +93,7 @@ func TestFaultAgentKilledMidJob(t *testing.T) {
 	l.startAgent(agents[0])
 	l.waitAnnounced(killed, agents[0])
 	back := time.Since(killed)
-	j := l.waitJob(job, "taken again", func(j controller.JobView) bool { return j.Attempt >= 2 })
+	j := l.waitJob(job, "taken again", func(j api.JobView) bool { return j.Attempt >= 2 })
 	again := time.Since(killed)
 	l.waitDone(s)
 	recovery(t, "agent SIGKILLed mid-job and restarted: announced after %v, job taken again as attempt %d after %v (the ack wait), sweep done %v after the kill",

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
@@ -247,9 +247,9 @@ func (l *lab) submit(w protocol.Workload, ids ...string) protocol.Sweep {
 
 // waitJob waits until cond holds for the job (the controller may be
 // restarting meanwhile: errors are retried).
-func (l *lab) waitJob(id, what string, cond func(j controller.JobView) bool) controller.JobView {
+func (l *lab) waitJob(id, what string, cond func(j api.JobView) bool) api.JobView {
 	l.t.Helper()
-	var j controller.JobView
+	var j api.JobView
 	err := poll.Retry(l.ctx, func(int) error {
 		v, err := l.cl.Job(l.ctx, id)
 		if err != nil {

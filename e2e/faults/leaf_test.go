@@ -16,7 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -307,7 +307,7 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 	back := time.Now()
 	l.waitAnnounced(restartedAt, restarted)
 	for _, id := range siteAgents {
-		l.waitJob(jobOf[id], "completed", func(j controller.JobView) bool { return j.State == protocol.JobCompleted })
+		l.waitJob(jobOf[id], "completed", func(j api.JobView) bool { return j.State == protocol.JobCompleted })
 	}
 	stored := time.Since(back)
 	l.waitDone(s)

@@ -25,7 +25,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/measure"
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
@@ -83,7 +83,7 @@ func TestRealOllamaSweepThroughAnAgent(t *testing.T) {
 	ctrl := lab.Controller()
 	const id = "ollama-box"
 	var seed string
-	if ctrl.NATSAuth() == controller.NATSAuthNkeys {
+	if ctrl.NATSAuth() == api.NATSAuthNkeys {
 		if seed, err = ctrl.EnrolAgent(ctx, id); err != nil {
 			t.Fatal(err)
 		}

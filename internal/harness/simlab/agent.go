@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent"
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // Device is one simulated agent: an agent id on a simulated device.
@@ -61,7 +61,7 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 		if strings.HasPrefix(url, "tls://") {
 			pin = l.ctrl.TLSFingerprint() // as an operator copies it from the controller's log
 		}
-		if seed == "" && l.ctrl.NATSAuth() == controller.NATSAuthNkeys {
+		if seed == "" && l.ctrl.NATSAuth() == api.NATSAuthNkeys {
 			if seed, err = l.ctrl.EnrolAgent(ctx, d.ID); err != nil {
 				return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
 			}
@@ -94,7 +94,7 @@ func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
 	defer cancel()
 	wctx, stopped := context.WithCancelCause(wctx)
 	defer stopped(nil)
-	w := l.watch(controller.EventAgent)
+	w := l.watch(api.EventAgent)
 	defer w.stop()
 	// An announcement from before this start (a restart under the same id)
 	// does not count; the stored time loses nothing finer than this.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -18,14 +18,14 @@ import (
 // each announcement.
 type agentRunner struct {
 	l     *testLab
-	views chan controller.AgentView
+	views chan api.AgentView
 	seeds map[string]string
 }
 
 func newAgentRunner(t *testing.T, l *testLab) *agentRunner {
-	r := &agentRunner{l: l, views: make(chan controller.AgentView, 64), seeds: map[string]string{}}
-	t.Cleanup(l.Controller().OnEvent(func(ev controller.Event) {
-		if v, ok := ev.Data.(controller.AgentView); ok && ev.Kind == controller.EventAgent {
+	r := &agentRunner{l: l, views: make(chan api.AgentView, 64), seeds: map[string]string{}}
+	t.Cleanup(l.Controller().OnEvent(func(ev api.Event) {
+		if v, ok := ev.Data.(api.AgentView); ok && ev.Kind == api.EventAgent {
 			select {
 			case r.views <- v:
 			default:
@@ -37,7 +37,7 @@ func newAgentRunner(t *testing.T, l *testLab) *agentRunner {
 
 // start runs agent id with deps until stop (or the test's end) and
 // returns the controller's view of its announcement.
-func (r *agentRunner) start(t *testing.T, id string, deps ...agent.DeploymentConfig) (view controller.AgentView, stop func()) {
+func (r *agentRunner) start(t *testing.T, id string, deps ...agent.DeploymentConfig) (view api.AgentView, stop func()) {
 	t.Helper()
 	seed, ok := r.seeds[id]
 	if !ok {

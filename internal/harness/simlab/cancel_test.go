@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -17,8 +17,8 @@ import (
 func TestCancelQueuedAndRunningJobs(t *testing.T) {
 	l := newLab(t, testContext(t, 60*time.Second), simlab.Options{})
 	measured := make(chan string, 64)
-	stopResults := l.Controller().OnEvent(func(ev controller.Event) {
-		if r, ok := ev.Data.(controller.ResultEvent); ok && r.Combo != nil {
+	stopResults := l.Controller().OnEvent(func(ev api.Event) {
+		if r, ok := ev.Data.(api.ResultEvent); ok && r.Combo != nil {
 			select {
 			case measured <- r.JobID:
 			default:

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -19,9 +19,9 @@ func TestDrainedAgentFinishesItsJobAndTakesNoMore(t *testing.T) {
 	l := newLab(t, testContext(t, 90*time.Second), simlab.Options{})
 	measured := make(chan string, 64)
 	heartbeats := make(chan protocol.Heartbeat, 256)
-	stop := l.Controller().OnEvent(func(ev controller.Event) {
+	stop := l.Controller().OnEvent(func(ev api.Event) {
 		switch d := ev.Data.(type) {
-		case controller.ResultEvent:
+		case api.ResultEvent:
 			if d.Combo != nil {
 				select {
 				case measured <- d.JobID:
@@ -43,7 +43,7 @@ func TestDrainedAgentFinishesItsJobAndTakesNoMore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agentView := func() controller.AgentView {
+	agentView := func() api.AgentView {
 		t.Helper()
 		all, err := cl.Agents(l.ctx)
 		if err != nil {
@@ -55,7 +55,7 @@ func TestDrainedAgentFinishesItsJobAndTakesNoMore(t *testing.T) {
 			}
 		}
 		t.Fatal("agent drain is not listed")
-		return controller.AgentView{}
+		return api.AgentView{}
 	}
 	if v := agentView(); v.Labels["site"] != "lab1" {
 		t.Errorf("the agent's labels in the API: %v", v.Labels)

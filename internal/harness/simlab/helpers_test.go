@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -53,7 +53,7 @@ func newLab(t *testing.T, ctx context.Context, opt simlab.Options) *testLab {
 		}
 	})
 	l := &testLab{Lab: lab, t: t, ctx: ctx, state: make(chan protocol.JobStateChange, 1024)}
-	cancel := lab.Controller().OnEvent(func(ev controller.Event) {
+	cancel := lab.Controller().OnEvent(func(ev api.Event) {
 		if s, ok := ev.Data.(protocol.JobStateChange); ok {
 			select {
 			case l.state <- s:

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -133,19 +134,19 @@ func (l *Lab) Close() error {
 // of an agent, for up to Options.ReadyTimeout; a sweep that is wrong in
 // itself is refused at once.
 func (l *Lab) Submit(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
-	if err := controller.ValidateSweep(s); err != nil {
+	if err := api.ValidateSweep(s); err != nil {
 		return protocol.Sweep{}, fmt.Errorf("simlab: submit %q: %w", s.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.opt.ReadyTimeout)
 	defer cancel()
-	w := l.watch(controller.EventAgent)
+	w := l.watch(api.EventAgent)
 	defer w.stop()
 	var out protocol.Sweep
 	var last error
 	err := w.until(ctx, func(ctx context.Context) (bool, error) {
 		var err error
 		out, err = l.ctrl.SubmitSweep(ctx, s)
-		var bad *controller.BadSweepError
+		var bad *api.BadSweepError
 		if errors.As(err, &bad) {
 			last = err // an agent not announced yet, or without the deployment yet
 			return false, nil
@@ -163,7 +164,7 @@ func (l *Lab) Submit(ctx context.Context, s protocol.Sweep) (protocol.Sweep, err
 
 // Wait returns once every job of the sweeps has ended, whichever way.
 func (l *Lab) Wait(ctx context.Context, sweeps ...protocol.Sweep) error {
-	w := l.watch(controller.EventState)
+	w := l.watch(api.EventState)
 	defer w.stop()
 	err := w.until(ctx, func(ctx context.Context) (bool, error) {
 		for _, s := range sweeps {
@@ -190,7 +191,7 @@ type watcher struct {
 // is missed by the wait that follows.
 func (l *Lab) watch(kinds ...string) *watcher {
 	w := &watcher{wake: make(chan struct{}, 1)}
-	w.stop = l.ctrl.OnEvent(func(ev controller.Event) {
+	w.stop = l.ctrl.OnEvent(func(ev api.Event) {
 		for _, k := range kinds {
 			if ev.Kind == k {
 				select {

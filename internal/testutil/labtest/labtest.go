@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -58,7 +59,7 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 	}
 	t.Cleanup(func() { ctl.Close() })
 	var agentAuth, adminAuth []nats.Option
-	if ctl.NATSAuth() == controller.NATSAuthNkeys {
+	if ctl.NATSAuth() == api.NATSAuthNkeys {
 		seed, err := ctl.EnrolAgent(ctx, Agent)
 		if err != nil {
 			t.Fatal(err)
@@ -76,8 +77,8 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 	nc, js := testutil.ConnectJS(t, ctl.NATSURL(), agentAuth...)
 	_, adminJS := testutil.ConnectJS(t, ctl.NATSURL(), adminAuth...)
 	announced := make(chan struct{}, 1)
-	stop := ctl.OnEvent(func(e controller.Event) {
-		if e.Kind == controller.EventAgent {
+	stop := ctl.OnEvent(func(e api.Event) {
+		if e.Kind == api.EventAgent {
 			select {
 			case announced <- struct{}{}:
 			default:

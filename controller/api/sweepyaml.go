@@ -1,4 +1,4 @@
-package controller
+package api
 
 import (
 	"bytes"
@@ -140,10 +140,10 @@ func parentField(p string) string {
 	return ""
 }
 
-// errorBody is the JSON of an error answer: {"error": message}, with the
+// ErrorBody is the JSON of an error answer: {"error": message}, with the
 // line, column and field of a sweep's problem when they are known (added
 // fields, so that clients reading only "error" read what they did).
-func errorBody(err error) map[string]any {
+func ErrorBody(err error) map[string]any {
 	body := map[string]any{"error": err.Error()}
 	var in *SweepInputError
 	var bad *BadSweepError

@@ -1,10 +1,9 @@
-package controller
+package api
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -115,23 +114,6 @@ workload:
 	}
 	if !strings.HasPrefix(s.Name, "[[[") || len(s.Agents) != 2 || !strings.Contains(s.Workload.Prompt, "*everything*") || len(s.Workload.Cameras) != 2 {
 		t.Errorf("decoded %+v", s)
-	}
-}
-
-// POST /api/sweeps says where a refused file went past the limit.
-func TestSubmitDeepSweepYAMLOverAPI(t *testing.T) {
-	c := startController(t, t.TempDir())
-	body, _ := json.Marshal(map[string]string{"yaml": "name: x\nworkload:\n  cameras: " + strings.Repeat("[", 40000) + strings.Repeat("]", 40000)})
-	status, answer := postJSON(t, c.HTTPURL()+"/api/sweeps", string(body))
-	var e struct {
-		Error        string
-		Line, Column int
-	}
-	if err := json.Unmarshal([]byte(answer), &e); err != nil {
-		t.Fatal(err)
-	}
-	if status != http.StatusBadRequest || e.Line != 3 || e.Column != 44 || !strings.Contains(e.Error, "nested more than 32 deep") {
-		t.Errorf("answer %d %s, want 400 at line 3 column 44", status, answer)
 	}
 }
 

@@ -1,20 +1,13 @@
-package controller
+package api
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
-	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
-)
-
-// Request body limits of the API; clients check them before sending. An
-// import is also bounded per document (MaxImportDocument).
-const (
-	MaxSweepBody  = 1 << 20
-	MaxImportBody = 64 << 20
 )
 
 // DecodeSweep reads a sweep request. Workload fields left out take the
@@ -35,17 +28,6 @@ func DecodeSweep(data []byte) (protocol.Sweep, error) {
 	return s, nil
 }
 
-// ImportRequest is the body of POST /api/runs/import.
-type ImportRequest struct {
-	Runs []store.ImportEntry `json:"runs"`
-}
-
-// DecodeImportRequest reads an import body held in memory, as
-// DecodeImportStream does.
-func DecodeImportRequest(data []byte) ([]store.ImportEntry, error) {
-	return DecodeImportStream(bytes.NewReader(data))
-}
-
 // decodeStrict decodes exactly one JSON document, naming line and column
 // of a syntax or type error.
 func decodeStrict(data []byte, v any, disallowUnknown bool) error {
@@ -58,6 +40,41 @@ func decodeStrict(data []byte, v any, disallowUnknown bool) error {
 	}
 	if dec.More() {
 		return errors.New("trailing data after the JSON document")
+	}
+	return nil
+}
+
+// BadSweepError says the sweep itself is wrong (an invalid field, nothing
+// selected); the API answers it with 400.
+type BadSweepError struct{ Err error }
+
+func (e *BadSweepError) Error() string { return e.Err.Error() }
+func (e *BadSweepError) Unwrap() error { return e.Err }
+
+func badSweep(format string, args ...any) error {
+	return &BadSweepError{Err: fmt.Errorf(format, args...)}
+}
+
+// ValidateSweep checks what a client may set in a sweep.
+func ValidateSweep(s protocol.Sweep) error {
+	if err := s.Workload.Validate(); err != nil {
+		return &BadSweepError{Err: err}
+	}
+	for i, a := range s.Agents {
+		if err := protocol.ValidateAgentID(a); err != nil {
+			return badSweep("agents[%d]: %v", i, err)
+		}
+	}
+	for i, d := range s.Deployments {
+		if strings.TrimSpace(d) == "" {
+			return badSweep("deployments[%d]: empty deployment id", i)
+		}
+	}
+	if err := protocol.ValidateLabels("agent_labels", s.AgentLabels); err != nil {
+		return &BadSweepError{Err: err}
+	}
+	if len(s.Name) > 200 {
+		return badSweep("name: %d characters, at most 200", len(s.Name))
 	}
 	return nil
 }

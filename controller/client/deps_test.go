@@ -1,0 +1,33 @@
+package client
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The client links only the API's types (controller/api), never the server:
+// a program that talks to a controller does not carry NATS's server, the
+// store's database or the metrics library.
+func TestClientDoesNotLinkTheServer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	forbidden := []string{
+		"github.com/nats-io/nats-server",
+		"go.etcd.io/bbolt",
+		"github.com/prometheus",
+		"github.com/vlmfleet/vlmfleet/controller/store",
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "github.com/vlmfleet/vlmfleet/controller" {
+			t.Errorf("the client imports the controller package")
+		}
+		for _, f := range forbidden {
+			if strings.HasPrefix(dep, f) {
+				t.Errorf("the client links %s", dep)
+			}
+		}
+	}
+}
