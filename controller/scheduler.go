@@ -79,6 +79,26 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	s.ID = newID("sw", now)
 	s.CreatedAt = now
 	s.Jobs = nil
+	jobs, err := planJobs(&s, chosen, now)
+	if err != nil {
+		return protocol.Sweep{}, err
+	}
+	if err := c.store.CreateSweep(s, jobs); err != nil {
+		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
+	}
+	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Msg("sweep submitted")
+	if _, err := c.publishJobs(ctx, jobs); err != nil {
+		// Stored as unpublished: the publisher retries with backoff.
+		c.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")
+		c.kickPublisher()
+	}
+	return s, nil
+}
+
+// planJobs makes sweep s's jobs, one per chosen agent and deployment it
+// offers (of those s selects), and lists them in s. A deployment s names
+// that no chosen agent offers, or no job at all, is refused with why.
+func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.JobRecord, error) {
 	var jobs []store.JobRecord
 	offered := map[string]bool{}
 	for _, a := range chosen {
@@ -102,27 +122,18 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	for i, d := range s.Deployments {
 		if !offered[d] {
 			if why := brokenReasons(chosen, d); why != "" {
-				return protocol.Sweep{}, badSweep("deployments[%d]: %q cannot run: %s", i, d, why)
+				return nil, badSweep("deployments[%d]: %q cannot run: %s", i, d, why)
 			}
-			return protocol.Sweep{}, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s); they offer: %s", i, d, agentIDs(chosen), strings.Join(slices.Sorted(maps.Keys(offeredIDs(chosen))), ", "))
+			return nil, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s); they offer: %s", i, d, agentIDs(chosen), strings.Join(slices.Sorted(maps.Keys(offeredIDs(chosen))), ", "))
 		}
 	}
 	if len(jobs) == 0 {
 		if why := brokenReasons(chosen, ""); why != "" {
-			return protocol.Sweep{}, badSweep("the selected agents (%s) offer no deployment: %s", agentIDs(chosen), why)
+			return nil, badSweep("the selected agents (%s) offer no deployment: %s", agentIDs(chosen), why)
 		}
-		return protocol.Sweep{}, badSweep("the selected agents (%s) offer no deployment", agentIDs(chosen))
+		return nil, badSweep("the selected agents (%s) offer no deployment", agentIDs(chosen))
 	}
-	if err := c.store.CreateSweep(s, jobs); err != nil {
-		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
-	}
-	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Msg("sweep submitted")
-	if _, err := c.publishJobs(ctx, jobs); err != nil {
-		// Stored as unpublished: the publisher retries with backoff.
-		c.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")
-		c.kickPublisher()
-	}
-	return s, nil
+	return jobs, nil
 }
 
 // brokenReasons says why the agents cannot run deployment id (every broken
