@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -139,7 +140,7 @@ func (c *Controller) Health(ctx context.Context) Health {
 			h.JetStream = "write error"
 		}
 	}
-	h.Ingest, h.IngestError = c.ingestHealth()
+	h.Ingest, h.IngestError = ingest.Health(c.consumers)
 	if h.Ingest != "ok" {
 		probs = append(probs, HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -295,7 +296,7 @@ func takeLive[T any](c *Controller, refusal string, limit int, head func(*T) (ag
 			err = use(v)
 		}
 		if err != nil {
-			c.refuse(agent, refusal, truncate(err.Error(), 200))
+			c.refuse(agent, refusal, ingest.Truncate(err.Error(), 200))
 			return false
 		}
 		return true
@@ -310,7 +311,7 @@ func takeLive[T any](c *Controller, refusal string, limit int, head func(*T) (ag
 func decodeLive[T any](subject string, data []byte, limit int, v *T, head func(*T) (agentID string, schema int)) (string, error) {
 	subjAgent, _, err := parseAgentSubject(subject)
 	if err != nil {
-		return truncate(subject, 100), err
+		return ingest.Truncate(subject, 100), err
 	}
 	if len(data) > limit {
 		return subjAgent, fmt.Errorf("%d bytes, more than %d", len(data), limit)
