@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -48,7 +49,7 @@ func AdvisoriesStreamConfig() jetstream.StreamConfig {
 // advisories stream; its messages are settled like agent events (see
 // EventsConsumerConfig).
 func AdvisoriesConsumerConfig() jetstream.ConsumerConfig {
-	return durableConsumer("vlmfleet controller: fails jobs JetStream gave up delivering", 16)
+	return ingest.DurableConsumer("vlmfleet controller: fails jobs JetStream gave up delivering", 16)
 }
 
 // maxDeliveriesAdvisory is the part of JetStream's advisory the controller
@@ -97,16 +98,16 @@ func (c *Controller) handleAdvisory(msg jetstream.Msg) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := c.jobUndeliverable(ctx, msg.Data())
-	switch d := settle(err, delivered); d.action {
-	case actAck:
+	switch d := ingest.Settle(err, delivered); d.Action {
+	case ingest.Ack:
 		if aerr := msg.Ack(); aerr != nil {
 			c.log.Warn().Err(aerr).Msg("ack of a max-deliveries advisory failed; handling it again is harmless")
 		}
-	case actReject:
-		c.reject(msg, seq, d.reason)
+	case ingest.Reject:
+		c.ingester.Reject(msg, seq, d.Reason)
 	default:
-		c.log.Error().Err(err).Uint64("delivery", delivered).Dur("retry_in", d.delay).Msg("handling a max-deliveries advisory failed")
-		_ = msg.NakWithDelay(d.delay)
+		c.log.Error().Err(err).Uint64("delivery", delivered).Dur("retry_in", d.Delay).Msg("handling a max-deliveries advisory failed")
+		_ = msg.NakWithDelay(d.Delay)
 	}
 }
 

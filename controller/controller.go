@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -22,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -111,8 +113,8 @@ type Controller struct {
 	opt   Options
 	log   zerolog.Logger
 	store *store.Store
-	// headers remembers the run headers of the result messages decoded.
-	headers *protocol.HeaderCache
+	// ingester stores what agents publish on the events stream.
+	ingester *ingest.Ingester
 
 	ns       *server.Server
 	nc       *nats.Conn
@@ -129,11 +131,11 @@ type Controller struct {
 
 	// consumers are the durable consumers (events, advisories), drained on
 	// Close; testHookRebind, when set, runs as one starts being recreated.
-	consumers      []*binding
-	testHookRebind testHook
+	consumers      []*ingest.Binding
+	testHookRebind atomic.Pointer[func(what string)]
 	// testHookRepair, when set, runs before the embedded JetStream is
 	// restarted (jetstreamwatch.go).
-	testHookRepair testHook
+	testHookRepair atomic.Pointer[func(what string)]
 	subs           []*nats.Subscription
 
 	httpSrv *http.Server
@@ -223,7 +225,6 @@ func New(opt Options) (*Controller, error) {
 		sec:         sec,
 		tls:         tlsSt,
 		events:      newFanout(),
-		headers:     protocol.NewHeaderCache(runHeadersKept),
 		live:        newLiveState(),
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
@@ -231,6 +232,7 @@ func New(opt Options) (*Controller, error) {
 		done:        make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
+	c.ingester = c.newIngester()
 	return c, nil
 }
 
@@ -286,9 +288,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.untilJetStreamAnswers(ctx, "streams", c.ensureStreams); err != nil {
 		return err
 	}
-	ingest := c.startIngest(bgCtx)
+	handle := c.ingester.Start(bgCtx, &c.bg, c.done)
 	if err := c.untilJetStreamAnswers(ctx, "events consumer", func(ctx context.Context) error {
-		return c.consume(ctx, protocol.StreamEvents, EventsConsumerConfig(), ingest, "events consumer")
+		return c.consume(ctx, protocol.StreamEvents, ingest.EventsConsumerConfig(), handle, "events consumer")
 	}); err != nil {
 		return err
 	}
@@ -373,7 +375,7 @@ func (c *Controller) Close() error {
 		}
 		var ccs []jetstream.ConsumeContext
 		for _, b := range c.consumers {
-			if cc := b.stop(); cc != nil {
+			if cc := b.Stop(); cc != nil {
 				cc.Drain()
 				ccs = append(ccs, cc)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -101,7 +102,7 @@ func (c *Controller) Health(ctx context.Context) api.Health {
 			h.JetStream = "write error"
 		}
 	}
-	h.Ingest, h.IngestError = c.ingestHealth()
+	h.Ingest, h.IngestError = ingest.Health(c.consumers)
 	if h.Ingest != "ok" {
 		probs = append(probs, api.HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -141,8 +142,8 @@ func (m *ingestMeter) start() {
 	// The events the fanout drops (it never blocks) would never be
 	// counted, so results are counted as they are stored, on the
 	// fanout's goroutine: its queue holds thousands.
-	c.OnEvent(func(ev Event) {
-		if ev.Kind == EventResult {
+	c.OnEvent(func(ev api.Event) {
+		if ev.Kind == api.EventResult {
 			m.stored.Add(1)
 			m.first.CompareAndSwap(0, time.Now().UnixNano())
 		}
@@ -249,7 +250,7 @@ func reportedRuns(t *testing.T, c *Controller, n int) []protocol.Run {
 		agents[j.AgentID].state(t, jobID, protocol.JobRunning, 1, true)
 		runs = append(runs, ingestload.Header(store.RunIDFor(jobID, 1), jobID, sw.ID, j.AgentID, time.Now().UTC()))
 	}
-	ev.waitFor(t, n, kindIs(EventState))
+	ev.waitFor(t, n, kindIs(api.EventState))
 	return runs
 }
 

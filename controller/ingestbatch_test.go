@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"strings"
 	"testing"
 	"time"
@@ -15,14 +16,14 @@ import (
 
 // Results that wait together are stored in one transaction and acked
 // after it; one refused among them is refused alone while the others are
-// stored; a batch delivered again is stored once.
+// stored in the same transaction; a batch delivered again is stored once.
 func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 	c := startController(t, t.TempDir())
 	ev, a := announced(t, c, "a1", "d1")
 	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
 	job := sw.Jobs[0]
 	a.state(t, job, protocol.JobRunning, 1, true)
-	ev.waitFor(t, 1, kindIs(EventState))
+	ev.waitFor(t, 1, kindIs(api.EventState))
 	run := testRun(store.RunIDFor(job, 1), "a1")
 	run.JobID, run.SweepID = job, sw.ID
 	ghost := testRun(store.RunIDFor("ghost", 1), "a1")
@@ -51,7 +52,7 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 
 	gen := c.store.RunsGeneration()
 	b1 := []*recordingMsg{msg(run, testCombo("480p", 1), 1), msg(run, testCombo("480p", 2), 1), msg(run, testCombo("720p", 1), 1)}
-	c.handleBatch([]jetstream.Msg{b1[0], b1[1], b1[2]})
+	c.ingester.Handle(b1[0], b1[1], b1[2])
 	if got := settled(b1...); got != "ack | ack | ack" {
 		t.Errorf("a batch of three results settled %s", got)
 	}
@@ -62,8 +63,12 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 		t.Errorf("%d combinations stored, want 3", n)
 	}
 
+	gen = c.store.RunsGeneration()
 	b2 := []*recordingMsg{msg(run, testCombo("720p", 2), 1), msg(ghost, testCombo("480p", 1), 1), msg(run, testCombo("480p", 1), 2)}
-	c.handleBatch([]jetstream.Msg{b2[0], b2[1], b2[2]})
+	c.ingester.Handle(b2[0], b2[1], b2[2])
+	if n := c.store.RunsGeneration() - gen; n != 1 {
+		t.Errorf("a batch with one refused result took %d transactions, want 1: the others stored with it", n)
+	}
 	if got := settled(b2...); !strings.HasPrefix(got, "ack | term: ") || !strings.Contains(got, "unknown job ghost") || !strings.HasSuffix(got, " | ack") {
 		t.Errorf("a batch with one refused result settled %s, want ack | term: ...unknown job ghost... | ack", got)
 	}
@@ -72,7 +77,7 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 	}
 
 	b3 := []*recordingMsg{msg(run, testCombo("480p", 1), 3), msg(run, testCombo("480p", 2), 3)}
-	c.handleBatch([]jetstream.Msg{b3[0], b3[1]})
+	c.ingester.Handle(b3[0], b3[1])
 	if got := settled(b3...); got != "ack | ack" {
 		t.Errorf("a redelivered batch settled %s", got)
 	}
@@ -86,17 +91,6 @@ func TestIngestBatchStoresTogetherRefusesAlone(t *testing.T) {
 	if len(rej) != 1 {
 		t.Errorf("%d rejections recorded, want the one refused message: %+v", len(rej), rej)
 	}
-}
-
-// handleBatch is what startIngest's goroutine does with msgs, decoding
-// them first as its handler does.
-func (c *Controller) handleBatch(msgs []jetstream.Msg) {
-	qs := make([]*queuedMsg, len(msgs))
-	for i, msg := range msgs {
-		qs[i] = &queuedMsg{msg: msg, decoded: make(chan struct{}), r: decodeResult(msg, c.headers, new(store.Preparer))}
-		close(qs[i].decoded)
-	}
-	c.storeBatch(qs)
 }
 
 // Messages published together are decoded side by side and stored in the
@@ -141,7 +135,7 @@ func TestIngestStoresInTheOrderPublished(t *testing.T) {
 	case <-waitCtx(t).Done():
 		t.Fatal("publishing took too long")
 	}
-	ev.waitFor(t, 1, func(e Event) bool {
+	ev.waitFor(t, 1, func(e api.Event) bool {
 		s, ok := e.Data.(protocol.JobStateChange)
 		return ok && s.State == protocol.JobCompleted
 	})

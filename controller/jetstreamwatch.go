@@ -144,7 +144,7 @@ func (c *Controller) repairJetStream(ctx context.Context) error {
 		return err
 	}
 	for _, b := range c.consumers {
-		b.forceRebind(errors.New("JetStream was restarted"))
+		b.ForceRebind(errors.New("JetStream was restarted"))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -296,7 +297,7 @@ func takeLive[T any](c *Controller, refusal string, limit int, head func(*T) (ag
 			err = use(v)
 		}
 		if err != nil {
-			c.refuse(agent, refusal, truncate(err.Error(), 200))
+			c.refuse(agent, refusal, ingest.Truncate(err.Error(), 200))
 			return false
 		}
 		return true
@@ -311,7 +312,7 @@ func takeLive[T any](c *Controller, refusal string, limit int, head func(*T) (ag
 func decodeLive[T any](subject string, data []byte, limit int, v *T, head func(*T) (agentID string, schema int)) (string, error) {
 	subjAgent, _, err := parseAgentSubject(subject)
 	if err != nil {
-		return truncate(subject, 100), err
+		return ingest.Truncate(subject, 100), err
 	}
 	if len(data) > limit {
 		return subjAgent, fmt.Errorf("%d bytes, more than %d", len(data), limit)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -26,7 +27,7 @@ const (
 	eventsMaxAge    = 30 * 24 * time.Hour
 	jobsMaxAge      = 30 * 24 * time.Hour
 	// ConsumerName is the controller's durable consumer on the events stream.
-	ConsumerName = "controller"
+	ConsumerName = ingest.ConsumerName
 	// MaxStreamReplicas is the most copies of a stream NATS keeps.
 	MaxStreamReplicas = 5
 )

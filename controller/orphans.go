@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -161,7 +162,7 @@ func (c *Controller) eventsLastSeq(ctx context.Context) (uint64, error) {
 func (c *Controller) eventsIngested(ctx context.Context) (eventsProgress, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cons, err := c.js.Consumer(ictx, protocol.StreamEvents, EventsConsumerConfig().Durable)
+	cons, err := c.js.Consumer(ictx, protocol.StreamEvents, ingest.EventsConsumerConfig().Durable)
 	if err != nil {
 		return eventsProgress{}, fmt.Errorf("events consumer: %w", err)
 	}

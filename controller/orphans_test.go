@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -79,16 +80,16 @@ func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
 
 	// Ingestion stops (as if far behind); the agent reports and then
 	// acknowledges the job, which removes its message.
-	var events *binding
+	var events *ingest.Binding
 	for _, b := range c.consumers {
-		if b.stream == protocol.StreamEvents {
+		if b.Stream() == protocol.StreamEvents {
 			events = b
 		}
 	}
 	if events == nil {
 		t.Fatal("no events consumer")
 	}
-	if cc := events.stop(); cc != nil {
+	if cc := events.Stop(); cc != nil {
 		cc.Stop()
 		<-cc.Closed()
 	}
@@ -124,10 +125,7 @@ func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
 
 	// Ingestion resumes: the agent's report moves the job on, and the
 	// watch has nothing to fail.
-	events.mu.Lock()
-	events.stopped = false
-	events.mu.Unlock()
-	if err := events.bind(waitCtx(t)); err != nil {
+	if err := events.Resume(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	ev.waitFor(t, 1, stateIs(job, protocol.JobAccepted))

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -208,6 +209,6 @@ func (c *Controller) removeRejected(msg jetstream.Msg, seq uint64, reason string
 		return
 	}
 	if agent, _, err := parseAgentSubject(msg.Subject()); err == nil {
-		c.refuse(agent, RefusalStream, "removed from the events stream after it was rejected: "+truncate(reason, 160))
+		c.refuse(agent, RefusalStream, "removed from the events stream after it was rejected: "+ingest.Truncate(reason, 160))
 	}
 }

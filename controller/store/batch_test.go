@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
@@ -27,7 +26,7 @@ func TestApplyResultsStoresAsOneByOneAndOnce(t *testing.T) {
 	}
 	gen := s.RunsGeneration()
 	for range 2 { // the second time: a redelivery of all of it
-		if err := s.ApplyResults(received(t, batch...), time.Now()); err != nil {
+		if _, err := s.ApplyResults(received(t, batch...), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,30 +45,33 @@ func TestApplyResultsStoresAsOneByOneAndOnce(t *testing.T) {
 	}
 }
 
-// One refused message fails the batch as a whole, naming it, and nothing
-// of the batch is stored: the caller then settles each message alone.
-func TestApplyResultsStoresNothingWhenOneFails(t *testing.T) {
+// One refused message is left out of its batch and the others are stored
+// in the same transaction; the answer says which was refused and why.
+func TestApplyResultsLeavesOutTheRefusedInOneTransaction(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	r1 := labRun(t, s, "j1", "a1")
 	stranger := r1
 	stranger.AgentID = ""
 	gen := s.RunsGeneration()
-	err := s.ApplyResults(received(t, []protocol.ResultMessage{
+	refused, err := s.ApplyResults(received(t, []protocol.ResultMessage{
 		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 1)},
 		{Schema: 1, AgentID: "a9", Run: stranger, Combination: combo("720p", 1)}, // not a9's job
 		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 2)},
 	}...), time.Now())
-	var be *BatchError
-	if !errors.As(err, &be) || be.Index != 1 {
-		t.Fatalf("got %v, want a BatchError naming message 1", err)
+	if err != nil {
+		t.Fatalf("a batch with one refused message failed as a whole: %v", err)
 	}
-	wantReject(t, "the stranger's message", err, "belongs to agent a1")
-	if _, err := s.Run(ctx, r1.ID); !errors.Is(err, ErrNotFound) {
-		t.Errorf("run 1 after a failed batch: %v, want not found (nothing stored)", err)
+	if len(refused) != 3 || refused[0] != nil || refused[2] != nil || !Refused(refused[1]) {
+		t.Fatalf("refused %v, want only message 1", refused)
 	}
-	if s.RunsGeneration() != gen {
-		t.Error("a batch rolled back moved the runs generation")
+	wantReject(t, "the stranger's message", refused[1], "belongs to agent a1")
+	if n := s.RunsGeneration() - gen; n != 1 {
+		t.Errorf("the batch took %d transactions, want 1", n)
+	}
+	got, err := s.Run(ctx, r1.ID)
+	if err != nil || len(got.Combinations) != 2 {
+		t.Errorf("run 1 after the batch: %v, %d combinations, want the 2 not refused", err, len(got.Combinations))
 	}
 }
 

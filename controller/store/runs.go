@@ -78,8 +78,9 @@ func (s *Store) ApplyPrepared(r *Result, received time.Time) error {
 	return nil
 }
 
-// BatchError is ApplyResults' answer when one of its messages fails: Index
-// is that message, Err what ApplyResult would have said of it alone.
+// BatchError is ApplyResults' answer when its transaction fails at one of
+// its messages (a store error, not a refusal): Index is that message, Err
+// what ApplyResult would have said of it alone.
 type BatchError struct {
 	Index int
 	Err   error
@@ -90,6 +91,15 @@ func (e *BatchError) Error() string {
 }
 func (e *BatchError) Unwrap() error { return e.Err }
 
+// Refused says whether ApplyResult's err leaves its message unstored for
+// good without anything being wrong with the store: a *RejectError, or
+// ErrUnreportedAttempt. Such a message is settled on its own while the
+// others of its batch are stored.
+func Refused(err error) bool {
+	var rej *RejectError
+	return errors.As(err, &rej) || errors.Is(err, ErrUnreportedAttempt)
+}
+
 // ApplyResults stores result messages in order, in one transaction: one
 // write to disk (and its fsync) for all of them, where ApplyResult makes
 // one each, which is what bounds the ingest rate. Each message is applied
@@ -97,22 +107,36 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // wrote; a run's header and its job are decoded once for the batch, and
 // the header written once, as the last of its messages left it. The
 // messages' records were encoded before (PrepareResult), so that the
-// transaction, which one writer holds at a time, only writes them. It
-// stores all of them or none: when one fails
-// (refused, an unreported attempt, a store error) nothing is written and a
-// *BatchError names it, so that the caller can take them one at a time
-// and settle each message on its own.
-func (s *Store) ApplyResults(ms []*Result, received time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+// transaction, which one writer holds at a time, only writes them.
+//
+// A message the store refuses (Refused: a *RejectError, or
+// ErrUnreportedAttempt) is left out and the others are stored in the same
+// transaction: refused[i] is why message i was not stored, nil when it
+// was. A refusal is decided before its message writes anything (apply),
+// so leaving it out leaves the transaction as if it had not come. err
+// is a failure of the transaction itself, which then stores nothing: a
+// *BatchError names the message it failed at, when it failed at one.
+func (s *Store) ApplyResults(ms []*Result, received time.Time) (refused []error, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		s.runsChanged(tx)
+		refused = make([]error, len(ms))
 		w := newResultWriter(tx)
 		for i, m := range ms {
-			if err := w.apply(m, received); err != nil {
+			err := w.apply(m, received)
+			switch {
+			case err == nil:
+			case Refused(err):
+				refused[i] = fmt.Errorf("store: result for run %s: %w", m.Run.ID, err)
+			default:
 				return &BatchError{Index: i, Err: fmt.Errorf("result for run %s: %w", m.Run.ID, err)}
 			}
 		}
 		return w.flush()
 	})
+	if err != nil {
+		return nil, err
+	}
+	return refused, nil
 }
 
 // resultWriter applies result messages within one transaction. It keeps

@@ -1,4 +1,10 @@
-package controller
+// Package ingest is the controller's one path for what agents publish on
+// the events stream: the durable consumer's configuration, its binding and
+// consumption (consumer.go), the decoding of each message and the storing
+// of batches of them in one transaction each, every message settled inside
+// its batch (ingest.go, settle.go), and the controller-only decoding of
+// result messages (package decode).
+package ingest
 
 import (
 	"context"
@@ -6,10 +12,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
@@ -39,20 +45,26 @@ var rebindPolicy = backoff.Policy{First: 250 * time.Millisecond, Max: 15 * time.
 // errConsumerStopped ends a rebind once Close has begun.
 var errConsumerStopped = errors.New("consumer stopped")
 
-// binding is one of the controller's durable consumers and its
+// Binding is one of the controller's durable consumers and its
 // consumption. When the consumer disappears (an operator or an external
 // server's admin deleted it, or its stream), the binding notices (the
 // consumption's error handler, or the periodic check), reports itself lost
 // in /api/health and recreates the consumer with the same configuration:
 // the stream keeps what was published meanwhile, and ingestion is
 // idempotent, so nothing is lost and nothing is stored twice.
-type binding struct {
-	c      *Controller
+type Binding struct {
+	js     jetstream.JetStream
 	stream string
 	cfg    jetstream.ConsumerConfig
 	handle jetstream.MessageHandler
 	what   string
 	kick   chan struct{}
+	// ensureStreams makes the controller's streams again, should the
+	// consumer's have gone too.
+	ensureStreams func(context.Context) error
+	log           zerolog.Logger
+	// onRebind, when set, runs as the consumer starts being recreated.
+	onRebind func(what string)
 
 	mu      sync.Mutex
 	cons    jetstream.Consumer
@@ -64,13 +76,28 @@ type binding struct {
 	restarted error
 }
 
+// Consume binds the durable consumer cfg on stream and hands its messages
+// to handle; what names the consumer in the log and in /api/health.
+// Should the consumer disappear later, the binding recreates it (Watch).
+// ensureStreams makes the controller's streams again when the stream went
+// too; onRebind, when not nil, runs as a consumer starts being recreated.
+func Consume(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, what string,
+	ensureStreams func(context.Context) error, log zerolog.Logger, onRebind func(what string)) (*Binding, error) {
+	b := &Binding{js: js, stream: stream, cfg: cfg, handle: handle, what: what, kick: make(chan struct{}, 1),
+		ensureStreams: ensureStreams, log: log, onRebind: onRebind}
+	if err := b.bind(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // bind creates (or updates) the consumer and starts consuming it.
-func (b *binding) bind(ctx context.Context) error {
-	js := b.c.js
+func (b *Binding) bind(ctx context.Context) error {
+	js := b.js
 	cons, err := js.CreateOrUpdateConsumer(ctx, b.stream, b.cfg)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		// The stream went too: create it again as Start does, then the consumer.
-		if serr := b.c.ensureStreams(ctx); serr != nil {
+		if serr := b.ensureStreams(ctx); serr != nil {
 			return serr
 		}
 		cons, err = js.CreateOrUpdateConsumer(ctx, b.stream, b.cfg)
@@ -95,15 +122,15 @@ func (b *binding) bind(ctx context.Context) error {
 // consumeError is the consumption's error handler. An error that says the
 // consumer is gone, or missing heartbeats (what a consumer deleted without
 // a pull request waiting on it looks like), has the watcher check it.
-func (b *binding) consumeError(_ jetstream.ConsumeContext, err error) {
+func (b *Binding) consumeError(_ jetstream.ConsumeContext, err error) {
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerDeleted), errors.Is(err, jetstream.ErrConsumerNotFound),
 		errors.Is(err, jetstream.ErrStreamNotFound), errors.Is(err, jetstream.ErrBadRequest):
-		b.c.log.Warn().Err(err).Str("consumer", b.what).Msg("durable consumer reports it is gone; checking it")
+		b.log.Warn().Err(err).Str("consumer", b.what).Msg("durable consumer reports it is gone; checking it")
 	case errors.Is(err, jetstream.ErrNoHeartbeat):
-		b.c.log.Debug().Err(err).Str("consumer", b.what).Msg("missing heartbeats; checking the consumer")
+		b.log.Debug().Err(err).Str("consumer", b.what).Msg("missing heartbeats; checking the consumer")
 	default:
-		b.c.log.Debug().Err(err).Msg(b.what)
+		b.log.Debug().Err(err).Msg(b.what)
 		return
 	}
 	select {
@@ -112,9 +139,9 @@ func (b *binding) consumeError(_ jetstream.ConsumeContext, err error) {
 	}
 }
 
-// watch checks the consumer when its consumption reports trouble and every
-// consumerCheckEvery, until ctx ends.
-func (b *binding) watch(ctx context.Context) {
+// Watch checks the consumer when its consumption reports trouble and every
+// consumerCheckEvery, recreating it when it is gone, until ctx ends.
+func (b *Binding) Watch(ctx context.Context) {
 	go tick.Every(ctx, consumerCheckEvery, func() {
 		select {
 		case b.kick <- struct{}{}:
@@ -134,7 +161,7 @@ func (b *binding) watch(ctx context.Context) {
 // check recreates the consumer when its consumption ended or the server no
 // longer knows it. Other failures (a lost connection) are left to the
 // client's reconnection and show in /api/health as nats "disconnected".
-func (b *binding) check(ctx context.Context) {
+func (b *Binding) check(ctx context.Context) {
 	b.mu.Lock()
 	cons, cc, stopped, cause := b.cons, b.cc, b.stopped, b.restarted
 	b.restarted = nil
@@ -162,7 +189,7 @@ func (b *binding) check(ctx context.Context) {
 }
 
 // rebind recreates the consumer, retrying until it succeeds or ctx ends.
-func (b *binding) rebind(ctx context.Context, cause error) {
+func (b *Binding) rebind(ctx context.Context, cause error) {
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
@@ -172,10 +199,10 @@ func (b *binding) rebind(ctx context.Context, cause error) {
 	old := b.cc
 	b.mu.Unlock()
 	old.Stop()
-	b.c.log.Error().Err(cause).Str("consumer", b.what).Str("stream", b.stream).
+	b.log.Error().Err(cause).Str("consumer", b.what).Str("stream", b.stream).
 		Msg("durable consumer lost: ingestion paused, recreating it")
-	if h := b.c.testHookRebind.Load(); h != nil {
-		(*h)(b.what)
+	if b.onRebind != nil {
+		b.onRebind(b.what)
 	}
 	err := rebindPolicy.Retry(ctx, func(attempt int) error {
 		err := b.bind(ctx)
@@ -183,19 +210,19 @@ func (b *binding) rebind(ctx context.Context, cause error) {
 			b.mu.Lock()
 			b.lost = err
 			b.mu.Unlock()
-			b.c.log.Warn().Err(err).Str("consumer", b.what).Int("attempt", attempt).Msg("recreating the durable consumer failed; retrying")
+			b.log.Warn().Err(err).Str("consumer", b.what).Int("attempt", attempt).Msg("recreating the durable consumer failed; retrying")
 		}
 		return err
 	})
 	if err == nil {
-		b.c.log.Warn().Str("consumer", b.what).Str("stream", b.stream).
+		b.log.Warn().Str("consumer", b.what).Str("stream", b.stream).
 			Msg("durable consumer recreated: ingestion resumed with what the stream kept meanwhile")
 	}
 }
 
-// forceRebind has the watcher recreate the consumption: after JetStream
+// ForceRebind has the watcher recreate the consumption: after JetStream
 // restarted, the pull requests of the old one are gone.
-func (b *binding) forceRebind(cause error) {
+func (b *Binding) ForceRebind(cause error) {
 	b.mu.Lock()
 	b.restarted = cause
 	b.mu.Unlock()
@@ -205,9 +232,9 @@ func (b *binding) forceRebind(cause error) {
 	}
 }
 
-// stop ends the binding for Close: no rebind starts or finishes after it.
-// It returns the consumption to drain, nil if there is none.
-func (b *binding) stop() jetstream.ConsumeContext {
+// Stop ends the binding for the controller's Close: no rebind starts or
+// finishes after it. It returns the consumption to drain, nil if none.
+func (b *Binding) Stop() jetstream.ConsumeContext {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.stopped = true
@@ -215,17 +242,17 @@ func (b *binding) stop() jetstream.ConsumeContext {
 }
 
 // lostErr is why the consumer is being recreated, nil while it consumes.
-func (b *binding) lostErr() error {
+func (b *Binding) lostErr() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.lost
 }
 
-// ingestHealth is /api/health's "ingest": "ok" while every durable
-// consumer consumes, else "rebinding" with what is wrong.
-func (c *Controller) ingestHealth() (state, problem string) {
+// Health is /api/health's "ingest": "ok" while every durable consumer
+// consumes, else "rebinding" with what is wrong.
+func Health(bs []*Binding) (state, problem string) {
 	var problems []string
-	for _, b := range c.consumers {
+	for _, b := range bs {
 		if err := b.lostErr(); err != nil {
 			problems = append(problems, b.what+": "+err.Error())
 		}
@@ -236,5 +263,49 @@ func (c *Controller) ingestHealth() (state, problem string) {
 	return "rebinding", strings.Join(problems, "; ")
 }
 
-// testHook is set by tests only.
-type testHook = atomic.Pointer[func(what string)]
+// ConsumerName is the controller's durable consumer on the events stream.
+const ConsumerName = "controller"
+
+// MaxDeliveries is how often the controller's consumer receives one
+// message before giving up on it; the last delivery is recorded as a
+// rejection instead of being retried (see Settle).
+const MaxDeliveries = 50
+
+// EventsConsumerConfig is the controller's durable consumer on the events
+// stream. A message is stored (Ack), refused for good (Term, recorded in the
+// rejected bucket: malformed, not allowed, or a store error that would
+// repeat identically), or retried after a transient store failure (Nak with
+// a growing delay) until its last delivery, which is recorded and
+// terminated: a message awaiting retry holds one of MaxAckPending slots, so
+// retrying without end would let thousands of them stop ingestion.
+// MaxAckPending is several times what one transaction stores
+// (maxBatch): with only one batch's worth, the server sent nothing while a
+// batch was being written, and the decoders stood idle.
+func EventsConsumerConfig() jetstream.ConsumerConfig {
+	return DurableConsumer("vlmfleet controller: stores agent events", 4096)
+}
+
+// DurableConsumer is the configuration of a consumer of the controller's
+// whose messages are settled as EventsConsumerConfig says.
+func DurableConsumer(description string, maxAckPending int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   description,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    MaxDeliveries,
+		MaxAckPending: maxAckPending,
+	}
+}
+
+// Stream is the stream the consumer reads.
+func (b *Binding) Stream() string { return b.stream }
+
+// Resume undoes Stop: it binds the consumer again.
+func (b *Binding) Resume(ctx context.Context) error {
+	b.mu.Lock()
+	b.stopped = false
+	b.mu.Unlock()
+	return b.bind(ctx)
+}
