@@ -78,7 +78,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 // One wrong deployment is reported with its reason and the others are
-// offered; the agent-wide fields still stop the agent (issue 9).
+// offered; the agent-wide fields still stop the agent.
 func TestCheckDeployments(t *testing.T) {
 	root := t.TempDir()
 	for _, f := range []string{"tiny.gguf", "mmproj-tiny.gguf"} {

@@ -1,5 +1,5 @@
 // Package loadgen measures a vision-language model endpoint the way the
-// method of 000_aae2cc4e092a415f.txt does: closed-loop cameras sending
+// published method (explorer/testdata/seed.txt) does: closed-loop cameras sending
 // streamed chat completions with base64 images, timed from just before each
 // request is written to its first real token.
 package loadgen
