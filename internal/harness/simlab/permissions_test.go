@@ -360,7 +360,7 @@ func (v *violations) unexpected() error {
 // (on a free loopback port and a temp store) carries an agent's JetStream
 // traffic, up to the largest message the protocol allows.
 func TestExampleNATSConfig(t *testing.T) {
-	const path = "../../deploy/nats-server.conf"
+	const path = "../../../deploy/nats-server.conf"
 	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
