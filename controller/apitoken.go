@@ -9,12 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
+	"github.com/vlmfleet/vlmfleet/internal/private"
 )
 
 // minTokenLen is the shortest token a token file may hold.
@@ -66,8 +66,8 @@ func readTokenFile(file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s may be read by others (mode %04o): run chmod 600 %s", file, st.Mode().Perm(), file)
+	if err := private.File(file, st); err != nil {
+		return "", err
 	}
 	buf := make([]byte, 4096)
 	n, _ := f.Read(buf)

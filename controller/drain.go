@@ -167,5 +167,5 @@ func (c *Controller) handleDrain(r *http.Request) (api.AgentView, error) {
 
 // drainedRefusal says why a sweep may not name a drained agent.
 func drainedRefusal(i int, id string) error {
-	return badSweep("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
+	return api.BadSweepf("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
 }

@@ -20,10 +20,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-func badSweep(format string, args ...any) error {
-	return &api.BadSweepError{Err: fmt.Errorf(format, args...)}
-}
-
 // newID makes a sortable, unique id: prefix-YYYYMMDD-HHMMSS-<8 hex>.
 func newID(prefix string, now time.Time) string {
 	var b [4]byte
@@ -57,7 +53,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 		for i, id := range s.Agents {
 			a, ok := byID[id]
 			if !ok {
-				return protocol.Sweep{}, badSweep("agents[%d]: agent %q has never announced itself to this controller", i, id)
+				return protocol.Sweep{}, api.BadSweepf("agents[%d]: agent %q has never announced itself to this controller", i, id)
 			}
 			if slices.ContainsFunc(chosen, func(x agentStatus) bool { return x.ID == id }) {
 				continue
@@ -66,7 +62,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 				return protocol.Sweep{}, drainedRefusal(i, id)
 			}
 			if !protocol.LabelsMatch(a.Labels, s.AgentLabels) {
-				return protocol.Sweep{}, badSweep("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
+				return protocol.Sweep{}, api.BadSweepf("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
 					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))
 			}
 			if !a.Online {
@@ -122,16 +118,16 @@ func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.J
 	for i, d := range s.Deployments {
 		if !offered[d] {
 			if why := brokenReasons(chosen, d); why != "" {
-				return nil, badSweep("deployments[%d]: %q cannot run: %s", i, d, why)
+				return nil, api.BadSweepf("deployments[%d]: %q cannot run: %s", i, d, why)
 			}
-			return nil, badSweep("deployments[%d]: %q is offered by none of the selected agents (%s); they offer: %s", i, d, agentIDs(chosen), strings.Join(slices.Sorted(maps.Keys(offeredIDs(chosen))), ", "))
+			return nil, api.BadSweepf("deployments[%d]: %q is offered by none of the selected agents (%s); they offer: %s", i, d, agentIDs(chosen), strings.Join(slices.Sorted(maps.Keys(offeredIDs(chosen))), ", "))
 		}
 	}
 	if len(jobs) == 0 {
 		if why := brokenReasons(chosen, ""); why != "" {
-			return nil, badSweep("the selected agents (%s) offer no deployment: %s", agentIDs(chosen), why)
+			return nil, api.BadSweepf("the selected agents (%s) offer no deployment: %s", agentIDs(chosen), why)
 		}
-		return nil, badSweep("the selected agents (%s) offer no deployment", agentIDs(chosen))
+		return nil, api.BadSweepf("the selected agents (%s) offer no deployment", agentIDs(chosen))
 	}
 	return jobs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -29,15 +30,15 @@ func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string
 	}
 	switch {
 	case len(online) == 0:
-		return nil, badSweep("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
+		return nil, api.BadSweepf("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
 	case len(labelled) == 0:
 		have := make([]string, len(online))
 		for i, a := range online {
 			have[i] = a.ID + " " + formatLabels(a.Labels)
 		}
-		return nil, badSweep("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
+		return nil, api.BadSweepf("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
 	case len(chosen) == 0:
-		return nil, badSweep("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
+		return nil, api.BadSweepf("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
 	}
 	return chosen, nil
 }

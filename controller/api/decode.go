@@ -51,7 +51,8 @@ type BadSweepError struct{ Err error }
 func (e *BadSweepError) Error() string { return e.Err.Error() }
 func (e *BadSweepError) Unwrap() error { return e.Err }
 
-func badSweep(format string, args ...any) error {
+// BadSweepf is a *BadSweepError of the formatted message.
+func BadSweepf(format string, args ...any) error {
 	return &BadSweepError{Err: fmt.Errorf(format, args...)}
 }
 
@@ -62,19 +63,19 @@ func ValidateSweep(s protocol.Sweep) error {
 	}
 	for i, a := range s.Agents {
 		if err := protocol.ValidateAgentID(a); err != nil {
-			return badSweep("agents[%d]: %v", i, err)
+			return BadSweepf("agents[%d]: %v", i, err)
 		}
 	}
 	for i, d := range s.Deployments {
 		if strings.TrimSpace(d) == "" {
-			return badSweep("deployments[%d]: empty deployment id", i)
+			return BadSweepf("deployments[%d]: empty deployment id", i)
 		}
 	}
 	if err := protocol.ValidateLabels("agent_labels", s.AgentLabels); err != nil {
 		return &BadSweepError{Err: err}
 	}
 	if len(s.Name) > 200 {
-		return badSweep("name: %d characters, at most 200", len(s.Name))
+		return BadSweepf("name: %d characters, at most 200", len(s.Name))
 	}
 	return nil
 }
