@@ -22,6 +22,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/outbox"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
+	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -43,11 +44,8 @@ type Options struct {
 	Images *imageset.Set
 }
 
-// DefaultJobAckWait is Options.JobAckWait's default. A running job is kept
-// alive by an InProgress every third of it, so it bounds only how long a job
-// whose agent died (or restarted without handing it back) waits for its
-// redelivery, not how long a job may run.
-const DefaultJobAckWait = 30 * time.Second
+// DefaultJobAckWait is Options.JobAckWait's default (see jobconsumer).
+const DefaultJobAckWait = jobconsumer.DefaultAckWait
 
 // Agent is one running agent.
 type Agent struct {

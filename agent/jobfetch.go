@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
+	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -281,17 +282,10 @@ func (a *Agent) bindJobs(ctx context.Context) (jetstream.Consumer, error) {
 }
 
 // createJobConsumer creates the agent's job consumer as the controller
-// makes it (controller.JobConsumerConfig), for a controller from before
+// makes it (jobconsumer.Config), for a controller from before
 // that leaves it to the agent and grants it the right to.
 func (a *Agent) createJobConsumer(ctx context.Context) (jetstream.Consumer, error) {
-	return a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jetstream.ConsumerConfig{
-		Durable:       protocol.JobConsumerName(a.cfg.ID),
-		FilterSubject: protocol.JobSubject(a.cfg.ID),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       a.opt.JobAckWait,
-		MaxAckPending: 1,
-		MaxDeliver:    protocol.MaxJobDeliveries,
-	})
+	return a.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jobconsumer.Config(a.cfg.ID, a.opt.JobAckWait))
 }
 
 // ackWait is how long the server waits for a sign of life of a job it

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -29,11 +30,11 @@ func stateIs(jobID string, st protocol.JobState) func(api.Event) bool {
 }
 
 // jobConsumer is the agent's job consumer as the controller makes it
-// (JobConsumerConfig), with a MaxDeliver of 2 so that the test crashes the
+// (jobconsumer.Config), with a MaxDeliver of 2 so that the test crashes the
 // agent only twice, bound by the agent.
 func (a *fakeAgent) jobConsumer(t *testing.T) jetstream.Consumer {
 	t.Helper()
-	cfg := JobConsumerConfig(a.id, 30*time.Second)
+	cfg := jobconsumer.Config(a.id, 30*time.Second)
 	cfg.MaxDeliver = 2
 	return a.boundJobConsumer(t, cfg)
 }

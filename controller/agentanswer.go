@@ -10,28 +10,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// DefaultJobAckWait is Options.JobAckWait's default, as agent.DefaultJobAckWait.
-const DefaultJobAckWait = 30 * time.Second
-
-// JobConsumerConfig is agent agentID's durable job consumer: a pull
-// consumer of the agent's own jobs, one at a time, each delivered at most
-// protocol.MaxJobDeliveries times, redelivered after ackWait without a
-// sign of life. The controller makes it (ensureJobConsumer); the agent
-// only binds it. It has no deliver subject: jobs go only where a pull of
-// the agent's asks for them.
-func JobConsumerConfig(agentID string, ackWait time.Duration) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       protocol.JobConsumerName(agentID),
-		FilterSubject: protocol.JobSubject(agentID),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ackWait,
-		MaxAckPending: 1,
-		MaxDeliver:    protocol.MaxJobDeliveries,
-	}
-}
+// DefaultJobAckWait is Options.JobAckWait's default (see jobconsumer).
+const DefaultJobAckWait = jobconsumer.DefaultAckWait
 
 // ensureJobConsumer makes (or updates) the agent's job consumer. One that
 // pushes to a deliver subject cannot be turned into a pull consumer; the
@@ -39,7 +23,7 @@ func JobConsumerConfig(agentID string, ackWait time.Duration) jetstream.Consumer
 // the right to create consumers, to push its jobs onto a subject of its
 // choosing. It is deleted and made again; the jobs stay in the stream.
 func (c *Controller) ensureJobConsumer(ctx context.Context, agentID string) error {
-	cfg := JobConsumerConfig(agentID, c.opt.JobAckWait)
+	cfg := jobconsumer.Config(agentID, c.opt.JobAckWait)
 	_, err := c.js.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, cfg)
 	if err == nil {
 		return nil

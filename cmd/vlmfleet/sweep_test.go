@@ -15,6 +15,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -66,7 +67,7 @@ func TestSweepCommandWaits(t *testing.T) {
 
 	// Take the job as the agent would, from the consumer the controller
 	// makes, then report it finished.
-	if _, err := l.AdminJS.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, controller.JobConsumerConfig("a1", 30*time.Second)); err != nil {
+	if _, err := l.AdminJS.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jobconsumer.Config("a1", 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := l.JS.Consumer(ctx, protocol.StreamJobs, protocol.JobConsumerName("a1"))

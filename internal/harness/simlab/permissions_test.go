@@ -15,6 +15,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -432,7 +433,7 @@ func TestExampleNATSConfig(t *testing.T) {
 		t.Fatalf("agent %s publishing a %d-byte result: %v", id, len(big), err)
 	}
 	// The controller makes the agent's consumer; the agent binds it.
-	if _, err := admin.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, controller.JobConsumerConfig(id, 30*time.Second)); err != nil {
+	if _, err := admin.CreateOrUpdateConsumer(ctx, protocol.StreamJobs, jobconsumer.Config(id, 30*time.Second)); err != nil {
 		t.Fatalf("controller creating agent %s's job consumer: %v", id, err)
 	}
 	cons, err := js.Consumer(ctx, protocol.StreamJobs, protocol.JobConsumerName(id))
