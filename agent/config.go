@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 
@@ -212,10 +211,10 @@ func (c Config) CheckDeployments(env engine.Env) (ok []DeploymentConfig, broken 
 	for i, d := range c.Deployments {
 		if err := checkDeployment(d, uses[d.ID], env); err != nil {
 			broken = append(broken, protocol.BrokenDeployment{
-				ID:     clip(d.ID, protocol.MaxNameLen),
-				Engine: clip(d.Engine.Kind, protocol.MaxNameLen),
-				Model:  clip(d.Model, protocol.MaxNameLen),
-				Reason: clip(fmt.Sprintf("deployments[%d].%v", i, err), protocol.MaxLineLen),
+				ID:     protocol.Clip(d.ID, protocol.MaxNameLen, "..."),
+				Engine: protocol.Clip(d.Engine.Kind, protocol.MaxNameLen, "..."),
+				Model:  protocol.Clip(d.Model, protocol.MaxNameLen, "..."),
+				Reason: protocol.Clip(fmt.Sprintf("deployments[%d].%v", i, err), protocol.MaxLineLen, "..."),
 			})
 			continue
 		}
@@ -243,19 +242,6 @@ func checkDeployment(d DeploymentConfig, uses []string, env engine.Env) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
-}
-
-// clip cuts s to at most n bytes on a character boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const more = "..."
-	cut := n - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
 }
 
 // sanitizeID turns a hostname into a valid agent id.

@@ -3,7 +3,6 @@ package controller
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
@@ -116,7 +115,7 @@ func checkProgress(p *protocol.Progress) error {
 	if err := checkNames(protocol.MaxNameLen, "run_id", p.RunID, "combo.size", p.Combo.Size); err != nil {
 		return err
 	}
-	p.Message = cutText(p.Message, maxProgressMessage)
+	p.Message = protocol.Clip(p.Message, maxProgressMessage, " …")
 	return nil
 }
 
@@ -128,19 +127,6 @@ func checkNames(limit int, fields ...string) error {
 		}
 	}
 	return nil
-}
-
-// cutText cuts s to at most n bytes, on a character boundary, marking the cut.
-func cutText(s string, n int) string {
-	const mark = " …"
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
 }
 
 // checkTelemetry refuses a sample with more named figures than any device

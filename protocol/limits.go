@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits on what a receiver accepts, beyond MaxMessageBytes: a document
@@ -387,4 +388,18 @@ func (q *RequestRecord) validate() error {
 		}
 	}
 	return nil
+}
+
+// Clip cuts s to at most n bytes on a character boundary, ending it with
+// mark where it was cut, so that a text cut to a limit still reads as
+// UTF-8 and shows that it was cut.
+func Clip(s string, n int, mark string) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:max(cut, 0)] + mark
 }
