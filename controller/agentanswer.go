@@ -99,15 +99,8 @@ func (c *Controller) answerLater(answer func(ctx context.Context)) {
 	c.answering.slots <- struct{}{}
 	c.answering.wg.Go(func() {
 		defer func() { <-c.answering.slots }()
-		ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+		ctx, cancel := context.WithTimeout(c.bgCtx, answerTimeout)
 		defer cancel()
-		go func() {
-			select {
-			case <-c.done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		answer(ctx)
 	})
 }

@@ -150,8 +150,10 @@ type Controller struct {
 	metrics  *metrics
 
 	publishKick chan struct{}
-	bgCancel    context.CancelFunc
-	bg          sync.WaitGroup
+	// bgCtx lasts from Start until Close stops the background work.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	bg       sync.WaitGroup
 	// done is closed when Close begins, so long-lived handlers (SSE) return.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -278,7 +280,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.started = true
 	bgCtx, cancel := context.WithCancel(context.Background())
-	c.bgCancel = cancel
+	c.bgCtx, c.bgCancel = bgCtx, cancel
 	c.bg.Add(1)
 	go func() { defer c.bg.Done(); c.events.run(bgCtx) }()
 
