@@ -120,7 +120,10 @@ type Controller struct {
 	nc       *nats.Conn
 	ncClosed chan struct{}
 	js       jetstream.JetStream
-	natsURL  string
+	// eventsStream is the events stream's handle, kept by ensureStreams so
+	// that removing a rejected message costs no look-up of the stream.
+	eventsStream atomic.Pointer[jetstream.Stream]
+	natsURL      string
 	// authMu serialises changes of the embedded server's users; ctlKey
 	// is the controller's own nkey (NATSAuthNkeys only).
 	authMu sync.Mutex

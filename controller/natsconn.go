@@ -235,13 +235,17 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 // too; a server that refuses says why, and the error names both counts.
 func (c *Controller) ensureStreams(ctx context.Context) error {
 	for _, cfg := range c.streamConfigs() {
-		if _, err := c.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		s, err := c.js.CreateOrUpdateStream(ctx, cfg)
+		if err != nil {
 			if s, ierr := c.js.Stream(ctx, cfg.Name); ierr == nil && s.CachedInfo().Config.Replicas != cfg.Replicas {
 				return fmt.Errorf("controller: stream %s has %d replicas and --stream-replicas asks for %d; the server refused the change: %w",
 					cfg.Name, s.CachedInfo().Config.Replicas, cfg.Replicas, err)
 			}
 			return fmt.Errorf("controller: create or update stream %s with %d replicas and a limit of %s (--events-stream-mib, --jobs-stream-mib): %w",
 				cfg.Name, cfg.Replicas, mib(cfg.MaxBytes), err)
+		}
+		if cfg.Name == protocol.StreamEvents {
+			c.eventsStream.Store(&s)
 		}
 	}
 	return nil

@@ -199,9 +199,9 @@ func (c *Controller) removeRejected(msg jetstream.Msg, seq uint64, reason string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := c.js.Stream(ctx, md.Stream)
-	if err == nil {
-		err = s.DeleteMsg(ctx, seq)
+	err = errors.New("the events stream is not set up yet")
+	if s := c.eventsStream.Load(); s != nil {
+		err = (*s).DeleteMsg(ctx, seq)
 	}
 	if err != nil {
 		c.log.Warn().Err(err).Str("stream", md.Stream).Uint64("stream_seq", seq).
