@@ -46,7 +46,7 @@ func (c *Controller) ensureJobConsumer(ctx context.Context, agentID string) erro
 // agentReply returns the agent whose subject a request came on, when its
 // reply subject lies in that agent's own inbox.
 func agentReply(subject, reply string) (agentID string, err error) {
-	agentID, _, err = parseAgentSubject(subject)
+	agentID, _, err = protocol.ParseAgentSubject(subject)
 	if err != nil {
 		return "", err
 	}

@@ -164,7 +164,7 @@ func FuzzHeartbeatAnswer(f *testing.F) {
 	}
 	f.Cleanup(func() { _ = c.Close() })
 	f.Fuzz(func(t *testing.T, subject, reply string, data []byte) {
-		subjectAgent, _, subjErr := parseAgentSubject(subject)
+		subjectAgent, _, subjErr := protocol.ParseAgentSubject(subject)
 		var hb protocol.Heartbeat
 		_, err := decodeLive(subject, data, maxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
 		if err == nil && (subjErr != nil || hb.AgentID != subjectAgent) {

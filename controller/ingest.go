@@ -55,11 +55,6 @@ func (c *Controller) watchConsumers(ctx context.Context) {
 	}
 }
 
-// parseAgentSubject splits vlmfleet.agent.<id>.<kind>.
-func parseAgentSubject(subject string) (agentID, kind string, err error) {
-	return ingest.ParseAgentSubject(subject)
-}
-
 // storeHello stores an agent's hello, which the events stream took at
 // storedAt, and tells the live views.
 func (c *Controller) storeHello(h *protocol.AgentHello, storedAt time.Time) error {

@@ -310,7 +310,7 @@ func takeLive[T any](c *Controller, refusal string, limit int, head func(*T) (ag
 // counted and logged as a refusal (onLive): losing one is harmless by
 // design, so it is not kept for an operator as a durable one is.
 func decodeLive[T any](subject string, data []byte, limit int, v *T, head func(*T) (agentID string, schema int)) (string, error) {
-	subjAgent, _, err := parseAgentSubject(subject)
+	subjAgent, _, err := protocol.ParseAgentSubject(subject)
 	if err != nil {
 		return ingest.Truncate(subject, 100), err
 	}

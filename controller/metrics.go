@@ -82,7 +82,7 @@ func newMetrics(c *Controller) *metrics {
 
 // kindLabel is the kind label of a message's subject.
 func kindLabel(subject string) string {
-	if _, kind, err := parseAgentSubject(subject); err == nil && slices.Contains(messageKinds, kind) {
+	if _, kind, err := protocol.ParseAgentSubject(subject); err == nil && slices.Contains(messageKinds, kind) {
 		return kind
 	}
 	return "other"

@@ -208,7 +208,7 @@ func (c *Controller) removeRejected(msg jetstream.Msg, seq uint64, reason string
 			Msg("removing a rejected message from its stream failed; it stays until the stream frees what is settled")
 		return
 	}
-	if agent, _, err := parseAgentSubject(msg.Subject()); err == nil {
+	if agent, _, err := protocol.ParseAgentSubject(msg.Subject()); err == nil {
 		c.refuse(agent, RefusalStream, "removed from the events stream after it was rejected: "+ingest.Truncate(reason, 160))
 	}
 }

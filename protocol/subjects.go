@@ -110,6 +110,19 @@ func AgentSubject(agentID, kind string) string {
 	return SubjectPrefix + ".agent." + agentID + "." + kind
 }
 
+// ParseAgentSubject splits an agent's subject (AgentSubject) into the
+// agent's id and the kind of message, or says why it is not one.
+func ParseAgentSubject(subject string) (agentID, kind string, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 4 || t[0] != SubjectPrefix || t[1] != "agent" {
+		return "", "", fmt.Errorf("subject %q is not %s.agent.<id>.<kind>", subject, SubjectPrefix)
+	}
+	if err := ValidateAgentID(t[2]); err != nil {
+		return "", "", fmt.Errorf("subject %q: %w", subject, err)
+	}
+	return t[2], t[3], nil
+}
+
 // AgentSubjectAll matches events of one kind from every agent ("*" for the agent token).
 func AgentSubjectAll(kind string) string { return SubjectPrefix + ".agent.*." + kind }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -240,18 +239,6 @@ type event struct {
 	err    error
 }
 
-// ParseAgentSubject splits vlmfleet.agent.<id>.<kind>.
-func ParseAgentSubject(subject string) (agentID, kind string, err error) {
-	t := strings.Split(subject, ".")
-	if len(t) != 4 || t[0] != protocol.SubjectPrefix || t[1] != "agent" {
-		return "", "", fmt.Errorf("subject %q is not %s.agent.<id>.<kind>", subject, protocol.SubjectPrefix)
-	}
-	if err := protocol.ValidateAgentID(t[2]); err != nil {
-		return "", "", fmt.Errorf("subject %q: %w", subject, err)
-	}
-	return t[2], t[3], nil
-}
-
 // decodeEvent decodes a durable agent event. One that does not decode, or
 // says it is from another agent than its subject names, can never be
 // stored: a *store.RejectError.
@@ -269,7 +256,7 @@ func decodeEvent[T any](data []byte, subjAgent string, decode func([]byte) (*T, 
 // decode decodes msg, a result prepared for storing by prep, the calling
 // goroutine's.
 func (in *Ingester) decode(msg jetstream.Msg, prep *store.Preparer) event {
-	agent, kind, err := ParseAgentSubject(msg.Subject())
+	agent, kind, err := protocol.ParseAgentSubject(msg.Subject())
 	if err != nil {
 		return event{err: store.Rejectf("%v", err)}
 	}
