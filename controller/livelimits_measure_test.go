@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -31,7 +31,7 @@ func TestMeasureLiveAttack(t *testing.T) {
 	ev, a := announced(t, c, "a1", "d1")
 	job := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()}).Jobs[0]
 	runtime.GC()
-	rss0, hwm0 := residentMiB(t)
+	rss0, hwm0 := residentMiB()
 	big := strings.Repeat("x", 1_000_000)
 	for i := range 100 {
 		p := protocol.Progress{Schema: 1, AgentID: "a1", JobID: fmt.Sprintf("made-up-%d", i), Phase: protocol.PhaseMeasure, Message: big, Time: time.Now().UTC()}
@@ -58,30 +58,12 @@ func TestMeasureLiveAttack(t *testing.T) {
 		resp.Body.Close()
 		size = int(n)
 	}
-	rss1, hwm1 := residentMiB(t)
+	rss1, hwm1 := residentMiB()
 	t.Logf("/api/live: %d bytes, 3 reads in %s; resident %d MiB before the attack (peak %d), %d MiB after 3 reads (peak %d)",
 		size, time.Since(start).Round(time.Millisecond), rss0, hwm0, rss1, hwm1)
 }
 
 // residentMiB is the process's VmRSS and VmHWM in MiB.
-func residentMiB(t *testing.T) (rss, hwm int) {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skip(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.Atoi(f[1])
-		switch f[0] {
-		case "VmRSS:":
-			rss = kb >> 10
-		case "VmHWM:":
-			hwm = kb >> 10
-		}
-	}
-	return rss, hwm
+func residentMiB() (rss, hwm int64) {
+	return testutil.ProcStatusKB("VmRSS") >> 10, testutil.ProcStatusKB("VmHWM") >> 10
 }

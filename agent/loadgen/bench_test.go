@@ -5,10 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -126,7 +125,7 @@ func BenchmarkRSS2K16Cameras(b *testing.B) {
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if kb := procStatusKB("VmRSS"); kb > peak.Load() {
+			if kb := testutil.ProcStatusKB("VmRSS"); kb > peak.Load() {
 				peak.Store(kb)
 			}
 			select {
@@ -141,21 +140,7 @@ func BenchmarkRSS2K16Cameras(b *testing.B) {
 	wg.Wait()
 	r.report(b)
 	b.ReportMetric(float64(peak.Load())/1024, "peak-rss-MB")
-	b.ReportMetric(float64(procStatusKB("VmHWM"))/1024, "vmhwm-MB")
-}
-
-func procStatusKB(field string) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return n
-		}
-	}
-	return 0
+	b.ReportMetric(float64(testutil.ProcStatusKB("VmHWM"))/1024, "vmhwm-MB")
 }
 
 func runLoadgen(b *testing.B, addr string, cams, imgBytes int) clientResult {
