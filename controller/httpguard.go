@@ -142,9 +142,13 @@ func (s *httpSecurity) unauthorized(w http.ResponseWriter, r *http.Request, what
 }
 
 // tokenOK compares in constant time.
-func (s *httpSecurity) tokenOK(got string) bool {
-	sum := sha256.Sum256([]byte(got))
-	return got != "" && subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+func (s *httpSecurity) tokenOK(got string) bool { return secretIs(got, s.tokenSum) }
+
+// secretIs says whether got is the non-empty secret whose SHA-256 is sum,
+// in time that does not depend on where they differ.
+func secretIs(got string, sum [32]byte) bool {
+	gotSum := sha256.Sum256([]byte(got))
+	return got != "" && subtle.ConstantTimeCompare(gotSum[:], sum[:]) == 1
 }
 
 func (s *httpSecurity) bearerOK(r *http.Request) bool {
@@ -154,11 +158,7 @@ func (s *httpSecurity) bearerOK(r *http.Request) bool {
 
 func (s *httpSecurity) cookieOK(r *http.Request) bool {
 	c, err := r.Cookie(sessionCookie)
-	if err != nil || c.Value == "" {
-		return false
-	}
-	sum := sha256.Sum256([]byte(c.Value))
-	return subtle.ConstantTimeCompare(sum[:], s.sessionSum[:]) == 1
+	return err == nil && secretIs(c.Value, s.sessionSum)
 }
 
 // readSession is the value of the /login cookie: an HMAC of a fixed
