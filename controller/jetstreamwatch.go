@@ -44,10 +44,13 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 	tick.Every(ctx, jetStreamCheckEvery, func() {
 		err := c.checkJetStream(ctx)
 		if err == nil && c.opt.StreamReplicas > 1 {
-			c.reportReplicas(c.checkReplicas(ctx))
+			c.reportChange(ProblemReplicas, c.checkReplicas(ctx),
+				"a stream keeps fewer copies than configured: one more NATS node lost may stop its writes",
+				"every stream keeps its configured copies again")
 		}
 		if err == nil {
-			c.reportStreamLimits(c.checkStreamLimits(ctx))
+			c.reportChange(ProblemStreams, c.checkStreamLimits(ctx),
+				"a stream is near or at its byte limit", "every stream is well within its byte limit again")
 			if _, was := c.problems.get(ProblemJetStream); was {
 				c.log.Warn().Msg("JetStream healthy again")
 			}
@@ -81,19 +84,20 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 	})
 }
 
-// reportReplicas sets or clears the replicas problem, logging its changes.
-func (c *Controller) reportReplicas(err error) {
-	_, was := c.problems.get(ProblemReplicas)
+// reportChange sets the problem of component to err, or clears it when
+// err is nil, and logs when it appears (as appeared says) or goes (gone).
+func (c *Controller) reportChange(component string, err error, appeared, gone string) {
+	_, was := c.problems.get(component)
 	switch {
 	case err != nil && !was:
-		c.log.Warn().Err(err).Msg("a stream keeps fewer copies than configured: one more NATS node lost may stop its writes")
+		c.log.Warn().Err(err).Msg(appeared)
 	case err == nil && was:
-		c.log.Info().Msg("every stream keeps its configured copies again")
+		c.log.Info().Msg(gone)
 	}
 	if err != nil {
-		c.problems.set(ProblemReplicas, err)
+		c.problems.set(component, err)
 	} else {
-		c.problems.clear(ProblemReplicas)
+		c.problems.clear(component)
 	}
 }
 

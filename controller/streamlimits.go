@@ -170,22 +170,6 @@ func (c *Controller) purgeSettled(ctx context.Context, s jetstream.Stream) error
 	return nil
 }
 
-// reportStreamLimits sets or clears the streams problem, logging its changes.
-func (c *Controller) reportStreamLimits(err error) {
-	_, was := c.problems.get(ProblemStreams)
-	switch {
-	case err != nil && !was:
-		c.log.Warn().Err(err).Msg("a stream is near or at its byte limit")
-	case err == nil && was:
-		c.log.Info().Msg("every stream is well within its byte limit again")
-	}
-	if err != nil {
-		c.problems.set(ProblemStreams, err)
-	} else {
-		c.problems.clear(ProblemStreams)
-	}
-}
-
 // removeRejected deletes a message from the events stream once it is recorded as
 // rejected (reject): it would otherwise stay there for 30 days, and an
 // agent sending messages that are all refused would fill the disk. Only
