@@ -224,8 +224,8 @@ func workloadWarnings(a, b *protocol.Run) []string {
 	if wa.Prompt != wb.Prompt {
 		out = append(out, "the prompts differ")
 	}
-	if wa.UniqueImages != wb.UniqueImages {
-		out = append(out, fmt.Sprintf("unique images: %t in A, %t in B", wa.UniqueImages, wb.UniqueImages))
+	if ua, ub := switchText(wa.UniqueImages), switchText(wb.UniqueImages); ua != ub {
+		out = append(out, fmt.Sprintf("unique images: %s in A, %s in B", ua, ub))
 	}
 	if a.Client.ImageSetHash != "" && b.Client.ImageSetHash != "" && a.Client.ImageSetHash != b.Client.ImageSetHash {
 		out = append(out, "the pictures differ (image set hashes differ)")
@@ -396,4 +396,12 @@ func mannWhitneyP(xa, xb []float64) float64 {
 	}
 	d := math.Max(0, math.Abs(u-mu)-0.5)
 	return math.Erfc(d / math.Sqrt(variance) / math.Sqrt2)
+}
+
+// switchText is an optional switch of a workload as the comparison names it.
+func switchText(v *bool) string {
+	if v == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*v)
 }

@@ -121,6 +121,18 @@ type Combination struct {
 	// any: beside PromptTokens, how far the figures are a cache's.
 	CachedPromptTokens int `json:"cached_prompt_tokens,omitempty"`
 	CachedRequests     int `json:"cached_requests,omitempty"`
+
+	// The buyer's answer.
+
+	// Tail is the TTFT over every answer due, for judging by a percentile
+	// (Judgement); nil in runs from before it was recorded.
+	Tail *TTFTTail `json:"ttft_tail,omitempty"`
+	// Pacing is what a combination on a frame clock recorded; nil back to
+	// back.
+	Pacing *Pacing `json:"pacing,omitempty"`
+	// Search says that a search for the exact Max Cameras chose this
+	// level; it is measured as every other is.
+	Search bool `json:"search,omitempty"`
 }
 
 // ClientInfo says what measured.

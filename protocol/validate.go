@@ -292,7 +292,15 @@ func (c *Combination) Validate() error {
 	if c.Cameras < 1 || c.Cameras > MaxCameraLevel {
 		return fmt.Errorf("%s: cameras %d, want 1..%d", c.ComboKey, c.Cameras, MaxCameraLevel)
 	}
+	if c.FrameIntervalSec != 0 {
+		if err := checkFrameInterval("frame_interval_sec", c.FrameIntervalSec); err != nil {
+			return fmt.Errorf("%s: %w", c.ComboKey, err)
+		}
+	}
 	if err := c.validateFigures(); err != nil {
+		return fmt.Errorf("%s: %w", c.ComboKey, err)
+	}
+	if err := c.validateBuyerFigures(); err != nil {
 		return fmt.Errorf("%s: %w", c.ComboKey, err)
 	}
 	return nil

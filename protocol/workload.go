@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -76,8 +77,11 @@ type Workload struct {
 	WarmupRequests int `json:"warmup_requests"`
 
 	// UniqueImages perturbs pixels per request so that no engine cache can
-	// recognise a frame it has seen: a real camera never sends the same frame twice.
-	UniqueImages bool `json:"unique_images"`
+	// recognise a frame it has seen: a real camera never sends the same
+	// frame twice. Unset, the engine decides (EffectiveUniqueImages): an
+	// engine with no per-request cache switch gets perturbed pictures. A
+	// run's header records the choice made.
+	UniqueImages *bool `json:"unique_images,omitempty"`
 	// RequestTimeoutSec bounds one request; 0 means no bound. It is always
 	// written: a decoder that fills defaults first (the controller's) would
 	// take a missing 0 for the default bound.
@@ -87,7 +91,25 @@ type Workload struct {
 	// ImageSet names the pictures: "builtin" or a directory on the agent
 	// (resolved against its configured image roots).
 	ImageSet string `json:"image_set,omitempty"`
+
+	// FrameIntervalSec lists frame clocks measured besides back to back:
+	// at each interval T, every camera level of Sizes is measured again
+	// with each camera taking a frame every T seconds (Pacing). Empty:
+	// back to back only, as published.
+	FrameIntervalSec []float64 `json:"frame_interval_sec,omitempty"`
+	// Search, above 0, is the ceiling of the search for the exact Max
+	// Cameras after each ladder of Sizes (back to back and at each frame
+	// interval): levels are doubled from the highest passing one until one
+	// fails or the ceiling is reached, then bisected until the passing and
+	// the failing level are adjacent. 0: the ladder only.
+	Search int `json:"search,omitempty"`
+	// Judgement is how a level is judged to keep up: by search, and by
+	// bench's summary. The explorer lets its user judge again.
+	Judgement Judgement `json:"judgement,omitzero"`
 }
+
+// DefaultSearchCeiling is the search's ceiling when none is named.
+const DefaultSearchCeiling = 64
 
 // DefaultWorkload is the published method (explorer/testdata/seed.txt) as measured on a Jetson.
 func DefaultWorkload() Workload {
@@ -102,7 +124,6 @@ func DefaultWorkload() Workload {
 		ImagesPerRequest:   []int{1, 3, 5},
 		MultiImageRequests: 5,
 		WarmupRequests:     1,
-		UniqueImages:       false,
 		RequestTimeoutSec:  300,
 		CachePrompt:        &f,
 		ImageSet:           "builtin",
@@ -114,23 +135,38 @@ type ComboKey struct {
 	Size    string `json:"size"`
 	Images  int    `json:"images"`
 	Cameras int    `json:"cameras"`
+	// FrameIntervalSec is the frame clock the cameras sent on, seconds; 0
+	// is back to back, as published.
+	FrameIntervalSec float64 `json:"frame_interval_sec,omitempty"`
 }
 
 // String is the key's stable form, also used in message ids and store keys:
-// "720p-1img-4cam".
+// "720p-1img-4cam", and "720p-1img-4cam-every5s" on a frame clock.
 func (k ComboKey) String() string {
-	return fmt.Sprintf("%s-%dimg-%dcam", k.Size, k.Images, k.Cameras)
+	s := fmt.Sprintf("%s-%dimg-%dcam", k.Size, k.Images, k.Cameras)
+	if k.FrameIntervalSec > 0 {
+		s += "-every" + strconv.FormatFloat(k.FrameIntervalSec, 'g', -1, 64) + "s"
+	}
+	return s
 }
 
-// PlannedCombo is one combination of a plan with its request count.
+// Paced says that the cameras sent on a frame clock.
+func (k ComboKey) Paced() bool { return k.FrameIntervalSec > 0 }
+
+// PlannedCombo is one combination of a plan with its request count: the
+// measured requests of a back-to-back level, the frames due of a paced one.
 type PlannedCombo struct {
 	ComboKey
 	Requests int `json:"requests"`
+	// Search says that a search for the exact Max Cameras chose the level.
+	Search bool `json:"search,omitempty"`
 }
 
-// Plan lists the combinations a workload measures, in the order they run:
-// the multi-camera family size by size and level by level, then the
-// one-camera multi-image family. Validate the workload first.
+// Plan lists the combinations of the workload's ladders, in the order they
+// run: the multi-camera family size by size, each size's levels back to
+// back and then at each frame interval, then the one-camera multi-image
+// family. A search's levels are chosen while it runs, after each ladder.
+// Validate the workload first.
 func (w Workload) Plan() []PlannedCombo {
 	var out []PlannedCombo
 	index := map[ComboKey]int{}
@@ -148,9 +184,12 @@ func (w Workload) Plan() []PlannedCombo {
 	sort.Ints(cams)
 	for _, s := range w.Sizes {
 		for _, c := range cams {
-			// Every camera sends at least one measured request, or the level
-			// would never have as many requests in flight as cameras.
-			add(ComboKey{Size: s, Images: 1, Cameras: c}, max(w.RequestsPerLevel, c))
+			add(ComboKey{Size: s, Images: 1, Cameras: c}, w.LevelRequests(c, 0))
+		}
+		for _, t := range w.FrameIntervalSec {
+			for _, c := range cams {
+				add(ComboKey{Size: s, Images: 1, Cameras: c, FrameIntervalSec: t}, w.LevelRequests(c, t))
+			}
 		}
 	}
 	imgs := append([]int(nil), w.ImagesPerRequest...)
@@ -161,6 +200,17 @@ func (w Workload) Plan() []PlannedCombo {
 		}
 	}
 	return out
+}
+
+// LevelRequests is the measured requests of a camera level of Sizes back
+// to back (interval 0), or its frames due on a frame clock.
+func (w Workload) LevelRequests(cameras int, interval float64) int {
+	if interval > 0 {
+		return cameras * w.PacedTicks(cameras)
+	}
+	// Every camera sends at least one measured request, or the level
+	// would never have as many requests in flight as cameras.
+	return max(w.RequestsPerLevel, cameras)
 }
 
 // MaxImages is the largest number of images any request of the workload carries.
@@ -251,5 +301,47 @@ func (w Workload) Validate() error {
 	if err := checkLen("workload.image_set", w.ImageSet, MaxLineLen); err != nil {
 		return err
 	}
-	return nil
+	return w.validateBuyerOptions()
+}
+
+// validateBuyerOptions checks the frame intervals, the search and the
+// judgement.
+func (w Workload) validateBuyerOptions() error {
+	seen := map[float64]bool{}
+	for i, t := range w.FrameIntervalSec {
+		field := fmt.Sprintf("workload.frame_interval_sec[%d]", i)
+		if err := checkFrameInterval(field, t); err != nil {
+			return err
+		}
+		if seen[t] {
+			return fmt.Errorf("%s: %g s is listed twice", field, t)
+		}
+		seen[t] = true
+	}
+	if len(w.FrameIntervalSec) > 0 && len(w.Sizes) == 0 {
+		return fmt.Errorf("workload.frame_interval_sec: frame clocks pace the camera levels of workload.sizes, which is empty")
+	}
+	if w.Search != 0 {
+		if len(w.Sizes) == 0 {
+			return fmt.Errorf("workload.search: searches the camera levels of workload.sizes; the multi-image family measures one camera only")
+		}
+		if top := w.MaxCameras(); w.Search < top || w.Search > MaxCameraLevel {
+			return fmt.Errorf("workload.search: ceiling %d, want %d (the highest camera level) up to %d", w.Search, top, MaxCameraLevel)
+		}
+	}
+	return w.Judgement.Validate("workload.judgement")
+}
+
+// Set is a pointer to v, for the workload's optional switches
+// (UniqueImages, CachePrompt).
+func Set(v bool) *bool { return &v }
+
+// EffectiveUniqueImages is whether requests carry perturbed pictures:
+// as the workload says, and when it does not say, whenever the engine
+// has no per-request switch for its cache (cacheSwitch false).
+func (w Workload) EffectiveUniqueImages(cacheSwitch bool) bool {
+	if w.UniqueImages != nil {
+		return *w.UniqueImages
+	}
+	return !cacheSwitch
 }

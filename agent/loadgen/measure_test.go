@@ -391,7 +391,7 @@ func TestUniqueImagesAreAllDistinct(t *testing.T) {
 		s.event("[DONE]")
 	})
 	w := oneCombo("1080p", 2, 6, 1)
-	w.UniqueImages = true
+	w.UniqueImages = protocol.Set(true)
 	w.Cameras = []int{1, 2}
 	_, err := Measure(context.Background(), f.target(), w, testImages{n: 3}, Hooks{})
 	if err != nil {

@@ -581,7 +581,7 @@ func checkUnique(t *testing.T, plain *plainPictures, imgs loadgen.Images, sizes 
 		Prompt: protocol.DefaultPrompt, MaxTokens: 128,
 		Sizes: []string{"480p"}, Cameras: []int{1, 2}, RequestsPerLevel: 4,
 		MultiImageSizes: sizes, ImagesPerRequest: []int{3}, MultiImageRequests: 1,
-		WarmupRequests: 1, RequestTimeoutSec: 30, UniqueImages: true,
+		WarmupRequests: 1, RequestTimeoutSec: 30, UniqueImages: protocol.Set(true),
 	}
 	got := measure(t, w, imgs)
 	// No two frames of the run at one size share pixels: each

@@ -39,6 +39,11 @@ func newRunner(t Target, w protocol.Workload, imgs Images) (*runner, error) {
 	return &runner{t: t, w: w, imgs: imgs, ep: ep, parts: parts, timeout: requestTimeout(w)}, nil
 }
 
+// unique is whether requests carry perturbed pictures. The caller decides
+// for an engine when the workload does not say (measure does); here unset
+// is the fixed set.
+func (r *runner) unique() bool { return r.w.UniqueImages != nil && *r.w.UniqueImages }
+
 func (r *runner) close() {
 	for _, c := range r.cams {
 		c.close()
@@ -137,12 +142,12 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	// Every picture is ready before the first request: the measured ones
 	// first, so that no image work sits between warm-up and measurement
 	// (where an engine could also drop the idle keep-alive connections).
-	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.w.UniqueImages, seed, 0)
+	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.unique(), seed, 0)
 	if err != nil {
 		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
 	}
 	if warm := r.w.WarmupRequests * pc.Cameras; warm > 0 {
-		wpics, err := r.picturesFor(size.Name, pc.Images, warm, r.w.UniqueImages, seed^0x9e3779b97f4a7c15,
+		wpics, err := r.picturesFor(size.Name, pc.Images, warm, r.unique(), seed^0x9e3779b97f4a7c15,
 			warmupFirst(r.imgs.Len(), pc.Images, warm))
 		if err != nil {
 			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)

@@ -42,7 +42,7 @@ func slotsWarning(info protocol.EngineInfo, w protocol.Workload) string {
 // cacheFree is whether the workload means its requests to be served
 // without a prompt cache.
 func cacheFree(w protocol.Workload) bool {
-	return w.UniqueImages || (w.CachePrompt != nil && !*w.CachePrompt)
+	return (w.UniqueImages != nil && *w.UniqueImages) || (w.CachePrompt != nil && !*w.CachePrompt)
 }
 
 // cacheWarning is set when a combination of a run meant to be cache-free

@@ -39,7 +39,7 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 		warmup:        fs.Int("warmup", d.WarmupRequests, "discarded warm-up requests per camera before each combination"),
 		maxTokens:     fs.Int("max-tokens", d.MaxTokens, "max_tokens of every request"),
 		prompt:        fs.String("prompt", d.Prompt, "the text sent with the images"),
-		unique:        fs.Bool("unique-images", d.UniqueImages, "perturb pixels per request so that no engine cache can help"),
+		unique:        fs.Bool("unique-images", false, "perturb pixels per request so that no engine cache can help (default: only for an engine with no per-request cache switch, such as Ollama)"),
 		timeout:       fs.Duration("timeout", time.Duration(d.RequestTimeoutSec*float64(time.Second)), "bound on one request (0: none)"),
 		cachePrompt:   fs.String("cache-prompt", cache, "send llama.cpp's cache_prompt: true, false or unset (not sent)"),
 	}
@@ -95,7 +95,7 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 		}
 		w.Prompt = *f.prompt
 	case "unique-images":
-		w.UniqueImages = *f.unique
+		w.UniqueImages = protocol.Set(*f.unique)
 	case "timeout":
 		if *f.timeout < 0 {
 			return fmt.Errorf("--timeout %s: want 0 (no bound) or more", *f.timeout)

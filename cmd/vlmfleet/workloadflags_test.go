@@ -61,7 +61,7 @@ func TestWorkloadFlagsOverrideOnlyWhatIsGiven(t *testing.T) {
 	}
 	want := base
 	want.Cameras, want.MultiImageSizes, want.ImagesPerRequest = []int{1, 4}, nil, nil
-	want.RequestTimeoutSec, want.CachePrompt, want.UniqueImages = 0, nil, true
+	want.RequestTimeoutSec, want.CachePrompt, want.UniqueImages = 0, nil, protocol.Set(true)
 	want.Prompt, want.MaxTokens, want.WarmupRequests = "Count the cars.", 64, 0
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("got\n%+v\nwant\n%+v", w, want)

@@ -45,7 +45,7 @@ func smallWorkload(cameras []int, requests, maxTokens int) protocol.Workload {
 	w.MultiImageRequests = 0
 	w.MaxTokens = maxTokens
 	w.WarmupRequests = 1
-	w.UniqueImages = true
+	w.UniqueImages = protocol.Set(true)
 	w.RequestTimeoutSec = 120
 	return w
 }
