@@ -228,6 +228,7 @@ func (m *measurement) measure(ctx context.Context) error {
 		return fmt.Errorf("engine did not start: %w", err)
 	}
 	m.spec.describeEngine(&m.run, eng.Info())
+	m.chooseUniqueImages()
 	m.clock = clock{speedup: max(m.run.SimSpeedup, 1)}
 	if msg := slotsWarning(m.run.Engine, m.run.Workload); msg != "" {
 		m.warn(msg)
