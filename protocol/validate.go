@@ -108,26 +108,26 @@ func (s *JobStateChange) validate() error {
 	return checkLen("error", s.Error, MaxTextLen)
 }
 
-// DecodeResultMessage reads and validates a result message, its
-// combination's telemetry series decoded too (DecodeReceivedResult keeps
-// it as it came).
+// DecodeResultMessage reads and validates a result message, which may be
+// compressed (CompressPayload).
 func DecodeResultMessage(data []byte) (*ResultMessage, error) {
-	r, err := DecodeReceivedResult(data, nil)
+	const what = "result message"
+	// Uncompress bounds what it makes, decode the JSON: the compressed
+	// input is bounded here, before anything is made of it.
+	if len(data) > MaxMessageBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
+	}
+	js, err := Uncompress(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	m := r.ResultMessage
-	if m.Combination != nil && r.Series != nil {
-		series, err := DecodeTelemetrySeries(r.Series)
-		if err != nil {
-			return nil, fmt.Errorf("result message: telemetry_series: %w", err)
-		}
-		m.Combination.TelemetrySeries = series
-	}
-	return &m, nil
+	return decode(what, js, func(m *ResultMessage) int { return m.Schema }, (*ResultMessage).Validate)
 }
 
-func (m *ResultMessage) validate() error {
+// Validate checks a result message: its agent, its run's header, and its
+// combination, if any; a message carries a combination, is final, or
+// both. A run header without a schema takes the message's.
+func (m *ResultMessage) Validate() error {
 	if m.Run.Schema == 0 {
 		m.Run.Schema = m.Schema
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -32,13 +33,13 @@ const (
 )
 
 // runHeadersKept is how many run headers the controller remembers, by
-// their bytes, not to decode them again (protocol.HeaderCache): more than
+// their bytes, not to decode them again (received.HeaderCache): more than
 // the runs whose results arrive together, one per agent measuring.
 const runHeadersKept = 2048
 
 // Store is what ingestion writes results and rejections to.
 type Store interface {
-	ApplyResults(ms []*store.Result, received time.Time) (refused []error, err error)
+	ApplyResults(ms []*store.Result, receivedAt time.Time) (refused []error, err error)
 	Reject(r store.Rejection, data []byte) error
 }
 
@@ -69,12 +70,12 @@ type Ingester struct {
 	store   Store
 	hooks   Hooks
 	log     zerolog.Logger
-	headers *protocol.HeaderCache
+	headers *received.HeaderCache
 }
 
 // New is an Ingester storing into st.
 func New(st Store, hooks Hooks, log zerolog.Logger) *Ingester {
-	return &Ingester{store: st, hooks: hooks, log: log, headers: protocol.NewHeaderCache(runHeadersKept)}
+	return &Ingester{store: st, hooks: hooks, log: log, headers: received.NewHeaderCache(runHeadersKept)}
 }
 
 // Start starts the goroutines that decode and store the events
@@ -267,10 +268,10 @@ func (in *Ingester) decode(msg jetstream.Msg, prep *store.Preparer) event {
 	case protocol.KindState:
 		ev.state, ev.err = decodeEvent(msg.Data(), agent, protocol.DecodeJobStateChange, func(s *protocol.JobStateChange) string { return s.AgentID })
 	case protocol.KindResult:
-		var m *protocol.ReceivedResult
-		m, ev.err = decodeEvent(msg.Data(), agent, func(data []byte) (*protocol.ReceivedResult, error) {
-			return protocol.DecodeReceivedResult(data, in.headers)
-		}, func(m *protocol.ReceivedResult) string { return m.AgentID })
+		var m *received.Result
+		m, ev.err = decodeEvent(msg.Data(), agent, func(data []byte) (*received.Result, error) {
+			return received.Decode(data, in.headers)
+		}, func(m *received.Result) string { return m.AgentID })
 		if ev.err == nil {
 			ev.result, ev.err = prep.Prepare(m)
 		}

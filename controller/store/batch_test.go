@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -26,7 +27,7 @@ func TestApplyResultsStoresAsOneByOneAndOnce(t *testing.T) {
 	}
 	gen := s.RunsGeneration()
 	for range 2 { // the second time: a redelivery of all of it
-		if _, err := s.ApplyResults(received(t, batch...), time.Now()); err != nil {
+		if _, err := s.ApplyResults(prepared(t, batch...), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,7 +55,7 @@ func TestApplyResultsLeavesOutTheRefusedInOneTransaction(t *testing.T) {
 	stranger := r1
 	stranger.AgentID = ""
 	gen := s.RunsGeneration()
-	refused, err := s.ApplyResults(received(t, []protocol.ResultMessage{
+	refused, err := s.ApplyResults(prepared(t, []protocol.ResultMessage{
 		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 1)},
 		{Schema: 1, AgentID: "a9", Run: stranger, Combination: combo("720p", 1)}, // not a9's job
 		{Schema: 1, AgentID: "a1", Run: r1, Combination: combo("480p", 2)},
@@ -75,10 +76,10 @@ func TestApplyResultsLeavesOutTheRefusedInOneTransaction(t *testing.T) {
 	}
 }
 
-// received is what the controller makes of the messages it receives:
+// prepared is what the controller makes of the messages it receives:
 // each encoded as its agent sends it, decoded with its telemetry series
 // and request records kept as they came, and prepared for storing.
-func received(t *testing.T, ms ...protocol.ResultMessage) []*Result {
+func prepared(t *testing.T, ms ...protocol.ResultMessage) []*Result {
 	t.Helper()
 	out := make([]*Result, len(ms))
 	for i, m := range ms {
@@ -86,7 +87,7 @@ func received(t *testing.T, ms ...protocol.ResultMessage) []*Result {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := protocol.DecodeReceivedResult(data, nil)
+		r, err := received.Decode(data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func storeWithData(t *testing.T) string {
 	}
 	for i := range 30 {
 		run := labRun(t, s, fmt.Sprintf("j%d", i), "a1")
-		if _, err := s.ApplyResults(received(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: seriesCombo("480p", 200)}), time.Now()); err != nil {
+		if _, err := s.ApplyResults(prepared(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: seriesCombo("480p", 200)}), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

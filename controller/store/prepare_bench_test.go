@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -18,19 +19,19 @@ func BenchmarkPrepare(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var received []*protocol.ReceivedResult
+	var decoded []*received.Result
 	for _, m := range msgs {
-		r, err := protocol.DecodeReceivedResult(m.Data, nil)
+		r, err := received.Decode(m.Data, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		received = append(received, r)
+		decoded = append(decoded, r)
 	}
 	b.SetBytes(int64(len(msgs[0].JSON)))
 	b.ReportAllocs()
 	var prep store.Preparer
 	for i := 0; b.Loop(); i++ {
-		if _, err := prep.Prepare(received[i%len(received)]); err != nil {
+		if _, err := prep.Prepare(decoded[i%len(decoded)]); err != nil {
 			b.Fatal(err)
 		}
 	}

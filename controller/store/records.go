@@ -7,6 +7,7 @@ import (
 
 	"github.com/klauspost/compress/s2"
 
+	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -71,15 +72,15 @@ type Result struct {
 
 // PrepareResult encodes a received result message's records for
 // ApplyResults, as a Preparer of its own does (Preparer.Prepare).
-func PrepareResult(r *protocol.ReceivedResult) (*Result, error) {
+func PrepareResult(r *received.Result) (*Result, error) {
 	return new(Preparer).Prepare(r)
 }
 
 // Prepare encodes a received result message's records for ApplyResults.
 // The combination's telemetry series and request records are stored as
-// they came (protocol.ReceivedResult), the combination's other fields as
+// they came (received.Result), the combination's other fields as
 // encoding/json writes them.
-func (p *Preparer) Prepare(r *protocol.ReceivedResult) (*Result, error) {
+func (p *Preparer) Prepare(r *received.Result) (*Result, error) {
 	res := &Result{ResultMessage: r.ResultMessage}
 	if r.Combination == nil {
 		return res, nil
@@ -136,7 +137,7 @@ func readCombination(v []byte, series bool) (protocol.Combination, error) {
 	if err != nil {
 		return protocol.Combination{}, err
 	}
-	return protocol.DecodeCombinationRecord(js, series)
+	return received.DecodeCombination(js, series)
 }
 
 // readRequests decodes a stored record of a combination's requests.
@@ -145,5 +146,5 @@ func readRequests(v []byte) ([]protocol.RequestRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	return protocol.DecodeRequestRecords(js)
+	return received.DecodeRequests(js)
 }

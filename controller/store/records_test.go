@@ -36,7 +36,7 @@ func TestReceivedRecordsStoredCompressedReadBackAsSent(t *testing.T) {
 	ctx := context.Background()
 	run := labRun(t, s, "j1", "a1")
 	sent := seriesCombo("480p", 20)
-	if _, err := s.ApplyResults(received(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: sent}), time.Now()); err != nil {
+	if _, err := s.ApplyResults(prepared(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: sent}), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	key := []byte(sent.ComboKey.String())
@@ -115,7 +115,7 @@ func TestSchema1FileReadAndUpgraded(t *testing.T) {
 		t.Errorf("schema %d after opening, want %d", got, SchemaVersion)
 	}
 	newer := seriesCombo("720p", 5)
-	if _, err := s.ApplyResults(received(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: newer}), time.Now()); err != nil {
+	if _, err := s.ApplyResults(prepared(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: newer}), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Run(context.Background(), run.ID)
@@ -164,7 +164,7 @@ func schemaOf(t *testing.T, s *Store) int {
 func TestDamagedCompressedRecord(t *testing.T) {
 	s := openTest(t)
 	run := labRun(t, s, "j1", "a1")
-	if _, err := s.ApplyResults(received(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: seriesCombo("480p", 20)}), time.Now()); err != nil {
+	if _, err := s.ApplyResults(prepared(t, protocol.ResultMessage{Schema: 1, AgentID: "a1", Run: run, Combination: seriesCombo("480p", 20)}), time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {

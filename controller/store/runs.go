@@ -12,6 +12,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
+	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/protocol"
 	bolt "go.etcd.io/bbolt"
 )
@@ -54,20 +55,20 @@ var ErrUnreportedAttempt = errors.New("closes an attempt no agent reported: noth
 // that is not a reported attempt of a job of the sending agent (see
 // checkLabRun): nothing is made up for it. Imports (ImportRuns) do not come
 // this way and name no job.
-func (s *Store) ApplyResult(m protocol.ResultMessage, received time.Time) error {
-	r, err := PrepareResult(&protocol.ReceivedResult{ResultMessage: m})
+func (s *Store) ApplyResult(m protocol.ResultMessage, receivedAt time.Time) error {
+	r, err := PrepareResult(&received.Result{ResultMessage: m})
 	if err != nil {
 		return fmt.Errorf("store: result for run %s: %w", m.Run.ID, err)
 	}
-	return s.ApplyPrepared(r, received)
+	return s.ApplyPrepared(r, receivedAt)
 }
 
 // ApplyPrepared is ApplyResult for a message PrepareResult prepared.
-func (s *Store) ApplyPrepared(r *Result, received time.Time) error {
+func (s *Store) ApplyPrepared(r *Result, receivedAt time.Time) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		s.runsChanged(tx)
 		w := newResultWriter(tx)
-		if err := w.apply(r, received); err != nil {
+		if err := w.apply(r, receivedAt); err != nil {
 			return err
 		}
 		return w.flush()
@@ -116,13 +117,13 @@ func Refused(err error) bool {
 // so leaving it out leaves the transaction as if it had not come. err
 // is a failure of the transaction itself, which then stores nothing: a
 // *BatchError names the message it failed at, when it failed at one.
-func (s *Store) ApplyResults(ms []*Result, received time.Time) (refused []error, err error) {
+func (s *Store) ApplyResults(ms []*Result, receivedAt time.Time) (refused []error, err error) {
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		s.runsChanged(tx)
 		refused = make([]error, len(ms))
 		w := newResultWriter(tx)
 		for i, m := range ms {
-			err := w.apply(m, received)
+			err := w.apply(m, receivedAt)
 			switch {
 			case err == nil:
 			case Refused(err):
@@ -162,7 +163,7 @@ func newResultWriter(tx *bolt.Tx) *resultWriter {
 
 // apply is ApplyResult's logic for one message; an error leaves the
 // transaction to be rolled back.
-func (w *resultWriter) apply(m *Result, received time.Time) error {
+func (w *resultWriter) apply(m *Result, receivedAt time.Time) error {
 	if err := protocol.ValidateID("run id", m.Run.ID); err != nil {
 		return &RejectError{Reason: "result message: " + err.Error()}
 	}
@@ -217,7 +218,7 @@ func (w *resultWriter) apply(m *Result, received time.Time) error {
 			rec.Final = true
 			rec.Expected = m.Expected
 		}
-		rec.UpdatedAt = received
+		rec.UpdatedAt = receivedAt
 		cr.exists = true
 		if !cr.dirty {
 			cr.dirty = true

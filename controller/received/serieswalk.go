@@ -1,4 +1,4 @@
-package protocol
+package received
 
 import (
 	"bytes"
@@ -7,15 +7,16 @@ import (
 )
 
 // seriesReadsAsSamples reports whether v is a telemetry series that surely
-// decodes, with encoding/json/v2's defaults, into []TelemetrySample: well
-// formed (its syntax, its strings valid UTF-8, no name twice in an object)
-// and every field of the kind its sample field takes. It reads v once,
-// making nothing: checking a series with the decoder (its syntax, then its
-// samples, whose rails and fields are maps) was most of the cost of taking
-// in a result message. It answers false for anything it is not sure of (an
-// escape in a string, a field samples do not have, a null sample, rails
-// not in the order encoders write map keys in), and its caller then
-// decodes the series to know: so only a true answer must be right, which
+// decodes, with encoding/json/v2's defaults, into
+// []protocol.TelemetrySample: well formed (its syntax, its strings valid
+// UTF-8, no name twice in an object) and every field of the kind its
+// sample field takes. It reads v once, making nothing: checking a series
+// with the decoder (its syntax, then its samples, whose rails and fields
+// are maps) was most of the cost of taking in a result message. It
+// answers false for anything it is not sure of (an escape in a string, a
+// field samples do not have, a null sample, rails not in the order
+// encoders write map keys in), and its caller then decodes the series to
+// know: so only a true answer must be right, which
 // FuzzSeriesReadsAsSamples checks against the decoder.
 func seriesReadsAsSamples(v []byte) bool {
 	w := walker{b: v}
@@ -181,7 +182,7 @@ func (w *walker) members(value func(name []byte) bool) bool {
 	})
 }
 
-// The fields of a TelemetrySample, as bits of a set of those met.
+// The fields of a protocol.TelemetrySample, as bits of a set of those met.
 const (
 	fieldTime = 1 << iota
 	fieldGPUUtil
@@ -197,7 +198,7 @@ const (
 	fieldExtra
 )
 
-// sample reads one TelemetrySample, each of its fields once.
+// sample reads one protocol.TelemetrySample, each of its fields once.
 func (w *walker) sample() bool {
 	if w.peek() != '{' {
 		return false

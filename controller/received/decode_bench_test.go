@@ -1,10 +1,11 @@
-package protocol_test
+package received_test
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -21,11 +22,11 @@ func BenchmarkDecodeReceivedResult(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("%drecords-%dsamples", len(mustDecode(b, msgs[0].Data).Combination.Requests), shape.Samples()), func(b *testing.B) {
-			headers := protocol.NewHeaderCache(16)
+			headers := received.NewHeaderCache(16)
 			b.SetBytes(int64(len(msgs[0].JSON)))
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				if _, err := protocol.DecodeReceivedResult(msgs[i%len(msgs)].Data, headers); err != nil {
+				if _, err := received.Decode(msgs[i%len(msgs)].Data, headers); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -33,8 +34,8 @@ func BenchmarkDecodeReceivedResult(b *testing.B) {
 	}
 }
 
-func mustDecode(b *testing.B, data []byte) *protocol.ReceivedResult {
-	m, err := protocol.DecodeReceivedResult(data, nil)
+func mustDecode(b *testing.B, data []byte) *received.Result {
+	m, err := received.Decode(data, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,34 +1,37 @@
-package protocol
+package received
 
 import (
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // HeaderCache remembers the run headers of result messages by their bytes.
 // Every result message carries its run's header (a few kilobytes: the
 // workload, the engine's command, the device's facts), the same bytes in
 // every message of a run; a header met before is not decoded again. It is
-// safe for use by several goroutines. The Run it hands out is shared by
-// every message with that header, so its maps and slices are read only.
+// safe for use by several goroutines. The protocol.Run it hands out is
+// shared by every message with that header, so its maps and slices are
+// read only.
 type HeaderCache struct {
 	mu   sync.Mutex
 	most int
-	runs map[string]Run
+	runs map[string]protocol.Run
 }
 
 // NewHeaderCache remembers up to most headers: enough for the runs whose
 // results arrive together (one per agent measuring), forgotten all at
 // once when full.
 func NewHeaderCache(most int) *HeaderCache {
-	return &HeaderCache{most: most, runs: map[string]Run{}}
+	return &HeaderCache{most: most, runs: map[string]protocol.Run{}}
 }
 
-// decode decodes a header's bytes, or returns the Run they decoded to
+// decode decodes a header's bytes, or returns the protocol.Run they decoded to
 // before.
-func (c *HeaderCache) decode(raw []byte) (Run, error) {
+func (c *HeaderCache) decode(raw []byte) (protocol.Run, error) {
 	c.mu.Lock()
 	r, ok := c.runs[string(raw)]
 	c.mu.Unlock()
@@ -36,7 +39,7 @@ func (c *HeaderCache) decode(raw []byte) (Run, error) {
 		return r, nil
 	}
 	if err := jsonv2.Unmarshal(raw, &r); err != nil {
-		return Run{}, err
+		return protocol.Run{}, err
 	}
 	c.mu.Lock()
 	if len(c.runs) >= c.most {
@@ -51,7 +54,7 @@ func (c *HeaderCache) decode(raw []byte) (Run, error) {
 // cache when it has one (set before the message is decoded).
 type headerWire struct {
 	cache *HeaderCache
-	run   Run
+	run   protocol.Run
 }
 
 // UnmarshalJSONFrom reads the header, through the cache if there is one.

@@ -1,4 +1,4 @@
-package protocol
+package received
 
 import (
 	"bytes"
@@ -9,15 +9,44 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
+
+// recordedRun is a run as an agent reports it, with the request records
+// it sends: the combination's counts match its records.
+func recordedRun() protocol.Run {
+	created := time.Unix(1700000000, 0).UTC()
+	started := created.Add(time.Second)
+	return protocol.Run{
+		Schema: protocol.SchemaVersion, ID: "r1", Source: protocol.SourceBench, Status: protocol.RunCompleted,
+		Config:    protocol.Configuration{Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson AGX Orin"},
+		Workload:  protocol.DefaultWorkload(),
+		CreatedAt: created, StartedAt: started, FinishedAt: started.Add(time.Minute),
+		Combinations: []protocol.Combination{{
+			ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 1}, Width: 1280, Height: 720,
+			StartedAt: started, FinishedAt: started.Add(30 * time.Second),
+			Completed: 1, Failed: 1,
+			Errors: []protocol.ErrorCount{{Error: "HTTP 500: boom", Count: 1}},
+			TTFT:   protocol.Stats{N: 1, Mean: 1.3, P50: 1.3, P90: 1.3, P99: 1.3, Min: 1.3, Max: 1.3},
+			TPS:    protocol.Stats{N: 1, Mean: 28},
+			Requests: []protocol.RequestRecord{
+				{Camera: 0, Seq: 0, Start: 0.01, TTFB: 0.2, RoleChunk: 0.3, TTFT: 1.3, LastToken: 5.8, E2E: 5.9,
+					CompletionTokens: 128, TokenSource: protocol.TokensFromUsage, TPS: 28, ITL: 0.035, Images: 1,
+					Timings: map[string]float64{"predicted_ms": 4500}, FinishReason: "length"},
+				{Camera: 0, Seq: 1, Start: 6, TTFB: 0.1, E2E: 0.1, Images: 1, Error: "HTTP 500: boom"},
+			},
+		}},
+	}
+}
 
 // agentSeries is a telemetry series as an agent on a Jetson writes one: a
 // tegrastats sample a half second, with its rails and fields.
-func agentSeries(n int) []TelemetrySample {
+func agentSeries(n int) []protocol.TelemetrySample {
 	f := func(v float64) *float64 { return &v }
-	var s []TelemetrySample
+	var s []protocol.TelemetrySample
 	for i := range n {
-		s = append(s, TelemetrySample{
+		s = append(s, protocol.TelemetrySample{
 			Time:    time.Date(2026, 12, 2, 1, 2, 3, i*5e8, time.UTC),
 			GPUUtil: f(99), PowerW: f(44.325 + float64(i)), TempC: f(38.5), MemUsedMB: f(21985), MemTotalMB: f(62841), CPUUtil: f(0.125),
 			Rails:    map[string]float64{"VDDQ_VDD2_1V8AO": 2.216, "VDD_CPU_CV": 6.648, "VDD_GPU_SOC": 22.162, "VIN_SYS_5V0": 15.513},
@@ -30,9 +59,9 @@ func agentSeries(n int) []TelemetrySample {
 }
 
 // resultWithSeries is a result message whose combination carries a series.
-func resultWithSeries(samples int) ResultMessage {
+func resultWithSeries(samples int) protocol.ResultMessage {
 	r := recordedRun()
-	m := ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r}
+	m := protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "a1", Run: r}
 	c := r.Combinations[0]
 	c.TelemetrySeries = agentSeries(samples)
 	m.Run.Combinations = nil
@@ -40,13 +69,13 @@ func resultWithSeries(samples int) ResultMessage {
 	return m
 }
 
-func TestDecodeReceivedResultKeepsSeriesAndRequestsAsSent(t *testing.T) {
+func TestDecodeKeepsSeriesAndRequestsAsSent(t *testing.T) {
 	m := resultWithSeries(12)
 	data, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DecodeReceivedResult(data, nil)
+	r, err := Decode(data, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,32 +93,42 @@ func TestDecodeReceivedResultKeepsSeriesAndRequestsAsSent(t *testing.T) {
 	if !reflect.DeepEqual(r.Combination.Requests, m.Combination.Requests) {
 		t.Errorf("requests decoded as %+v, want %+v", r.Combination.Requests, m.Combination.Requests)
 	}
-	back, err := DecodeTelemetrySeries(r.Series)
+	back, err := DecodeSeries(r.Series)
 	if err != nil || !reflect.DeepEqual(back, m.Combination.TelemetrySeries) {
 		t.Errorf("the kept series reads back as %+v (%v), want %+v", back, err, m.Combination.TelemetrySeries)
 	}
 	if !seriesReadsAsSamples(series) {
 		t.Error("an agent's series is not taken by the quick check: every message would be decoded twice")
 	}
-	full, err := DecodeResultMessage(data)
+}
+
+// A compressed message decodes as its JSON does, and a damaged one is
+// refused as such.
+func TestDecodeCompressed(t *testing.T) {
+	js := []byte(mustJSON(t, resultWithSeries(12)))
+	c := protocol.CompressPayload(js)
+	plain, err := Decode(js, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := m
-	want.Run.Schema = m.Schema
-	if !reflect.DeepEqual(*full, want) {
-		t.Errorf("DecodeResultMessage = %+v, want %+v", *full, want)
+	packed, err := Decode(c, nil)
+	if err != nil || !reflect.DeepEqual(packed, plain) {
+		t.Errorf("a compressed message decodes as %+v (%v), want %+v", packed, err, plain)
+	}
+	damaged := append([]byte{}, c[:len(c)/2]...)
+	if _, err := Decode(damaged, nil); err == nil || !strings.Contains(err.Error(), "compressed payload") {
+		t.Errorf("a damaged compressed message: %v", err)
 	}
 }
 
-func TestDecodeReceivedResultWithoutCombination(t *testing.T) {
+func TestDecodeWithoutCombination(t *testing.T) {
 	r := recordedRun()
 	r.Combinations = nil
 	for _, body := range []string{
-		mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r, Final: true, Expected: 3}),
-		strings.Replace(mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r, Final: true}), `"final":true`, `"combination":null,"final":true`, 1),
+		mustJSON(t, protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "a1", Run: r, Final: true, Expected: 3}),
+		strings.Replace(mustJSON(t, protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "a1", Run: r, Final: true}), `"final":true`, `"combination":null,"final":true`, 1),
 	} {
-		m, err := DecodeReceivedResult([]byte(body), nil)
+		m, err := Decode([]byte(body), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", body, err)
 		}
@@ -98,7 +137,7 @@ func TestDecodeReceivedResultWithoutCombination(t *testing.T) {
 		}
 	}
 	// Neither a combination nor final is refused, as before.
-	_, err := DecodeReceivedResult([]byte(mustJSON(t, ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r})), nil)
+	_, err := Decode([]byte(mustJSON(t, protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "a1", Run: r})), nil)
 	if err == nil || !strings.Contains(err.Error(), "neither") {
 		t.Errorf("a message with nothing: %v", err)
 	}
@@ -115,7 +154,7 @@ func mustJSON(t *testing.T, v any) string {
 
 // A bad series or request record is refused with an error naming its line,
 // column and field.
-func TestDecodeReceivedResultNamesWhatIsWrong(t *testing.T) {
+func TestDecodeNamesWhatIsWrong(t *testing.T) {
 	good := mustJSON(t, resultWithSeries(2))
 	cases := map[string]struct{ from, to, want string }{
 		"rail not a number": {`"VDD_GPU_SOC":22.162`, `"VDD_GPU_SOC":"hot"`, `field "/combination/telemetry_series/0/rails/VDD_GPU_SOC"`},
@@ -136,7 +175,7 @@ func TestDecodeReceivedResultNamesWhatIsWrong(t *testing.T) {
 			if strings.HasSuffix(name, "object") {
 				bad = strings.Replace(bad, `],"requests"`, `]},"requests"`, 1)
 			}
-			_, err := DecodeReceivedResult([]byte(bad), nil)
+			_, err := Decode([]byte(bad), nil)
 			// A figure out of its range is found once decoded: its
 			// error names the field, not a place in the text.
 			located := !strings.HasPrefix(name, "negative")
@@ -199,7 +238,7 @@ func TestSeriesReadsAsSamples(t *testing.T) {
 			t.Errorf("%s: quick check %v, want %v", tc.series, got, tc.quick)
 		}
 		if seriesReadsAsSamples([]byte(tc.series)) {
-			var s []TelemetrySample
+			var s []protocol.TelemetrySample
 			if err := jsonv2.Unmarshal([]byte(tc.series), &s); err != nil {
 				t.Errorf("%s: the quick check takes it, the decoder says %v", tc.series, err)
 			}
@@ -219,7 +258,7 @@ func FuzzSeriesReadsAsSamples(f *testing.F) {
 		if !seriesReadsAsSamples(data) {
 			return
 		}
-		var s []TelemetrySample
+		var s []protocol.TelemetrySample
 		if err := jsonv2.Unmarshal(data, &s); err != nil {
 			t.Fatalf("the quick check takes %q, the decoder says %v", data, err)
 		}
@@ -231,14 +270,14 @@ func FuzzSeriesReadsAsSamples(f *testing.F) {
 func FuzzDecodeReceivedResult(f *testing.F) {
 	good, _ := json.Marshal(resultWithSeries(2))
 	f.Add(good)
-	f.Add(CompressPayload(good))
+	f.Add(protocol.CompressPayload(good))
 	r := recordedRun()
 	r.Combinations = nil
-	final, _ := json.Marshal(ResultMessage{Schema: SchemaVersion, AgentID: "a1", Run: r, Final: true})
+	final, _ := json.Marshal(protocol.ResultMessage{Schema: protocol.SchemaVersion, AgentID: "a1", Run: r, Final: true})
 	f.Add(final)
 	f.Add([]byte(`{"schema":1,"agent_id":"a1","run":{"id":"r","config":{"model":"m"},"status":"running"},"combination":{"size":"480p","images":1,"cameras":1,"telemetry_series":[{"t":"2026-12-02T01:02:03Z"}],"requests":null}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := DecodeReceivedResult(data, nil)
+		m, err := Decode(data, nil)
 		if err != nil {
 			return
 		}
@@ -252,12 +291,12 @@ func FuzzDecodeReceivedResult(f *testing.F) {
 			t.Fatalf("took a combination that does not validate: %v", err)
 		}
 		if m.Series != nil {
-			if _, err := DecodeTelemetrySeries(m.Series); err != nil {
+			if _, err := DecodeSeries(m.Series); err != nil {
 				t.Fatalf("kept a series %q that does not read back: %v", m.Series, err)
 			}
 		}
 		if m.Requests != nil {
-			rs, err := DecodeRequestRecords(m.Requests)
+			rs, err := DecodeRequests(m.Requests)
 			if err != nil || !reflect.DeepEqual(rs, m.Combination.Requests) {
 				t.Fatalf("kept requests %q that read back as %+v (%v), not %+v", m.Requests, rs, err, m.Combination.Requests)
 			}
@@ -267,30 +306,30 @@ func FuzzDecodeReceivedResult(f *testing.F) {
 
 // Through a cache, a header met before reads as it did, a changed one
 // anew, and a bad one is refused as without the cache, naming its field.
-func TestDecodeReceivedResultThroughHeaderCache(t *testing.T) {
+func TestDecodeThroughHeaderCache(t *testing.T) {
 	cache := NewHeaderCache(2)
 	m := resultWithSeries(2)
 	data := []byte(mustJSON(t, m))
-	first, err := DecodeReceivedResult(data, cache)
+	first, err := Decode(data, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := DecodeReceivedResult(data, cache)
+	again, err := Decode(data, cache)
 	if err != nil || !reflect.DeepEqual(again, first) {
 		t.Fatalf("the same message again: %+v, %v", again, err)
 	}
-	plain, _ := DecodeReceivedResult(data, nil)
+	plain, _ := Decode(data, nil)
 	if !reflect.DeepEqual(first, plain) {
 		t.Errorf("through the cache %+v, without %+v", first, plain)
 	}
-	m.Run.Status, m.Run.Error = RunFailed, "engine died"
-	changed, err := DecodeReceivedResult([]byte(mustJSON(t, m)), cache)
-	if err != nil || changed.Run.Status != RunFailed || changed.Run.Error != "engine died" {
+	m.Run.Status, m.Run.Error = protocol.RunFailed, "engine died"
+	changed, err := Decode([]byte(mustJSON(t, m)), cache)
+	if err != nil || changed.Run.Status != protocol.RunFailed || changed.Run.Error != "engine died" {
 		t.Errorf("a changed header read as %+v (%v)", changed.Run, err)
 	}
 	for _, c := range []*HeaderCache{cache, nil} {
 		bad := strings.Replace(string(data), `"params_b":`, `"params_b":"four",`+`"x":`, 1)
-		_, err := DecodeReceivedResult([]byte(bad), c)
+		_, err := Decode([]byte(bad), c)
 		if err == nil || !strings.Contains(err.Error(), `field "/run/config/params_b"`) || !strings.Contains(err.Error(), "line 1 column") {
 			t.Errorf("a bad header (cache %v): %v", c != nil, err)
 		}
@@ -305,7 +344,7 @@ func TestDecodeCut(t *testing.T) {
 	indented, _ := json.MarshalIndent(resultWithSeries(2), "", "  ")
 	withHeaderSeries := resultWithSeries(2)
 	hc := *withHeaderSeries.Combination
-	withHeaderSeries.Run.Combinations = []Combination{hc} // a series before the combination's
+	withHeaderSeries.Run.Combinations = []protocol.Combination{hc} // a series before the combination's
 	for _, tc := range []struct {
 		name string
 		msg  string
@@ -329,9 +368,9 @@ func TestDecodeCut(t *testing.T) {
 			if ok && !reflect.DeepEqual(m, want) {
 				t.Errorf("cut, it decodes as\n%+v\nas it is\n%+v", m, want)
 			}
-			got, err := DecodeReceivedResult([]byte(tc.msg), nil)
+			got, err := Decode([]byte(tc.msg), nil)
 			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Errorf("DecodeReceivedResult = %+v, %v; want %+v", got, err, want)
+				t.Errorf("Decode = %+v, %v; want %+v", got, err, want)
 			}
 		})
 	}
@@ -341,7 +380,7 @@ func TestDecodeCut(t *testing.T) {
 	if bad == string(indented) || strings.Index(bad, `"zero"`) < strings.Index(bad, `"telemetry_series"`) {
 		t.Fatal("no request record after the series to spoil")
 	}
-	_, errCut := DecodeReceivedResult([]byte(bad), nil)
+	_, errCut := Decode([]byte(bad), nil)
 	_, errWhole := decodeReceived([]byte(bad), nil, nil)
 	if errCut == nil || errWhole == nil || !strings.Contains(errCut.Error(), errWhole.Error()) {
 		t.Errorf("a bad field after the series: %v, want %v", errCut, errWhole)

@@ -1,4 +1,8 @@
-package protocol
+// Package received decodes result messages as the controller takes them
+// in and reads back the records it stores from them. It is the
+// controller's side only: agents write result messages with package
+// protocol, which holds the wire contract both sides share.
+package received
 
 import (
 	"bytes"
@@ -8,20 +12,22 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// ReceivedResult is a result message decoded for storing. The controller
-// keeps a combination's telemetry series and request records as the JSON
-// they came in: decoding a series into samples (maps of rails and fields)
-// and encoding it again cost most of what storing a result cost, and the
+// Result is a result message decoded for storing. The controller keeps a
+// combination's telemetry series and request records as the JSON they
+// came in: decoding a series into samples (maps of rails and fields) and
+// encoding it again cost most of what storing a result cost, and the
 // controller reads nothing in it. The series is checked to decode as
-// []TelemetrySample and the requests are decoded and validated, so what
-// is stored reads back as what was checked (DecodeCombinationRecord,
-// DecodeRequestRecords).
-type ReceivedResult struct {
+// []protocol.TelemetrySample and the requests are decoded and validated,
+// so what is stored reads back as what was checked (DecodeCombination,
+// DecodeSeries, DecodeRequests).
+type Result struct {
 	// ResultMessage is the message. Its Combination, if any, has no
 	// TelemetrySeries (it is in Series) and has its Requests decoded.
-	ResultMessage
+	protocol.ResultMessage
 	// Series is the combination's telemetry_series as it came: a JSON
 	// array, or nil when it had none. It and Requests are parts of the
 	// message decoded, not copies.
@@ -36,18 +42,18 @@ type ReceivedResult struct {
 // name or invalid UTF-8 is an error, so that a stored series or record has
 // one reading, the one it was checked in.
 
-// DecodeReceivedResult reads and validates a result message as
-// DecodeResultMessage does, keeping its combination's series and request
-// records as they came (see ReceivedResult); data may be compressed
-// (CompressPayload). Its error names the line, column and field of what
-// was wrong. headers, if not nil, remembers the run headers decoded, for
-// the next messages of their runs.
-func DecodeReceivedResult(data []byte, headers *HeaderCache) (*ReceivedResult, error) {
+// Decode reads a result message and validates it as
+// protocol.ResultMessage.Validate does, keeping its combination's series
+// and request records as they came (see Result); data may be compressed
+// (protocol.CompressPayload). Its error names the line, column and field
+// of what was wrong. headers, if not nil, remembers the run headers
+// decoded, for the next messages of their runs.
+func Decode(data []byte, headers *HeaderCache) (*Result, error) {
 	const what = "result message"
-	if len(data) > MaxMessageBytes {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), MaxMessageBytes)
+	if len(data) > protocol.MaxMessageBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d allowed", what, len(data), protocol.MaxMessageBytes)
 	}
-	js, err := Uncompress(data)
+	js, err := protocol.Uncompress(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -68,7 +74,7 @@ func DecodeReceivedResult(data []byte, headers *HeaderCache) (*ReceivedResult, e
 // message. Anything that does not go so (an error, the placeholder not
 // where the decoder finds the series) is answered by decoding the message
 // as it is, so that errors read as they always did.
-func decodeCut(js []byte, headers *HeaderCache) (*ReceivedResult, bool) {
+func decodeCut(js []byte, headers *HeaderCache) (*Result, bool) {
 	start, end, ok := cutSeries(js)
 	if !ok {
 		return nil, false
@@ -102,7 +108,7 @@ var errCutMisplaced = errors.New("the series is not where it was cut")
 
 // decodeReceived decodes a result message, its series cut out if cut is
 // not nil.
-func decodeReceived(data []byte, headers *HeaderCache, cut *seriesCut) (*ReceivedResult, error) {
+func decodeReceived(data []byte, headers *HeaderCache, cut *seriesCut) (*Result, error) {
 	// The series and requests are cut from data by the decoder's offsets.
 	w := resultWire{Combination: &combinationWire{in: data, cut: cut}, Run: headerWire{cache: headers}}
 	if err := jsonv2.Unmarshal(data, &w); err != nil {
@@ -111,7 +117,7 @@ func decodeReceived(data []byte, headers *HeaderCache, cut *seriesCut) (*Receive
 	if w.Combination != nil && !w.Combination.seen {
 		w.Combination = nil // the message has none
 	}
-	m := &ReceivedResult{ResultMessage: ResultMessage{
+	m := &Result{ResultMessage: protocol.ResultMessage{
 		Schema: w.Schema, AgentID: w.AgentID, Run: w.Run.run, Final: w.Final, Expected: w.Expected,
 	}}
 	if c := w.Combination; c != nil {
@@ -120,16 +126,16 @@ func decodeReceived(data []byte, headers *HeaderCache, cut *seriesCut) (*Receive
 		m.Combination = &comb
 		m.Series, m.Requests = c.TelemetrySeries.raw, c.Requests.raw
 	}
-	if s := m.Schema; s < 1 || s > SchemaVersion {
-		return nil, fmt.Errorf("schema %d, this build reads schema 1..%d", s, SchemaVersion)
+	if s := m.Schema; s < 1 || s > protocol.SchemaVersion {
+		return nil, fmt.Errorf("schema %d, this build reads schema 1..%d", s, protocol.SchemaVersion)
 	}
-	if err := m.validate(); err != nil {
+	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// resultWire is ResultMessage as DecodeReceivedResult reads it.
+// resultWire is protocol.ResultMessage as Decode reads it.
 type resultWire struct {
 	Schema      int              `json:"schema"`
 	AgentID     string           `json:"agent_id"`
@@ -139,12 +145,12 @@ type resultWire struct {
 	Expected    int              `json:"expected"`
 }
 
-// combinationWire is a Combination whose series and requests are kept as
+// combinationWire is a protocol.Combination whose series and requests are kept as
 // they came: its own fields take their names from the embedded ones. in
 // is the message being decoded, set before it is, which the raw parts are
 // cut from; seen says that the message had a combination.
 type combinationWire struct {
-	Combination
+	protocol.Combination
 	TelemetrySeries rawSeries   `json:"telemetry_series"`
 	Requests        rawRequests `json:"requests"`
 	in              []byte
@@ -185,7 +191,7 @@ func (s *rawSeries) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		return nil
 	}
 	if !seriesReadsAsSamples(v) {
-		var samples []TelemetrySample
+		var samples []protocol.TelemetrySample
 		if err := jsonv2.Unmarshal(v, &samples); err != nil {
 			return placeError(err, start, dec.StackPointer())
 		}
@@ -217,7 +223,7 @@ func placeError(err error, off int64, ptr jsontext.Pointer) error {
 
 type rawRequests struct {
 	in, raw []byte
-	records []RequestRecord
+	records []protocol.RequestRecord
 }
 
 // UnmarshalJSONFrom decodes the records and keeps them as they came.
@@ -258,35 +264,35 @@ func fitsFloat64(num []byte) bool {
 	return err == nil
 }
 
-// DecodeCombinationRecord reads a combination as the controller stores it
-// (its JSON without request records), with the options the records were
+// DecodeCombination reads a combination as the controller stores it (its
+// JSON without request records), with the options the records were
 // checked in; without series it skips the telemetry series, which only a
 // whole run document carries.
-func DecodeCombinationRecord(data []byte, series bool) (Combination, error) {
+func DecodeCombination(data []byte, series bool) (protocol.Combination, error) {
 	if series {
-		var c Combination
+		var c protocol.Combination
 		err := jsonv2.Unmarshal(data, &c)
 		return c, err
 	}
 	var w struct {
-		Combination
+		protocol.Combination
 		TelemetrySeries jsontext.Value `json:"telemetry_series"`
 	}
 	err := jsonv2.Unmarshal(data, &w)
 	return w.Combination, err
 }
 
-// DecodeTelemetrySeries reads a telemetry series as ReceivedResult keeps it.
-func DecodeTelemetrySeries(data []byte) ([]TelemetrySample, error) {
-	var s []TelemetrySample
+// DecodeSeries reads a telemetry series as Result keeps it.
+func DecodeSeries(data []byte) ([]protocol.TelemetrySample, error) {
+	var s []protocol.TelemetrySample
 	err := jsonv2.Unmarshal(data, &s)
 	return s, err
 }
 
-// DecodeRequestRecords reads a combination's request records as the
-// controller stores them.
-func DecodeRequestRecords(data []byte) ([]RequestRecord, error) {
-	var rs []RequestRecord
+// DecodeRequests reads a combination's request records as the controller
+// stores them.
+func DecodeRequests(data []byte) ([]protocol.RequestRecord, error) {
+	var rs []protocol.RequestRecord
 	err := jsonv2.Unmarshal(data, &rs)
 	return rs, err
 }
@@ -315,7 +321,7 @@ func describeV2Error(data []byte, err error) error {
 	default:
 		return err
 	}
-	l, c := LineCol(data, off)
+	l, c := protocol.LineCol(data, off)
 	if ptr != "" {
 		return fmt.Errorf("line %d column %d: field %q: %v", l, c, string(ptr), cause)
 	}
