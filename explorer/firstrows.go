@@ -66,6 +66,9 @@ func firstRowOf(v RowView) firstRowCells {
 	if why == "" {
 		c.RT = jsFormatSeconds(v.TTFT)
 	}
+	if v.TPSUnmeasured {
+		c.TPS = "n/a"
+	}
 	if v.Measured {
 		c.Max = v.MaxCamerasLabel
 		c.Result, c.RowClass, c.ResultClass = "FAIL", "row fail", "result result-fail"
