@@ -2,6 +2,7 @@ package explorer
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"slices"
@@ -371,5 +372,46 @@ func TestWriteTableSaysTheJudgementAndWhatIsNotKnown(t *testing.T) {
 	}
 	if out := buf.String(); !strings.Contains(out, "9 of 24 frames dropped") || !strings.Contains(out, "one frame every 5 s per camera") {
 		t.Errorf("paced table:\n%s", out)
+	}
+}
+
+func TestRunCSVCarriesTheBuyersColumns(t *testing.T) {
+	run := buyerRuns(t)[0]
+	var buf bytes.Buffer
+	if err := WriteRunCSV(&buf, &run); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := recs[0]
+	col := func(rec []string, name string) string {
+		i := slices.Index(head, name)
+		if i < 0 {
+			t.Fatalf("no column %s in %q", name, head)
+		}
+		return rec[i]
+	}
+	if head[29] != "errors" {
+		t.Errorf("the older columns moved: column 30 is %q", head[29])
+	}
+	byKey := map[string][]string{}
+	for _, rec := range recs[1:] {
+		byKey[col(rec, "size")+"/"+col(rec, "images")+"/"+col(rec, "cameras")+"/"+col(rec, "frame_interval_sec")] = rec
+	}
+	for key, want := range map[string][]string{
+		// interval, search, due, sent, dropped, tail due, unstarted, p90, p95
+		"720p/1/16/5": {"5", "false", "24", "15", "9", "24", "9", "", ""},
+		"720p/1/23/0": {"0", "true", "", "", "", "24", "0", "3.6", "3.7800000000000002"},
+		"720p/1/1/0":  {"0", "false", "", "", "", "24", "0", "0.2", "0.21000000000000002"},
+	} {
+		rec, ok := byKey[key]
+		if !ok {
+			t.Fatalf("no line for %s", key)
+		}
+		if got := rec[len(rec)-9:]; !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", key, got, want)
+		}
 	}
 }
