@@ -149,9 +149,10 @@ type RowView struct {
 	// published row imported with its means only): Max Cameras reads
 	// "n/a" and the row neither passes nor fails.
 	NotJudged bool `json:"not_judged,omitempty"`
-	// Search says that a search chose levels at the selection, so Max
-	// Cameras is exact rather than bounded by the ladder.
+	// Search says that a search chose levels at the selection; Exact that
+	// it measured the level above Max Cameras too, which did not keep up.
 	Search bool `json:"search,omitempty"`
+	Exact  bool `json:"exact,omitempty"`
 	// FramesDue and FramesDropped are the frames of a paced selection.
 	FramesDue     int `json:"frames_due,omitempty"`
 	FramesDropped int `json:"frames_dropped,omitempty"`
@@ -275,6 +276,9 @@ func rowViewAt(r Row, q Query) RowView {
 		NotJudged:   ok && !known,
 		Search:      Searched(r.Points, q.Size, q.Images, q.Interval),
 		FramesDue:   p.FramesDue, FramesDropped: p.FramesDropped,
+	}
+	if _, above := FindPointAt(r.Points, q.Size, q.Images, max+1, q.Interval); v.Search && max > 0 && above {
+		v.Exact = true
 	}
 	if p.Completed > 0 {
 		v.TTFT, v.TTFTP90, v.TPS = &p.TTFT, &p.TTFTP90, &p.TPS

@@ -20,13 +20,13 @@ const chartWhiteBackground = {
   },
 };
 
-// chartSeries lists, per image size, the one-image points by cameras; only
-// sizes with a measurement appear.
-export function chartSeries(row, sizes) {
+// chartSeries lists, per image size, the one-image points at a frame
+// interval (0 back to back) by cameras; only sizes with a measurement appear.
+export function chartSeries(row, sizes, interval = 0) {
   const out = [];
   for (const size of sizes) {
     const pts = row.points
-      .filter((p) => p.size === size && p.images === 1 && p.completed > 0)
+      .filter((p) => p.size === size && p.images === 1 && p.completed > 0 && (p.frame_interval_sec || 0) === interval)
       .sort((a, b) => a.cameras - b.cameras)
       .map((p) => ({ x: p.cameras, y: Math.round(p.ttft * 100) / 100 }));
     if (pts.length) out.push({ size, pts });
@@ -46,11 +46,12 @@ export function chartTitle(row) {
 }
 
 // drawChart draws into canvas and returns the Chart instance (or null when
-// the library is missing). selectedSize is drawn thicker.
-export function drawChart(canvas, row, sizes, target, selectedSize) {
+// the library is missing). selectedSize is drawn thicker; interval is the
+// frame clock whose levels are drawn (0 back to back).
+export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0) {
   const ChartJS = globalThis.Chart;
   if (!ChartJS) return null;
-  const series = chartSeries(row, sizes);
+  const series = chartSeries(row, sizes, interval);
   let xmin = Infinity;
   let xmax = -Infinity;
   for (const s of series) for (const p of s.pts) { xmin = Math.min(xmin, p.x); xmax = Math.max(xmax, p.x); }
@@ -88,7 +89,7 @@ export function drawChart(canvas, row, sizes, target, selectedSize) {
       maintainAspectRatio: false,
       parsing: false,
       plugins: {
-        title: { display: true, text: [chartTitle(row), 'Response time as cameras are added'], color: '#111827', font: { size: 14 } },
+        title: { display: true, text: [chartTitle(row), `Response time as cameras are added${interval > 0 ? `, one frame every ${interval} s per camera` : ''}`], color: '#111827', font: { size: 14 } },
         legend: { display: true, position: 'bottom', labels: { color: '#111827', usePointStyle: true, pointStyle: 'line', pointStyleWidth: 28 } },
         tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)` } },
       },
