@@ -415,3 +415,20 @@ func TestRunCSVCarriesTheBuyersColumns(t *testing.T) {
 		}
 	}
 }
+
+// The offline file carries the buyer's figures in its dataset and the
+// controls that read them, so that it judges and paces as the served page.
+func TestExportCarriesTheBuyersFigures(t *testing.T) {
+	ds := Aggregate(buyerRuns(t), time.Date(2026, 4, 2, 0, 0, 0, 0, time.UTC))
+	var buf bytes.Buffer
+	if err := Export(&buf, ds); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`"frame_interval_sec":5`, `"search":true`, `"frames_dropped":9`, `"ttft_tail":{"due":24`,
+		`"tps_na":true`, `"warnings":["prompts served from a cache`, `id="pacing-buttons"`, `id="stat-buttons"`, "function judgedSentence("} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the exported page lacks %s", want)
+		}
+	}
+}
