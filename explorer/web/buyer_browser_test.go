@@ -187,3 +187,53 @@ func TestExpandedRowShowsSearchTPSWarningsAndHint(t *testing.T) {
 		t.Errorf("ladder row results %v: the failed requests at 4 cameras are left out of the mean", d.Results)
 	}
 }
+
+// The page's sentence at any view is Go's, word for word: every row of the
+// buyer's and the test datasets, at every frame clock, statistic and a
+// range of targets.
+func TestJudgedSentenceInStepWithGo(t *testing.T) {
+	type view struct {
+		Points    []explorer.Point `json:"points"`
+		Size      string           `json:"size"`
+		Images    int              `json:"images"`
+		Interval  float64          `json:"interval"`
+		Statistic string           `json:"statistic"`
+		Target    float64          `json:"target"`
+	}
+	var views []view
+	var want []string
+	rows := append(buyerDataset(t).Rows, testDataset().Rows...)
+	for _, r := range rows {
+		for _, every := range []float64{0, 2, 5, 10} {
+			for _, stat := range []string{"mean", "p90", "p95"} {
+				for _, target := range []float64{0.1, 0.3, 1, 2.5, 3, 100} {
+					for _, images := range []int{1, 5} {
+						views = append(views, view{r.Points, "720p", images, every, stat, target})
+						want = append(want, explorer.JudgedSentence(r.Points, "720p", images, every, protocol.Judgement{Statistic: stat, TargetSec: target}))
+					}
+				}
+			}
+		}
+	}
+	ctx := newTab(t)
+	open(t, ctx, serve(t, mustJSON(t, testDataset())))
+	got := eval[[]string](t, ctx, `import('/static/logic.js').then(m => (`+string(mustJSON(t, views))+`).map(v =>
+		m.judgedSentence(v.points, v.size, v.images, v.interval, v.statistic, v.target)))`)
+	if len(got) != len(want) {
+		t.Fatalf("%d sentences from JS, %d from Go", len(got), len(want))
+	}
+	kinds := map[string]bool{}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s every %g s by %s at %g s:\n  JS %q\n  Go %q", rows[i/144].Model, views[i].Interval, views[i].Statistic, views[i].Target, got[i], want[i])
+		}
+		for _, k := range []string{"not even one", "at least", "also measured", "cannot be judged", "every frame answered", "one camera at a time", "9 of 10", "19 of 20"} {
+			if strings.Contains(want[i], k) {
+				kinds[k] = true
+			}
+		}
+	}
+	if len(kinds) != 8 {
+		t.Errorf("the views cover only the sentences with %v", kinds)
+	}
+}
