@@ -111,9 +111,19 @@ func TestPacingAndStatisticChangeMaxCamerasAndSentences(t *testing.T) {
 	if want := explorer.JudgedSentence(row["searched"].Points, "720p", 1, 0, protocol.Judgement{Statistic: "p90", TargetSec: 3}); d.Sentence != want || want == "" {
 		t.Errorf("by p90 the sentence is %q, want Go's %q", d.Sentence, want)
 	}
-	if !slices.Contains(d.Heads, "p90 of all due (s)") || d.Judged[0] != "0.20" {
+	if !slices.Contains(d.Heads, "p90, all due (s)") || d.Judged[0] != "0.20" {
 		t.Errorf("by p90 the measurements have %v, judged %v", d.Heads, d.Judged)
 	}
+	chartTitle := `Chart.getChart(document.querySelector('#tbody tr.detail canvas')).options.plugins.title.text[1]`
+	if title := eval[string](t, ctx, chartTitle); title != "Response time (p90) as cameras are added" {
+		t.Errorf("chart title %q", title)
+	}
+	// The published row, opened by p90, says why it is not judged.
+	click(t, ctx, `#tbody tr[data-id="`+published.ID+`"] .toggle`)
+	if d := eval[buyerDetail](t, ctx, buyerDetailJS); !strings.HasPrefix(d.Unknown, "p90 n/a: published with means only.") || !slices.Equal(d.Results, []string{"n/a", "n/a", "n/a"}) {
+		t.Errorf("the published row by p90: %q, results %v", d.Unknown, d.Results)
+	}
+	click(t, ctx, `#tbody tr[data-id="`+searched.ID+`"] .toggle`)
 
 	click(t, ctx, `#pacing-buttons button[data-value="5"]`)
 	rows = shownByModel(t, ctx)
@@ -131,6 +141,9 @@ func TestPacingAndStatisticChangeMaxCamerasAndSentences(t *testing.T) {
 	// The page's sentence at this view is the explanation's paced line, word for word.
 	if want := row["searched"].Explanation[4]; d.Sentence != want {
 		t.Errorf("every 5 s the sentence is %q, want the explanation's %q", d.Sentence, want)
+	}
+	if title := eval[string](t, ctx, chartTitle); title != "Response time as cameras are added, one frame every 5 s per camera" {
+		t.Errorf("chart title every 5 s by the mean: %q", title)
 	}
 	if !slices.Contains(d.Frames, "24 / 15 / 9") || !slices.Contains(d.Frames, "24 / 24 / 0") || !slices.Contains(d.Cameras, "11 (search)") {
 		t.Errorf("every 5 s the measurements show frames %v at cameras %v", d.Frames, d.Cameras)

@@ -633,8 +633,8 @@ function createExplorer(ds) {
     box.append(wrap, btn);
     it.detail.canvas = canvas;
     const sel = selection();
-    it.detail.chart = drawChart(canvas, r, sizes, sel.target, sel.size, sel.interval);
-    it.detail.chartKey = `${sel.target}|${sel.size}|${sel.interval}`;
+    it.detail.chart = drawChart(canvas, r, sizes, sel.target, sel.size, sel.interval, sel.statistic);
+    it.detail.chartKey = `${sel.target}|${sel.size}|${sel.interval}|${sel.statistic}`;
   }
 
   function paintDetail(it, sel) {
@@ -653,17 +653,18 @@ function createExplorer(ds) {
       return el('tr', { class: `${ok ? 'pass' : known ? 'fail' : 'nodata'}${p.cameras === sel.cameras ? ' current' : ''}` },
         cams,
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
-        el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
+        // Judged by a percentile, that percentile over every answer due
+        // stands where the completed requests' p90 stands by the mean.
+        judged ? el('td', { class: 'num c-judged', text: !known ? 'n/a' : j == null ? 'not started' : formatSeconds(j) })
+          : el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
         el('td', { class: 'num c-tps', text: p.completed > 0 ? (p.tps_na ? 'n/a' : formatTPS(p.tps)) : '—', title: p.tps_na ? 'Not measurable: no token came after the first one was read' : null }),
         el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}`, title: p.completed === 0 ? failureText(p) : null }),
-        judged ? el('td', { class: 'num c-judged', text: !known ? 'n/a' : j == null ? 'not started' : formatSeconds(j) }) : null,
         paced ? el('td', { class: `num c-frames${p.frames_dropped ? ' dropped' : ''}`, text: `${p.frames_due || 0} / ${p.frames_sent || 0} / ${p.frames_dropped || 0}` }) : null,
         el('td', {}, el('span', { class: `result ${!known ? 'result-none' : ok ? 'result-pass' : 'result-fail'}`, text: res })));
     });
     const clock = paced ? `, one frame every ${sel.interval} s per camera` : '';
     const head = el('h3', { text: `Measurements at ${sel.size}, ${plural(sel.images, 'image', 'images')} per camera${clock}, against ${sel.target} s${judged ? ` by ${sel.statistic}` : ''}` });
-    const cols = ['Cameras', 'Response time (s)', 'p90 (s)', 'TPS', 'Requests'];
-    if (judged) cols.push(`${sel.statistic} of all due (s)`);
+    const cols = ['Cameras', 'Response time (s)', judged ? `${sel.statistic}, all due (s)` : 'p90 (s)', 'TPS', 'Requests'];
     if (paced) cols.push('Frames due / sent / dropped');
     cols.push('Result');
     const body = pts.length
@@ -672,10 +673,10 @@ function createExplorer(ds) {
         el('tbody', {}, ...rows))
       : el('p', { class: 'hint', text: `Not measured at ${sel.size} with ${plural(sel.images, 'image', 'images')} per camera${clock}.` });
     d.measure.replaceChildren(head, body, ...detailNotes(it.row, sel, mc));
-    const key = `${sel.target}|${sel.size}|${sel.interval}`;
+    const key = `${sel.target}|${sel.size}|${sel.interval}|${sel.statistic}`;
     if (d.chart && d.chartKey !== key) {
       d.chart.destroy();
-      d.chart = drawChart(d.canvas, it.row, sizes, sel.target, sel.size, sel.interval);
+      d.chart = drawChart(d.canvas, it.row, sizes, sel.target, sel.size, sel.interval, sel.statistic);
       d.chartKey = key;
     }
   }
