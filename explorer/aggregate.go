@@ -145,50 +145,59 @@ func sizeNames() []string {
 	return out
 }
 
-// points lists the measured combinations of r, smallest size, fewest images
-// and fewest cameras first. A combination in which every request failed is
-// kept (Completed 0, no figures): the level was tested and failed, so Max
-// Cameras must not claim "1+" below it. One in which no request ran, with an
-// unknown size or listed twice is skipped, not trusted.
+// points lists the measured combinations of r, smallest size, fewest images,
+// fewest cameras and back to back before paced first. A combination in
+// which every request failed is kept (Completed 0, no figures): the level
+// was tested and failed, so Max Cameras must not claim "1+" below it. One
+// in which no request ran, with an unknown size or listed twice is
+// skipped, not trusted.
 func points(r *protocol.Run) []Point {
 	out := make([]Point, 0, len(r.Combinations))
 	seen := map[protocol.ComboKey]bool{}
 	for i := range r.Combinations {
 		c := &r.Combinations[i]
 		size, err := protocol.LookupImageSize(c.Size)
-		if err != nil || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 {
+		if err != nil || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 || c.FrameIntervalSec < 0 {
 			continue
 		}
-		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras}
+		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras, FrameIntervalSec: c.FrameIntervalSec}
 		if seen[key] {
 			continue
 		}
 		seen[key] = true
-		if c.Completed == 0 {
-			// The means of no request are not figures: leave them zero.
-			out = append(out, Point{Size: size.Name, Images: c.Images, Cameras: c.Cameras, Failed: c.Failed, Error: mostFrequentError(c.Errors)})
-			continue
-		}
-		out = append(out, Point{
-			Size:       size.Name,
-			Images:     c.Images,
-			Cameras:    c.Cameras,
-			TTFT:       c.TTFT.Mean,
-			TTFTP90:    c.TTFT.P90,
-			TPS:        c.TPS.Mean,
-			Completed:  c.Completed,
-			Failed:     c.Failed,
-			Throughput: c.OutputTokensPerSec,
-		})
+		out = append(out, pointOf(c, size.Name))
 	}
 	slices.SortFunc(out, func(a, b Point) int {
 		return cmp.Or(
 			cmp.Compare(protocol.SizeRank(a.Size), protocol.SizeRank(b.Size)),
 			cmp.Compare(a.Images, b.Images),
+			cmp.Compare(a.FrameIntervalSec, b.FrameIntervalSec),
 			cmp.Compare(a.Cameras, b.Cameras),
 		)
 	})
 	return out
+}
+
+// pointOf is one combination as a point. What judging needs (the tail, the
+// frames dropped) is kept even where every request failed: a level that
+// answered nothing is judged, not skipped.
+func pointOf(c *protocol.Combination, size string) Point {
+	p := Point{Size: size, Images: c.Images, Cameras: c.Cameras, Failed: c.Failed,
+		FrameIntervalSec: c.FrameIntervalSec, Search: c.Search, Tail: c.Tail}
+	if g := c.Pacing; g != nil {
+		p.FramesDue, p.FramesSent, p.FramesDropped = g.FramesDue, g.FramesSent, g.FramesDropped
+	}
+	if c.Completed == 0 {
+		// The means of no request are not figures: leave them zero.
+		p.Error = mostFrequentError(c.Errors)
+		return p
+	}
+	p.TTFT, p.TTFTP90, p.TPS = c.TTFT.Mean, c.TTFT.P90, c.TPS.Mean
+	p.Completed, p.Throughput = c.Completed, c.OutputTokensPerSec
+	// N 0 is the protocol's "not measurable"; a mean without N is an older
+	// document's, kept as the figure it states.
+	p.TPSUnmeasured = c.TPS.N == 0 && c.TPS.Mean == 0
+	return p
 }
 
 func firstNonEmpty(ss ...string) string {

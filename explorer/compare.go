@@ -72,9 +72,15 @@ type Comparison struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// ComboChange is one combination's change from A to B.
+// ComboChange is one combination's change from A to B. Combinations are
+// matched by their whole key, the frame interval included: a paced level is
+// never set against a back-to-back one.
 type ComboChange struct {
 	protocol.ComboKey
+	// SearchA and SearchB say that a search for the exact Max Cameras chose
+	// the level in that run.
+	SearchA bool           `json:"search_a,omitempty"`
+	SearchB bool           `json:"search_b,omitempty"`
 	Verdict string         `json:"verdict"`
 	Metrics []MetricChange `json:"metrics"`
 }
@@ -82,7 +88,7 @@ type ComboChange struct {
 // MetricChange is one figure of a combination in A and in B.
 type MetricChange struct {
 	// Metric is the key ("ttft_p50", "ttft_p90", "e2e_p50", "tps_p50",
-	// "success"); Label how people read it.
+	// "success", and "dropped" on a frame clock); Label how people read it.
 	Metric string `json:"metric"`
 	Label  string `json:"label"`
 	Unit   string `json:"unit"`
@@ -172,7 +178,8 @@ func Compare(a, b *protocol.Run) (Comparison, error) {
 		}
 	}
 	byKey := func(x, y protocol.ComboKey) int {
-		return cmp.Or(cmp.Compare(protocol.SizeRank(x.Size), protocol.SizeRank(y.Size)), cmp.Compare(x.Images, y.Images), cmp.Compare(x.Cameras, y.Cameras))
+		return cmp.Or(cmp.Compare(protocol.SizeRank(x.Size), protocol.SizeRank(y.Size)), cmp.Compare(x.Images, y.Images),
+			cmp.Compare(x.FrameIntervalSec, y.FrameIntervalSec), cmp.Compare(x.Cameras, y.Cameras))
 	}
 	slices.SortFunc(c.Combos, func(x, y ComboChange) int { return byKey(x.ComboKey, y.ComboKey) })
 	slices.SortFunc(c.OnlyA, byKey)
@@ -299,10 +306,16 @@ func mean(s []float64) float64 {
 }
 
 func compareCombo(ca, cb *protocol.Combination) ComboChange {
-	out := ComboChange{ComboKey: ca.ComboKey}
-	worse, better, known := 0, 0, 0
+	out := ComboChange{ComboKey: ca.ComboKey, SearchA: ca.Search, SearchB: cb.Search}
+	var changes []MetricChange
 	for _, m := range metrics() {
-		mc := compareMetric(m, ca.Requests, cb.Requests)
+		changes = append(changes, compareMetric(m, ca.Requests, cb.Requests))
+	}
+	if ca.Pacing != nil && cb.Pacing != nil {
+		changes = append(changes, compareDropped(ca.Pacing, cb.Pacing))
+	}
+	worse, better, known := 0, 0, 0
+	for _, mc := range changes {
 		switch mc.Verdict {
 		case VerdictWorse:
 			worse++
@@ -318,6 +331,23 @@ func compareCombo(ca, cb *protocol.Combination) ComboChange {
 	return out
 }
 
+// compareDropped sets B's dropped frames against A's, more being worse:
+// each frame due is 100 when it was dropped and 0 when it was sent, so that
+// the mean is the percent dropped and the test weighs the counts as the
+// success rate's does.
+func compareDropped(pa, pb *protocol.Pacing) MetricChange {
+	frames := func(p *protocol.Pacing) []float64 {
+		out := make([]float64, p.FramesDue)
+		for i := range min(p.FramesDropped, p.FramesDue) {
+			out[i] = 100
+		}
+		return out
+	}
+	m := metric{key: "dropped", label: "frames dropped", unit: "%", stat: mean,
+		minChange: func(float64) float64 { return compareMinSuccess * 100 }}
+	return compareValues(m, frames(pa), frames(pb))
+}
+
 func values(m metric, recs []protocol.RequestRecord) []float64 {
 	var out []float64
 	for i := range recs {
@@ -329,7 +359,11 @@ func values(m metric, recs []protocol.RequestRecord) []float64 {
 }
 
 func compareMetric(m metric, ra, rb []protocol.RequestRecord) MetricChange {
-	xa, xb := values(m, ra), values(m, rb)
+	return compareValues(m, values(m, ra), values(m, rb))
+}
+
+// compareValues is the verdict rule on the two runs' values of one metric.
+func compareValues(m metric, xa, xb []float64) MetricChange {
 	slices.Sort(xa)
 	slices.Sort(xb)
 	mc := MetricChange{Metric: m.key, Label: m.label, Unit: m.unit, HigherIsBetter: m.higherIsBetter,

@@ -320,3 +320,52 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 }
+
+// A paced level is matched with the same level on the same frame clock,
+// never with the back-to-back one of the same size and cameras; more
+// frames dropped is worse; a level a search chose says so on its side.
+func TestComparePacedAndSearchedCombinations(t *testing.T) {
+	b2b := protocol.ComboKey{Size: "720p", Images: 1, Cameras: 8}
+	every5 := protocol.ComboKey{Size: "720p", Images: 1, Cameras: 8, FrameIntervalSec: 5}
+	every2 := protocol.ComboKey{Size: "720p", Images: 1, Cameras: 8, FrameIntervalSec: 2}
+	pace := func(r *protocol.Run, k protocol.ComboKey, dropped int) {
+		c, _ := r.Combination(k)
+		c.Pacing = &protocol.Pacing{FramesDue: c.Completed + c.Failed + dropped, FramesSent: c.Completed + c.Failed, FramesDropped: dropped}
+	}
+	a := synthRun("a", 1, 24, []protocol.ComboKey{b2b, every5, every2}, steady)
+	b := synthRun("b", 2, 24, []protocol.ComboKey{every5, b2b}, steady)
+	pace(&a, every5, 0)
+	pace(&a, every2, 1)
+	pace(&b, every5, 24)
+	b.Combinations[1].Search = true
+	c, err := Compare(&a, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Combos) != 2 || c.Combos[0].ComboKey != b2b || c.Combos[1].ComboKey != every5 {
+		t.Fatalf("combinations %+v, want back to back then every 5 s, matched by their whole key", c.Combos)
+	}
+	if len(c.OnlyA) != 1 || c.OnlyA[0] != every2 {
+		t.Errorf("only in A: %v, want the 2 s level", c.OnlyA)
+	}
+	if !c.Combos[0].SearchB || c.Combos[0].SearchA {
+		t.Errorf("back to back: search %v in A, %v in B; want B's only", c.Combos[0].SearchA, c.Combos[0].SearchB)
+	}
+	for _, m := range c.Combos[0].Metrics {
+		if m.Metric == "dropped" {
+			t.Error("a back-to-back level compares dropped frames")
+		}
+	}
+	d := metricOf(t, c.Combos[1], "dropped")
+	if d.Verdict != VerdictWorse || d.A != 0 || d.B != 50 || d.NA != 24 || d.NB != 48 || d.HigherIsBetter {
+		t.Errorf("dropped frames 0 of 24 -> 24 of 48: %+v, want worse", d)
+	}
+	if c.Verdict != VerdictWorse || c.Combos[1].Verdict != VerdictWorse {
+		t.Errorf("verdict %s (paced level %s), want worse", c.Verdict, c.Combos[1].Verdict)
+	}
+	// The same drops on both sides are the same.
+	pace(&b, every5, 0)
+	if c, _ := Compare(&a, &b); metricOf(t, c.Combos[1], "dropped").Verdict != VerdictSame {
+		t.Errorf("no drops on either side: %+v", metricOf(t, c.Combos[1], "dropped"))
+	}
+}

@@ -1,6 +1,10 @@
 package explorer
 
-import "github.com/vlmfleet/vlmfleet/protocol"
+import (
+	"slices"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
 
 // The default settings of the page, at which the explanation is written.
 const (
@@ -26,7 +30,7 @@ func Explain(r Row) []string {
 	if s := explainTarget(r.Points); s != "" {
 		out = append(out, s)
 	}
-	return out
+	return append(out, explainPaced(r.Points)...)
 }
 
 // explainSingle: "M (2.4B parameters), served in Q8_0 format with llama.cpp on
@@ -72,7 +76,7 @@ func explainHeavier(points []Point) string {
 	var multi, large *Point
 	for i := range points {
 		p := &points[i]
-		if p.Completed == 0 || p.Cameras != 1 {
+		if p.Completed == 0 || p.Cameras != 1 || p.Paced() {
 			continue
 		}
 		if p.Size == DefaultSize && p.Images > 1 && (multi == nil || p.Images > multi.Images) {
@@ -99,12 +103,61 @@ func explainHeavier(points []Point) string {
 
 // explainTarget: Max Cameras at the default target, in the seed's variants.
 func explainTarget(points []Point) string {
-	if !Measured(points, DefaultSize, DefaultImages) {
+	return JudgedSentence(points, DefaultSize, DefaultImages, 0, protocol.Judgement{})
+}
+
+// explainPaced: Max Cameras at the default target for each frame clock
+// measured at 720p with one image, in the seed's style: "At one frame every
+// 5 s per camera (720p, one image), it keeps up with 10 cameras: every
+// frame answered, each answer starting within 3 s."
+func explainPaced(points []Point) []string {
+	var out []string
+	for _, t := range Intervals(points) {
+		if s := JudgedSentence(points, DefaultSize, DefaultImages, t, protocol.Judgement{}); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Intervals lists the frame clocks measured, shortest first (0, back to
+// back, is not one).
+func Intervals(points []Point) []float64 {
+	var out []float64
+	for _, p := range points {
+		if p.Paced() && !slices.Contains(out, p.FrameIntervalSec) {
+			out = append(out, p.FrameIntervalSec)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// JudgedSentence says Max Cameras at size, images and frame interval under
+// j, in the seed's words; the page's logic.js judgedSentence writes the
+// same for the view it shows. "" when nothing was measured there.
+func JudgedSentence(points []Point, size string, images int, interval float64, j protocol.Judgement) string {
+	if !MeasuredAt(points, size, images, interval) {
 		return ""
 	}
-	max, plus := MaxCameras(points, DefaultSize, DefaultImages, DefaultTarget)
-	s := "At the default target of an answer starting within " + FormatSeconds(DefaultTarget) + " s (" +
-		DefaultSize + ", one image per camera), "
+	goal := judgedGoal(j, interval > 0)
+	var s string
+	if interval > 0 {
+		s = "At one frame every " + FormatInterval(interval) + " s per camera (" + size + ", " + imagesWords(images) + "), "
+	} else {
+		target := "a target"
+		if j.Stat() == protocol.StatisticMean && j.Target() == DefaultTarget {
+			target = "the default target"
+		}
+		s = "At " + target + " of " + goal + " (" + size + ", " + imagesWords(images) + " per camera), "
+	}
+	if !Judgeable(points, size, images, interval, j) {
+		return s + "it cannot be judged by " + j.Stat() + ": the row was published with its means only, not its slow answers."
+	}
+	max, plus := MaxCamerasJudged(points, size, images, interval, j)
+	if interval > 0 {
+		return s + pacedVerdict(max, plus, goal) + exactClause(points, size, images, interval, max) + "."
+	}
 	switch {
 	case max == 0:
 		return s + "not even one camera is answered in time."
@@ -114,10 +167,65 @@ func explainTarget(points []Point) string {
 		// how it behaves with several."
 		return s + "it keeps up with one camera, the only number measured, so how it copes with several is not known."
 	case max == 1:
-		return s + "it keeps up with one camera at a time."
+		return s + "it keeps up with one camera at a time" + exactClause(points, size, images, interval, max) + "."
 	case plus:
 		return s + "it keeps up with at least " + itoa(max) +
 			" cameras at once: it still met the target at the highest number measured, so the real limit is higher."
 	}
-	return s + "it keeps up with " + itoa(max) + " cameras at once."
+	return s + "it keeps up with " + itoa(max) + " cameras at once" + exactClause(points, size, images, interval, max) + "."
+}
+
+// judgedGoal is what a passing level met: "an answer starting within 3 s"
+// by the mean ("each answer" on a frame clock, where every frame must be
+// answered), "9 of 10 answers starting within 3 s" by p90.
+func judgedGoal(j protocol.Judgement, paced bool) string {
+	within := " starting within " + FormatSeconds(j.Target()) + " s"
+	switch j.Stat() {
+	case protocol.StatisticP90:
+		return "9 of 10 answers" + within
+	case protocol.StatisticP95:
+		return "19 of 20 answers" + within
+	}
+	if paced {
+		return "each answer" + within
+	}
+	return "an answer" + within
+}
+
+// pacedVerdict is the paced sentence's verdict, after its "At one frame
+// every T s per camera (size, one image), ".
+func pacedVerdict(max int, plus bool, goal string) string {
+	met := "every frame answered, " + goal
+	switch {
+	case max == 0:
+		return "not even one camera has " + met
+	case max == 1 && plus:
+		return "it keeps up with one camera, the only number measured: " + met
+	case max == 1:
+		return "it keeps up with one camera: " + met
+	case plus:
+		return "it keeps up with at least " + itoa(max) + " cameras: " + met + ", still at the highest number measured, so the real limit is higher"
+	}
+	return "it keeps up with " + itoa(max) + " cameras: " + met
+}
+
+// exactClause: where a search measured the level above Max Cameras, the
+// figure is exact, and the sentence says so: "; with 24, also measured,
+// it does not". A ladder's neighbours (1 and 2) need no such clause.
+func exactClause(points []Point, size string, images int, interval float64, max int) string {
+	if max == 0 || !Searched(points, size, images, interval) {
+		return ""
+	}
+	if _, ok := FindPointAt(points, size, images, max+1, interval); !ok {
+		return ""
+	}
+	return "; with " + itoa(max+1) + ", also measured, it does not"
+}
+
+// imagesWords: "one image", "3 images".
+func imagesWords(n int) string {
+	if n == 1 {
+		return "one image"
+	}
+	return itoa(n) + " images"
 }

@@ -40,7 +40,8 @@ type firstRowCells struct {
 	Simulated                     bool
 	Why, Setup                    string
 	Params, Quant, Engine, Device string
-	RT, TPS, Max, Result          string
+	RT, TPS, Max, MaxTitle        string
+	Result                        string
 	RowClass, ResultClass         string
 	First                         bool
 }
@@ -66,6 +67,10 @@ func firstRowOf(v RowView) firstRowCells {
 	if why == "" {
 		c.RT = jsFormatSeconds(v.TTFT)
 	}
+	if v.TPSUnmeasured {
+		c.TPS = "n/a"
+	}
+	c.MaxTitle = maxCamerasTitle(v)
 	if v.Measured {
 		c.Max = v.MaxCamerasLabel
 		c.Result, c.RowClass, c.ResultClass = "FAIL", "row fail", "result result-fail"
@@ -84,7 +89,7 @@ var firstRowsTemplate = template.Must(template.New("rows").Parse(`{{range $i, $r
 	`{{if .Simulated}}<span class="badge badge-sim" title="From a simulated run, not a measurement of real hardware">SIMULATED</span>{{end}}` +
 	`<span class="why"{{if not .Why}} hidden{{end}}>{{.Why}}</span><span class="setup">{{.Setup}}</span></td>` +
 	`<td class="num">{{.Params}}</td><td>{{.Quant}}</td><td>{{.Engine}}</td><td>{{.Device}}</td>` +
-	`<td class="num c-rt"{{if .Why}} title="{{.Why}}"{{end}}>{{.RT}}</td><td class="num c-tps">{{.TPS}}</td><td class="num c-max">{{.Max}}</td>` +
+	`<td class="num c-rt"{{if .Why}} title="{{.Why}}"{{end}}>{{.RT}}</td><td class="num c-tps">{{.TPS}}</td><td class="num c-max"{{if .MaxTitle}} title="{{.MaxTitle}}"{{end}}>{{.Max}}</td>` +
 	`<td class="c-result"><span class="{{.ResultClass}}">{{.Result}}</span></td></tr>{{end}}`))
 
 // The formats below are logic.js's, character for character; the Go
@@ -101,6 +106,20 @@ func failureText(failed int, reason string) string {
 		return n + " failed: " + reason
 	}
 	return n + " failed"
+}
+
+// maxCamerasTitle is logic.js maxCamerasTitle: what makes a Max Cameras a
+// search chose exact.
+func maxCamerasTitle(v RowView) string {
+	switch {
+	case !v.Measured || v.NotJudged || !v.Search:
+		return ""
+	case v.Exact:
+		return "Exact: a search measured " + itoa(v.MaxCameras+1) + " cameras too, which did not keep up"
+	case v.Plus:
+		return "A search measured up to its ceiling and the highest number still kept up"
+	}
+	return "A search measured levels here; the level above this one was not measured at this target"
 }
 
 // jsFormatSeconds is logic.js formatSeconds: "—" for no figure, else

@@ -38,3 +38,7 @@ func trimmed(v float64, decimals int) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// FormatInterval writes a frame interval as the page does (JavaScript's
+// String of the number): "5", "0.5", "2.5".
+func FormatInterval(s float64) string { return strconv.FormatFloat(s, 'g', -1, 64) }

@@ -1,23 +1,40 @@
 package explorer
 
-import "math"
+import (
+	"math"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
 
 // Rules of Max Cameras, shared with the page (explorer/web) through
 // testdata/maxcameras_vectors.json; both implementations must pass every vector.
 //
-//   - Only points at the selected image size and images per camera count.
-//   - A level passes when at least one request completed and its mean TTFT,
-//     rounded to the 0.01 s the page shows, is at most the target: a response
-//     time exactly on the target passes, and "3 s" on screen never fails a 3 s
-//     target. A level where every request failed was tested and fails.
+//   - Only points at the selected image size, images per camera and frame
+//     interval count (0, back to back, as published): a paced level is
+//     never read as a back-to-back one.
+//   - A level passes by the judgement (protocol.Judgement.Passes): by the
+//     mean (published), when at least one request completed and its mean
+//     TTFT, rounded to the 0.01 s the page shows, is at most the target (a
+//     response time exactly on the target passes, and "3 s" on screen
+//     never fails a 3 s target; a level where every request failed was
+//     tested and fails); by p90/p95, when that percentile over every
+//     answer due, a failed request or dropped frame counted as never
+//     started, meets the target. A paced level with a frame dropped or a
+//     request failed fails under any statistic.
 //   - Max Cameras is the highest measured number of cameras that passes, even
 //     when a lower number failed (the seed: "the highest measured number of
 //     cameras at which the response time meets your target"; measurements are
-//     shown as they are, never smoothed).
+//     shown as they are, never smoothed). A level a search chose counts as
+//     any other measured level.
 //   - plus is true when that number is the highest tested, so the real limit
-//     was not reached.
+//     was not reached. After a search the failing level above is measured
+//     too, so the figure is exact; only at the search's ceiling is it "64+".
 //   - 0 when none passes, and 0 when the size and image count were not measured
 //     at all (the page hides such rows instead of showing 0).
+//   - By p90/p95, a selection where a level has no tail (a published row
+//     imported with its means only) is not judged: Judgeable is false, Max
+//     Cameras 0, and the page says the statistic is not known rather than
+//     pass or fail.
 //   - Nothing is interpolated. With 3 or 5 images per camera the method
 //     measures one camera only, so Max Cameras is then at most 1.
 
@@ -29,12 +46,30 @@ func Passes(p Point, target float64) bool {
 	return p.Completed > 0 && RoundSeconds(p.TTFT) <= target
 }
 
-// MaxCameras is the highest measured number of cameras at size and images
-// whose response time meets target; plus when it is the highest number tested.
+// Paced says that the cameras sent on a frame clock.
+func (p Point) Paced() bool { return p.FrameIntervalSec > 0 }
+
+// at says whether p is at (size, images, interval).
+func (p Point) at(size string, images int, interval float64) bool {
+	return p.Size == size && p.Images == images && p.FrameIntervalSec == interval
+}
+
+// Figures is what judging the point reads.
+func (p Point) Figures() protocol.LevelFigures {
+	return protocol.LevelFigures{Completed: p.Completed, Failed: p.Failed, MeanTTFT: p.TTFT, Tail: p.Tail,
+		Paced: p.Paced(), Dropped: p.FramesDropped}
+}
+
+// PassesJudged reports whether p keeps up under j.
+func PassesJudged(p Point, j protocol.Judgement) bool { return j.Passes(p.Figures()) }
+
+// MaxCameras is the highest measured number of cameras back to back at size
+// and images whose mean response time meets target; plus when it is the
+// highest number tested.
 func MaxCameras(points []Point, size string, images int, target float64) (max int, plus bool) {
 	highest := 0
 	for _, p := range points {
-		if p.Size != size || p.Images != images {
+		if !p.at(size, images, 0) {
 			continue
 		}
 		if p.Cameras > highest {
@@ -47,21 +82,81 @@ func MaxCameras(points []Point, size string, images int, target float64) (max in
 	return max, max > 0 && max == highest
 }
 
-// Measured reports whether any point exists at size and images (any number of
-// cameras); rows that were not are hidden rather than shown with 0.
-func Measured(points []Point, size string, images int) bool {
+// MaxCamerasJudged is Max Cameras at size, images and frame interval (0:
+// back to back) under j: the highest measured number of cameras that keeps
+// up, plus when it is the highest number tested. Where j cannot be judged
+// (Judgeable) it is 0: no level is claimed to keep up.
+func MaxCamerasJudged(points []Point, size string, images int, interval float64, j protocol.Judgement) (max int, plus bool) {
+	if !Judgeable(points, size, images, interval, j) {
+		return 0, false
+	}
+	highest := 0
 	for _, p := range points {
-		if p.Size == size && p.Images == images {
+		if !p.at(size, images, interval) {
+			continue
+		}
+		if p.Cameras > highest {
+			highest = p.Cameras
+		}
+		if PassesJudged(p, j) && p.Cameras > max {
+			max = p.Cameras
+		}
+	}
+	return max, max > 0 && max == highest
+}
+
+// Judgeable reports whether every level at size, images and interval
+// carries what j's statistic reads: the mean always, a percentile only
+// where the tail was recorded.
+func Judgeable(points []Point, size string, images int, interval float64, j protocol.Judgement) bool {
+	if j.Stat() == protocol.StatisticMean {
+		return true
+	}
+	for _, p := range points {
+		if p.at(size, images, interval) && p.Tail == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Searched reports whether a search chose any level at size, images and
+// interval: Max Cameras there is exact, not bounded by the ladder.
+func Searched(points []Point, size string, images int, interval float64) bool {
+	for _, p := range points {
+		if p.at(size, images, interval) && p.Search {
 			return true
 		}
 	}
 	return false
 }
 
-// FindPoint returns the point at (size, images, cameras).
-func FindPoint(points []Point, size string, images, cameras int) (Point, bool) {
+// Measured reports whether any back-to-back point exists at size and images
+// (any number of cameras); rows that were not are hidden rather than shown
+// with 0.
+func Measured(points []Point, size string, images int) bool {
+	return MeasuredAt(points, size, images, 0)
+}
+
+// MeasuredAt is Measured at a frame interval (0: back to back).
+func MeasuredAt(points []Point, size string, images int, interval float64) bool {
 	for _, p := range points {
-		if p.Size == size && p.Images == images && p.Cameras == cameras {
+		if p.at(size, images, interval) {
+			return true
+		}
+	}
+	return false
+}
+
+// FindPoint returns the back-to-back point at (size, images, cameras).
+func FindPoint(points []Point, size string, images, cameras int) (Point, bool) {
+	return FindPointAt(points, size, images, cameras, 0)
+}
+
+// FindPointAt returns the point at (size, images, cameras, interval).
+func FindPointAt(points []Point, size string, images, cameras int, interval float64) (Point, bool) {
+	for _, p := range points {
+		if p.at(size, images, interval) && p.Cameras == cameras {
 			return p, true
 		}
 	}

@@ -3,7 +3,10 @@ package explorer
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"testing"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // vector is one case of testdata/maxcameras_vectors.json, which the page's
@@ -13,10 +16,16 @@ type vector struct {
 	Size   string  `json:"size"`
 	Images int     `json:"images"`
 	Target float64 `json:"target"`
-	Points []Point `json:"points"`
-	Want   struct {
+	// Statistic is mean, p90 or p95 (empty: the mean); Interval the frame
+	// clock (0: back to back).
+	Statistic string  `json:"statistic"`
+	Interval  float64 `json:"interval"`
+	Points    []Point `json:"points"`
+	Want      struct {
 		Max  int  `json:"max"`
 		Plus bool `json:"plus"`
+		// Unknown: the statistic cannot be judged (no tail).
+		Unknown bool `json:"unknown"`
 	} `json:"want"`
 }
 
@@ -38,11 +47,40 @@ func TestMaxCamerasVectors(t *testing.T) {
 			t.Errorf("vector name %q twice", v.Name)
 		}
 		names[v.Name] = true
-		max, plus := MaxCameras(v.Points, v.Size, v.Images, v.Target)
+		j := protocol.Judgement{Statistic: v.Statistic, TargetSec: v.Target}
+		max, plus := MaxCamerasJudged(v.Points, v.Size, v.Images, v.Interval, j)
 		if max != v.Want.Max || plus != v.Want.Plus {
 			t.Errorf("%s: got %s, want %s", v.Name, MaxCamerasLabel(max, plus), MaxCamerasLabel(v.Want.Max, v.Want.Plus))
 		}
+		if known := Judgeable(v.Points, v.Size, v.Images, v.Interval, j); known == v.Want.Unknown {
+			t.Errorf("%s: judgeable %v, want %v", v.Name, known, !v.Want.Unknown)
+		}
+		if j.Stat() == protocol.StatisticMean && v.Interval == 0 {
+			// The published form reads the same.
+			if m, p := MaxCameras(v.Points, v.Size, v.Images, v.Target); m != max || p != plus {
+				t.Errorf("%s: MaxCameras %s, MaxCamerasJudged %s", v.Name, MaxCamerasLabel(m, p), MaxCamerasLabel(max, plus))
+			}
+		}
 	}
+	for _, kind := range []string{"p90", "p95", "paced", "search", "unknown"} {
+		if !slices.ContainsFunc(vs, func(v vector) bool { return vectorKind(v, kind) }) {
+			t.Errorf("no vector of kind %s", kind)
+		}
+	}
+}
+
+// vectorKind says whether v exercises kind, so that the shared vectors
+// keep covering each rule.
+func vectorKind(v vector, kind string) bool {
+	switch kind {
+	case "paced":
+		return v.Interval > 0
+	case "search":
+		return slices.ContainsFunc(v.Points, func(p Point) bool { return p.Search })
+	case "unknown":
+		return v.Want.Unknown
+	}
+	return v.Statistic == kind
 }
 
 func TestMaxCamerasLabel(t *testing.T) {

@@ -1,6 +1,10 @@
 package explorer
 
-import "time"
+import (
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
 
 // Dataset is what the page and `vlmfleet explorer export` receive: every row
 // with every measured point. The page computes Max Cameras from the points
@@ -62,9 +66,12 @@ type RunMeta struct {
 	// Telemetry is a one-line summary ("GPU 87% mean, 23.1 W mean, 61 °C max").
 	Telemetry string `json:"telemetry,omitempty"`
 	Requests  string `json:"requests,omitempty"`
+	// Warnings are the run's own (protocol.Run.Warnings): what makes its
+	// figures doubtful although it ran.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Point is the measurement at one (size, images, cameras).
+// Point is the measurement at one (size, images, cameras, frame interval).
 type Point struct {
 	Size      string  `json:"size"`
 	Images    int     `json:"images"`
@@ -79,4 +86,22 @@ type Point struct {
 	// Error is why every request failed (Completed 0): the most frequent
 	// error, as the run recorded it ("HTTP 400: ... exceeds largest input").
 	Error string `json:"error,omitempty"`
+
+	// FrameIntervalSec is the frame clock the cameras sent on, seconds; 0
+	// is back to back, as published.
+	FrameIntervalSec float64 `json:"frame_interval_sec,omitempty"`
+	// Search says that a search for the exact Max Cameras chose the level.
+	Search bool `json:"search,omitempty"`
+	// FramesDue, FramesSent and FramesDropped are a paced level's frames
+	// (protocol.Pacing): a dropped frame is one a camera skipped because
+	// its previous answer had not finished.
+	FramesDue     int `json:"frames_due,omitempty"`
+	FramesSent    int `json:"frames_sent,omitempty"`
+	FramesDropped int `json:"frames_dropped,omitempty"`
+	// Tail is what judging by p90 or p95 reads; nil where it is not known
+	// (a published row imported with its means only).
+	Tail *protocol.TTFTTail `json:"ttft_tail,omitempty"`
+	// TPSUnmeasured says that no token came after a first token's read, so
+	// the decode rate could not be measured: TPS 0 would misstate it.
+	TPSUnmeasured bool `json:"tps_na,omitempty"`
 }

@@ -12,12 +12,23 @@ import (
 )
 
 // Query is what the table is read at: the page's selectors, its target and
-// its images-per-camera assumption.
+// its images-per-camera assumption, how the cameras send and the statistic
+// a level is judged by.
 type Query struct {
 	Size    string  `json:"size"`
 	Cameras int     `json:"cameras"`
 	Images  int     `json:"images"`
 	Target  float64 `json:"target"`
+	// Interval is the frame clock the cameras send on, seconds; 0 is back
+	// to back, as published.
+	Interval float64 `json:"frame_interval_sec,omitempty"`
+	// Statistic is protocol.StatisticMean, P90 or P95; empty is the mean.
+	Statistic string `json:"statistic,omitempty"`
+}
+
+// Judgement is what a level is judged by at q.
+func (q Query) Judgement() protocol.Judgement {
+	return protocol.Judgement{Statistic: q.Statistic, TargetSec: q.Target}
 }
 
 // MaxTargetSec bounds the target; a longer wait is a typo.
@@ -45,11 +56,22 @@ func (q *Query) Normalize() error {
 	if math.IsNaN(q.Target) || q.Target <= 0 || q.Target > MaxTargetSec {
 		return fmt.Errorf("target: %g, want seconds above 0 and at most %d", q.Target, MaxTargetSec)
 	}
+	if t := q.Interval; math.IsNaN(t) || math.IsInf(t, 0) || t < 0 || t > protocol.MaxFrameIntervalSec {
+		return fmt.Errorf("every: %g, want 0 (back to back) or the seconds between a camera's frames, at most %d", t, protocol.MaxFrameIntervalSec)
+	}
+	if q.Statistic != "" {
+		st, err := protocol.ParseStatistic(q.Statistic)
+		if err != nil {
+			return fmt.Errorf("statistic: %q, want mean, p90 or p95", q.Statistic)
+		}
+		q.Statistic = st
+	}
 	return nil
 }
 
-// ParseQuery reads ?size=720p&cameras=1&images=1&target=3; a missing
-// parameter takes its default, an unknown or repeated one is an error.
+// ParseQuery reads ?size=720p&cameras=1&images=1&target=3&every=5&statistic=p90;
+// a missing parameter takes its default, an unknown or repeated one is an
+// error.
 func ParseQuery(v url.Values) (Query, error) {
 	q := DefaultQuery()
 	names := make([]string, 0, len(v))
@@ -76,14 +98,20 @@ func ParseQuery(v url.Values) (Query, error) {
 			} else {
 				q.Images = n
 			}
-		case "target":
+		case "target", "every":
 			t, err := strconv.ParseFloat(val, 64)
 			if err != nil {
-				return q, fmt.Errorf("target: %q is not a number of seconds", val)
+				return q, fmt.Errorf("%s: %q is not a number of seconds", name, val)
 			}
-			q.Target = t
+			if name == "target" {
+				q.Target = t
+			} else {
+				q.Interval = t
+			}
+		case "statistic":
+			q.Statistic = val
 		default:
-			return q, fmt.Errorf("unknown parameter %q: allowed are size (%s), cameras, images and target", name, strings.Join(sizeNames(), ", "))
+			return q, fmt.Errorf("unknown parameter %q: allowed are size (%s), cameras, images, target, every (seconds between frames) and statistic (mean, p90, p95)", name, strings.Join(sizeNames(), ", "))
 		}
 	}
 	return q, q.Normalize()
@@ -113,6 +141,23 @@ type RowView struct {
 	Explanation []string `json:"explanation"`
 	// Error is why every request at the selection failed (Point.Error).
 	Error string `json:"error,omitempty"`
+
+	// Judged is the response time the statistic reads at the selection
+	// (p90 or p95 over every answer due), when it is not the mean.
+	Judged *float64 `json:"judged_ttft,omitempty"`
+	// NotJudged says that the statistic is not known for the row (a
+	// published row imported with its means only): Max Cameras reads
+	// "n/a" and the row neither passes nor fails.
+	NotJudged bool `json:"not_judged,omitempty"`
+	// Search says that a search chose levels at the selection; Exact that
+	// it measured the level above Max Cameras too, which did not keep up.
+	Search bool `json:"search,omitempty"`
+	Exact  bool `json:"exact,omitempty"`
+	// FramesDue and FramesDropped are the frames of a paced selection.
+	FramesDue     int `json:"frames_due,omitempty"`
+	FramesDropped int `json:"frames_dropped,omitempty"`
+	// TPSUnmeasured: TPS could not be measured at the selection ("n/a").
+	TPSUnmeasured bool `json:"tps_na,omitempty"`
 }
 
 // RowsResponse is GET /api/explorer/rows and `vlmfleet explorer table --json`.
@@ -181,57 +226,77 @@ func ParseRowsQuery(v url.Values) (Query, Page, error) {
 	return q, page, err
 }
 
-// Select reads ds at q (normalized): only rows measured at (size, images,
-// cameras), as the page shows them, in the dataset's order.
+// Select reads ds at q (normalized): only rows measured at (size, cameras,
+// interval), as the page shows them, in the dataset's order.
 func Select(ds Dataset, q Query) RowsResponse {
 	out := RowsResponse{Query: q, Rows: []RowView{}}
 	for _, r := range ds.Rows {
 		// As on the page: the rows are those measured at the selected size
 		// and cameras; Images per Camera is an assumption that recomputes
 		// the figures and leaves the rows in place.
-		if !measuredAt(r.Points, q.Size, q.Cameras) {
+		if !measuredAt(r.Points, q.Size, q.Cameras, q.Interval) {
 			continue
 		}
-		p, ok := FindPoint(r.Points, q.Size, q.Images, q.Cameras)
-		if !ok && q.Images > 1 {
-			// Several images per request were measured with one camera
-			// only: the figures are read there, as on the page.
-			p, ok = FindPoint(r.Points, q.Size, q.Images, 1)
-		}
-		max, plus := MaxCameras(r.Points, q.Size, q.Images, q.Target)
-		label := MaxCamerasLabel(max, plus)
-		if !ok {
-			// Not measured is not "0": 0 means that not even one camera passed.
-			label = "-"
-		}
-		expl := r.Explanation
-		if expl == nil {
-			expl = Explain(r)
-		}
-		v := RowView{
-			RowConfig: r.RowConfig,
-			Completed: p.Completed, Failed: p.Failed,
-			MaxCameras: max, Plus: plus, MaxCamerasLabel: label,
-			Measured:    ok,
-			Pass:        ok && Passes(p, q.Target),
-			Explanation: expl,
-		}
-		if p.Completed > 0 {
-			v.TTFT, v.TTFTP90, v.TPS = &p.TTFT, &p.TTFTP90, &p.TPS
-		} else if ok {
-			v.Error = p.Error
-		}
-		out.Rows = append(out.Rows, v)
+		out.Rows = append(out.Rows, rowViewAt(r, q))
 	}
 	out.Total = len(out.Rows)
 	return out
 }
 
-// measuredAt reports whether any point was measured at size and cameras,
-// whatever its image count.
-func measuredAt(points []Point, size string, cameras int) bool {
+// rowViewAt is one row read at q.
+func rowViewAt(r Row, q Query) RowView {
+	j := q.Judgement()
+	p, ok := FindPointAt(r.Points, q.Size, q.Images, q.Cameras, q.Interval)
+	if !ok && q.Images > 1 {
+		// Several images per request were measured with one camera
+		// only: the figures are read there, as on the page.
+		p, ok = FindPointAt(r.Points, q.Size, q.Images, 1, q.Interval)
+	}
+	max, plus := MaxCamerasJudged(r.Points, q.Size, q.Images, q.Interval, j)
+	known := Judgeable(r.Points, q.Size, q.Images, q.Interval, j)
+	label := MaxCamerasLabel(max, plus)
+	switch {
+	case !ok:
+		// Not measured is not "0": 0 means that not even one camera passed.
+		label = "-"
+	case !known:
+		label = "n/a"
+	}
+	expl := r.Explanation
+	if expl == nil {
+		expl = Explain(r)
+	}
+	v := RowView{
+		RowConfig: r.RowConfig,
+		Completed: p.Completed, Failed: p.Failed,
+		MaxCameras: max, Plus: plus, MaxCamerasLabel: label,
+		Measured:    ok,
+		Pass:        ok && known && PassesJudged(p, j),
+		Explanation: expl,
+		NotJudged:   ok && !known,
+		Search:      Searched(r.Points, q.Size, q.Images, q.Interval),
+		FramesDue:   p.FramesDue, FramesDropped: p.FramesDropped,
+	}
+	if _, above := FindPointAt(r.Points, q.Size, q.Images, max+1, q.Interval); v.Search && max > 0 && above {
+		v.Exact = true
+	}
+	if p.Completed > 0 {
+		v.TTFT, v.TTFTP90, v.TPS = &p.TTFT, &p.TTFTP90, &p.TPS
+		v.TPSUnmeasured = p.TPSUnmeasured
+	} else if ok {
+		v.Error = p.Error
+	}
+	if s, judged := j.Judged(p.Figures()); ok && judged && j.Stat() != protocol.StatisticMean {
+		v.Judged = &s
+	}
+	return v
+}
+
+// measuredAt reports whether any point was measured at size, cameras and
+// interval, whatever its image count.
+func measuredAt(points []Point, size string, cameras int, interval float64) bool {
 	for _, p := range points {
-		if p.Size == size && p.Cameras == cameras {
+		if p.Size == size && p.Cameras == cameras && p.FrameIntervalSec == interval {
 			return true
 		}
 	}

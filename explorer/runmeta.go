@@ -21,6 +21,7 @@ func runMeta(r *protocol.Run) RunMeta {
 		PowerMode:     powerMode(r.Device),
 		Telemetry:     telemetryLine(r),
 		Requests:      requestsLine(r),
+		Warnings:      r.Warnings,
 	}
 	return m
 }
@@ -71,11 +72,12 @@ func telemetryLine(r *protocol.Run) string {
 		if c.Telemetry == nil || c.Telemetry.Samples == 0 {
 			continue
 		}
-		if c.Size == DefaultSize && c.Images == 1 && c.Cameras == 1 {
+		if c.Size == DefaultSize && c.Images == 1 && c.Cameras == 1 && !c.Paced() {
 			best = c
 			break
 		}
-		if best == nil || c.Cameras > best.Cameras || (c.Cameras == best.Cameras && c.Images > best.Images) {
+		if best == nil || c.Cameras > best.Cameras || (c.Cameras == best.Cameras && c.Images > best.Images) ||
+			(c.Cameras == best.Cameras && c.Images == best.Images && best.Paced() && !c.Paced()) {
 			best = c
 		}
 	}
@@ -113,9 +115,14 @@ func telemetryLine(r *protocol.Run) string {
 	return line
 }
 
-// comboWords: "720p, 1 image, 1 camera".
+// comboWords: "720p, 1 image, 1 camera", and ", one frame every 5 s" on a
+// frame clock.
 func comboWords(k protocol.ComboKey) string {
-	return k.Size + ", " + plural(k.Images, "image") + ", " + plural(k.Cameras, "camera")
+	s := k.Size + ", " + plural(k.Images, "image") + ", " + plural(k.Cameras, "camera")
+	if k.Paced() {
+		s += ", one frame every " + FormatInterval(k.FrameIntervalSec) + " s"
+	}
+	return s
 }
 
 func plural(n int, word string) string {

@@ -67,28 +67,56 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 	}
 }
 
-// WriteRunCSV writes one line per combination of the run.
+// WriteRunCSV writes one line per combination of the run. The buyer's
+// columns come last, so that a reader of the older columns by position
+// still reads them: the frame interval (0 back to back), the search mark,
+// a paced level's frames, and the TTFT tail that p90 and p95 judge by
+// (empty where it was not recorded).
 func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
 		"completed", "failed", "ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_min", "ttft_max",
 		"tps_mean", "tps_p50", "e2e_mean", "e2e_p90", "itl_mean", "ttfb_mean", "role_chunk_mean",
 		"prompt_tokens_mean", "completion_tokens_mean", "output_tokens_per_sec", "max_in_flight", "wall_sec",
-		"warmup", "errors"})
+		"warmup", "errors",
+		"frame_interval_sec", "search", "frames_due", "frames_sent", "frames_dropped",
+		"ttft_tail_due", "ttft_tail_unstarted", "ttft_tail_p90", "ttft_tail_p95"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, cb := range run.Combinations {
 		var errs []string
 		for _, e := range cb.Errors {
 			errs = append(errs, fmt.Sprintf("%dx %s", e.Count, e.Error))
 		}
-		_ = cw.Write([]string{run.Config.Model, run.Config.Engine, run.Config.Device, cb.Size,
+		rec := []string{run.Config.Model, run.Config.Engine, run.Config.Device, cb.Size,
 			strconv.Itoa(cb.Width), strconv.Itoa(cb.Height), strconv.Itoa(cb.Images), strconv.Itoa(cb.Cameras),
 			strconv.Itoa(cb.Completed), strconv.Itoa(cb.Failed),
 			f(cb.TTFT.Mean), f(cb.TTFT.P50), f(cb.TTFT.P90), f(cb.TTFT.P99), f(cb.TTFT.Min), f(cb.TTFT.Max),
 			f(cb.TPS.Mean), f(cb.TPS.P50), f(cb.E2E.Mean), f(cb.E2E.P90), f(cb.ITL.Mean), f(cb.TTFB.Mean),
 			f(cb.RoleChunk.Mean), f(cb.PromptTokens.Mean), f(cb.CompletionTokens.Mean), f(cb.OutputTokensPerSec),
-			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")})
+			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")}
+		_ = cw.Write(append(rec, buyerColumns(&cb)...))
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// buyerColumns are WriteRunCSV's last columns for one combination.
+func buyerColumns(cb *protocol.Combination) []string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	out := []string{f(cb.FrameIntervalSec), strconv.FormatBool(cb.Search), "", "", "", "", "", "", ""}
+	if p := cb.Pacing; p != nil {
+		out[2], out[3], out[4] = strconv.Itoa(p.FramesDue), strconv.Itoa(p.FramesSent), strconv.Itoa(p.FramesDropped)
+	}
+	if t := cb.Tail; t != nil {
+		out[5], out[6] = strconv.Itoa(t.Due), strconv.Itoa(t.Unstarted)
+		// A percentile that fell on an answer that never started has no
+		// figure; 0 would read as instant.
+		if v, ok := t.At(90); ok {
+			out[7] = f(v)
+		}
+		if v, ok := t.At(95); ok {
+			out[8] = f(v)
+		}
+	}
+	return out
 }

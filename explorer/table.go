@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // TableOrders are the orders of the table by name: "max" (Max Cameras,
@@ -54,36 +56,29 @@ func Plural(n int, word string) string { return plural(n, word) }
 // WriteTable prints the rows aligned, as `vlmfleet explorer table` does:
 // PASS/FAIL in words and simulated rows marked SIM.
 func WriteTable(w io.Writer, res RowsResponse) error {
-	view := fmt.Sprintf("%s, %s, %s, target %s s", res.Size, plural(res.Cameras, "camera"), plural(res.Images, "image")+" per camera", FormatSeconds(res.Target))
+	view := tableView(res.Query)
 	if len(res.Rows) == 0 {
 		_, err := fmt.Fprintf(w, "no configuration was measured at %s\n", view)
 		return err
 	}
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tPARAMS\tQUANT\tENGINE\tDEVICE\tTTFT\tTPS\tMAX CAMERAS\tRESULT\t")
+	ttftHead := "TTFT"
+	if st := res.Judgement().Stat(); st != protocol.StatisticMean {
+		ttftHead = "TTFT " + strings.ToUpper(st)
+	}
+	fmt.Fprintln(tw, "MODEL\tPARAMS\tQUANT\tENGINE\tDEVICE\t"+ttftHead+"\tTPS\tMAX CAMERAS\tRESULT\t")
 	sim := 0
 	for _, r := range res.Rows {
-		params, result, mark := "", "FAIL", ""
+		params, mark := "", ""
 		if r.ParamsB > 0 {
 			params = FormatParams(r.ParamsB) + "B"
-		}
-		if r.Pass {
-			result = "PASS"
 		}
 		if r.Simulated {
 			mark = "SIM"
 			sim++
 		}
-		ttft, tps := "all failed", "-"
-		if !r.Measured {
-			ttft, result = "not measured", "-"
-		}
-		if r.TTFT != nil && r.TPS != nil {
-			// Fixed decimals in a column, so that figures line up and
-			// read alike ("1.50 s" above "1.71 s").
-			ttft, tps = fmt.Sprintf("%.2f s", RoundSeconds(*r.TTFT)), fmt.Sprintf("%.1f", math.Round(*r.TPS*10)/10)
-		}
+		ttft, tps, result := tableFigures(r, res.Judgement().Stat())
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Model, params, r.Quantization, r.Engine, r.Device,
 			ttft, tps, r.MaxCamerasLabel, result, mark)
 	}
@@ -96,20 +91,80 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 			fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 		}
 	}
-	// Why a row's requests all failed, which its "all failed" cannot say.
-	for _, r := range res.Rows {
-		if r.Measured && r.TTFT == nil {
-			why := plural(r.Failed, "request") + " failed"
-			if r.Error != "" {
-				why += ": " + r.Error
-			}
-			fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, r.Device, why)
-		}
-	}
+	writeTableNotes(w, res)
 	fmt.Fprintf(w, "%s at %s", plural(len(res.Rows), "row"), view)
 	if sim > 0 {
 		fmt.Fprintf(w, "; SIM: %d from simulated runs, not real hardware", sim)
 	}
 	_, err := fmt.Fprintln(w)
 	return err
+}
+
+// tableView says what the table is read at: "720p, 1 camera, 1 image per
+// camera, target 3 s", then the frame clock and the statistic where they
+// are not the published ones.
+func tableView(q Query) string {
+	view := fmt.Sprintf("%s, %s, %s, target %s s", q.Size, plural(q.Cameras, "camera"), plural(q.Images, "image")+" per camera", FormatSeconds(q.Target))
+	if q.Interval > 0 {
+		view += ", one frame every " + FormatInterval(q.Interval) + " s per camera"
+	}
+	if st := q.Judgement().Stat(); st != protocol.StatisticMean {
+		view += ", judged by " + st
+	}
+	return view
+}
+
+// tableFigures is a row's response time (the statistic's), TPS and result
+// as the table writes them.
+func tableFigures(r RowView, stat string) (ttft, tps, result string) {
+	ttft, tps, result = "all failed", "-", "FAIL"
+	switch {
+	case !r.Measured:
+		return "not measured", tps, "-"
+	case r.NotJudged:
+		result = "n/a"
+	case r.Pass:
+		result = "PASS"
+	}
+	if r.TTFT == nil || r.TPS == nil {
+		return ttft, tps, result
+	}
+	// Fixed decimals in a column, so that figures line up and read alike
+	// ("1.50 s" above "1.71 s").
+	ttft, tps = fmt.Sprintf("%.2f s", RoundSeconds(*r.TTFT)), fmt.Sprintf("%.1f", math.Round(*r.TPS*10)/10)
+	if r.TPSUnmeasured {
+		tps = "n/a"
+	}
+	switch {
+	case stat == protocol.StatisticMean:
+	case r.NotJudged:
+		ttft = "n/a"
+	case r.Judged != nil:
+		ttft = fmt.Sprintf("%.2f s", RoundSeconds(*r.Judged))
+	default:
+		ttft = "not started"
+	}
+	return ttft, tps, result
+}
+
+// writeTableNotes says what a row's cells cannot: why its requests all
+// failed, that its statistic is not known, that it dropped frames.
+func writeTableNotes(w io.Writer, res RowsResponse) {
+	for _, r := range res.Rows {
+		var why string
+		switch {
+		case r.Measured && r.TTFT == nil:
+			why = plural(r.Failed, "request") + " failed"
+			if r.Error != "" {
+				why += ": " + r.Error
+			}
+		case r.NotJudged:
+			why = res.Judgement().Stat() + " n/a: published with means only"
+		case r.FramesDropped > 0:
+			why = itoa(r.FramesDropped) + " of " + plural(r.FramesDue, "frame") + " dropped"
+		default:
+			continue
+		}
+		fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, r.Device, why)
+	}
 }

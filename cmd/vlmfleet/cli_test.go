@@ -33,6 +33,8 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{args: []string{"explorer", "table", "--images", "2"}, code: 2, stderr: []string{"--images 2: want 1, 3 or 5", "Run 'vlmfleet explorer table -h'"}},
 		{args: []string{"explorer", "table", "--size", "4k"}, code: 2, stderr: []string{`--size: "4k" is not one of 480p, 720p, 1080p, 2K`}},
 		{args: []string{"explorer", "table", "--sort", "speed"}, code: 2, stderr: []string{`--sort "speed": want max`, "tps", "params"}},
+		{args: []string{"explorer", "table", "--every", "-5"}, code: 2, stderr: []string{"--every: -5, want 0 (back to back)"}},
+		{args: []string{"explorer", "table", "--statistic", "p99"}, code: 2, stderr: []string{`--statistic: "p99", want mean, p90 or p95`}},
 		{args: []string{"explorer", "table", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus", "Run 'vlmfleet explorer table -h'"}},
 		{args: []string{"explorer"}, code: 2, stderr: []string{"want a subcommand: table or export"}},
 		{args: []string{"device", "--simulate", "Jetson Nano"}, code: 2, stderr: []string{`--simulate "Jetson Nano": not a simulated device; known:`, `"Jetson AGX Orin"`, `"RTX PRO 6000 Max-Q"`}},

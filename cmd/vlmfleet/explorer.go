@@ -73,6 +73,8 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	fs.IntVar(&q.Cameras, "cameras", def.Cameras, "cameras sending at once (the figures are read here)")
 	fs.IntVar(&q.Images, "images", def.Images, "images per camera: "+imageCountsText())
 	fs.Float64Var(&q.Target, "target", def.Target, "performance target: seconds until the answer starts")
+	fs.Float64Var(&q.Interval, "every", 0, "read the levels measured with each camera sending one frame every `SECONDS` (0: back to back, as published)")
+	fs.StringVar(&q.Statistic, "statistic", "mean", "judge a level by its mean response time (as published), p90 or p95 (slow answers; a failed request or dropped frame never started)")
 	sortBy := fs.String("sort", "max", "sort by "+sortNamesText)
 	device := fs.String("device", "", "only rows whose device contains this text (any case), e.g. \"AGX Orin\"")
 	model := fs.String("model", "", "only rows whose model contains this text (any case), e.g. qwen3")

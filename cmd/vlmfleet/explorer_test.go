@@ -102,6 +102,29 @@ func TestExplorerTableJSONAndOptions(t *testing.T) {
 	}
 }
 
+// A frame clock and a statistic read the levels measured on that clock and
+// judge by that percentile; a row imported with its means only says n/a.
+func TestExplorerTableFrameClockAndStatistic(t *testing.T) {
+	const buyerRuns = "../../explorer/testdata/buyer_runs.json"
+	code, out, errOut := cliRun(t, nil, "explorer", "table", buyerRuns, "--statistic", "p90")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"TTFT P90", "judged by p90", "Gemma-4-E4B-it (Q4_0, llama.cpp) on Jetson Orin NX: p90 n/a: published with means only"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("by p90 the table lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errOut = cliRun(t, nil, "explorer", "table", buyerRuns, "--every", "5", "--cameras", "16", "--json")
+	var res explorer.RowsResponse
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Rows) != 1 {
+		t.Fatalf("every 5 s: exit %d, %v, %s%s", code, err, out, errOut)
+	}
+	if r := res.Rows[0]; r.MaxCamerasLabel != "10" || r.Pass || r.FramesDropped != 9 || !r.Search || !r.Exact {
+		t.Errorf("every 5 s at 16 cameras: %+v, want Max 10 exact by search, FAIL with 9 frames dropped", r)
+	}
+}
+
 func TestExplorerTableFromController(t *testing.T) {
 	real := labtest.ResultDoc("real", "Qwen3-VL-4B-Instruct")
 	sim := labtest.ResultDoc("sim", "Qwen3-VL-4B-Instruct")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -71,22 +72,7 @@ func printComparison(w io.Writer, cmp explorer.Comparison) {
 		fmt.Fprintf(w, "%s  %s\n", side.name, strings.Join(parts, " · "))
 	}
 	fmt.Fprintf(w, "\nB against A: %s (%d worse, %d better)\n\n", cmp.Verdict, cmp.Worse, cmp.Better)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := []string{"combination"}
-	if len(cmp.Combos) > 0 {
-		for _, m := range cmp.Combos[0].Metrics {
-			header = append(header, m.Label)
-		}
-	}
-	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
-	for _, cc := range cmp.Combos {
-		cells := []string{comboName(cc.Size, cc.Images, cc.Cameras)}
-		for _, m := range cc.Metrics {
-			cells = append(cells, metricCell(m))
-		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
-	}
-	_ = tw.Flush()
+	printChanges(w, cmp.Combos)
 	for _, only := range []struct {
 		side string
 		keys []string
@@ -101,6 +87,40 @@ func printComparison(w io.Writer, cmp explorer.Comparison) {
 	fmt.Fprintf(w, "\nrule: %s\n", cmp.Rule)
 }
 
+// printChanges prints a line per combination, a column per metric: the
+// metrics of every combination, so that a paced level's dropped frames have
+// their column and a back-to-back level leaves it empty.
+func printChanges(w io.Writer, combos []explorer.ComboChange) {
+	var keys, labels []string
+	for _, cc := range combos {
+		for _, m := range cc.Metrics {
+			if !slices.Contains(keys, m.Metric) {
+				keys, labels = append(keys, m.Metric), append(labels, m.Label)
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(append([]string{"combination"}, labels...), "\t")+"\t")
+	for _, cc := range combos {
+		name := comboName(cc.ComboKey)
+		if cc.SearchA || cc.SearchB {
+			name += " (search)"
+		}
+		cells := []string{name}
+		for _, k := range keys {
+			cell := ""
+			for _, m := range cc.Metrics {
+				if m.Metric == k {
+					cell = metricCell(m)
+				}
+			}
+			cells = append(cells, cell)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	_ = tw.Flush()
+}
+
 // metricCell: "0.25 → 0.38 s +52% worse"; a figure that could not be
 // compared shows why.
 func metricCell(m explorer.MetricChange) string {
@@ -109,7 +129,7 @@ func metricCell(m explorer.MetricChange) string {
 	}
 	var s string
 	switch m.Metric {
-	case "success":
+	case "success", "dropped":
 		s = fmt.Sprintf("%.0f → %.0f%% %s pt", m.A, m.B, signed(m.Change))
 	case "tps_p50":
 		s = fmt.Sprintf("%s → %s %s %s%%", explorer.FormatTPS(m.A), explorer.FormatTPS(m.B), m.Unit, signed(m.RelChange*100))
@@ -132,14 +152,20 @@ func signed(v float64) string {
 	return fmt.Sprintf("%+.0f", r)
 }
 
-func comboName(size string, images, cameras int) string {
-	return fmt.Sprintf("%s %d img %d cam", size, images, cameras)
+// comboName: "720p 1 img 4 cam", and "720p 1 img 4 cam every 5 s" on a
+// frame clock.
+func comboName(k protocol.ComboKey) string {
+	s := fmt.Sprintf("%s %d img %d cam", k.Size, k.Images, k.Cameras)
+	if k.Paced() {
+		s += " every " + explorer.FormatInterval(k.FrameIntervalSec) + " s"
+	}
+	return s
 }
 
 func keyNames(keys []protocol.ComboKey) []string {
 	var out []string
 	for _, k := range keys {
-		out = append(out, comboName(k.Size, k.Images, k.Cameras))
+		out = append(out, comboName(k))
 	}
 	return out
 }

@@ -121,3 +121,50 @@ func TestResultsDiff(t *testing.T) {
 		t.Fatalf("the controller's compare page: %d %.200s", resp.StatusCode, page)
 	}
 }
+
+// Paced and searched combinations: each level is set against the same level
+// on the same frame clock, named with its interval, a searched one marked,
+// and the dropped frames have their own column.
+func TestResultsDiffPacedAndSearched(t *testing.T) {
+	a, b := recordedRun("a", 0, 0.25), recordedRun("b", 1, 0.25)
+	for _, r := range []*protocol.Run{&a, &b} {
+		c := r.Combinations[0]
+		c.FrameIntervalSec = 5
+		dropped := 0
+		if r == &b {
+			dropped = 40
+		}
+		c.Pacing = &protocol.Pacing{FramesDue: c.Completed + dropped, FramesSent: c.Completed, FramesDropped: dropped}
+		r.Combinations = append(r.Combinations, c)
+	}
+	b.Combinations[1].Search = true
+	cmp, err := explorer.Compare(&a, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	printComparison(&out, cmp)
+	lines := strings.Split(out.String(), "\n")
+	find := func(prefix string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no line %q in\n%s", prefix, out.String())
+		return ""
+	}
+	if h := find("combination"); !strings.HasSuffix(strings.TrimSpace(h), "frames dropped") {
+		t.Errorf("header %q, want a frames dropped column", h)
+	}
+	if paced := find("720p 1 img 1 cam every 5 s "); !strings.HasSuffix(strings.TrimSpace(paced), "0 → 71% +71 pt worse") {
+		t.Errorf("paced line %q, want its dropped frames worse", paced)
+	}
+	if b2b := find("720p 1 img 1 cam  "); strings.Contains(b2b, "(search)") || strings.HasSuffix(strings.TrimSpace(b2b), "worse") {
+		t.Errorf("back-to-back line %q: not searched, no frames", b2b)
+	}
+	find("720p 1 img 2 cam (search) ")
+	if !strings.Contains(out.String(), "B against A: worse (1 worse") {
+		t.Errorf("more frames dropped is worse:\n%s", out.String())
+	}
+}

@@ -241,8 +241,9 @@ type vector struct {
 	Target float64          `json:"target"`
 	Points []explorer.Point `json:"points"`
 	Want   struct {
-		Max  int  `json:"max"`
-		Plus bool `json:"plus"`
+		Max     int  `json:"max"`
+		Plus    bool `json:"plus"`
+		Unknown bool `json:"unknown"`
 	} `json:"want"`
 }
 
@@ -261,16 +262,18 @@ func TestSharedMaxCamerasVectorsInJS(t *testing.T) {
 	ctx := newTab(t)
 	open(t, ctx, serve(t, mustJSON(t, testDataset())))
 	type got struct {
-		Max  int
-		Plus bool
+		Max         int
+		Plus, Known bool
 	}
-	res := eval[[]got](t, ctx, fmt.Sprintf(`import('/static/logic.js').then(m => (%s).map(v => { const r = m.maxCameras(v.points, v.size, v.images, v.target); return {Max: r.max, Plus: r.plus}; }))`, raw))
+	res := eval[[]got](t, ctx, fmt.Sprintf(`import('/static/logic.js').then(m => (%s).map(v => {
+		const r = m.maxCameras(v.points, v.size, v.images, v.target, {interval: v.interval || 0, statistic: v.statistic || 'mean'});
+		return {Max: r.max, Plus: r.plus, Known: r.known}; }))`, raw))
 	if len(res) != len(vs) {
 		t.Fatalf("%d results for %d vectors", len(res), len(vs))
 	}
 	for i, v := range vs {
-		if res[i].Max != v.Want.Max || res[i].Plus != v.Want.Plus {
-			t.Errorf("%s: JS gives max %d plus %v, want %d %v", v.Name, res[i].Max, res[i].Plus, v.Want.Max, v.Want.Plus)
+		if res[i].Max != v.Want.Max || res[i].Plus != v.Want.Plus || res[i].Known == v.Want.Unknown {
+			t.Errorf("%s: JS gives max %d plus %v known %v, want %d %v %v", v.Name, res[i].Max, res[i].Plus, res[i].Known, v.Want.Max, v.Want.Plus, !v.Want.Unknown)
 		}
 	}
 	t.Logf("%d shared vectors pass in JS", len(vs))
@@ -440,9 +443,9 @@ func TestLogicModule(t *testing.T) {
 	ctx := newTab(t)
 	open(t, ctx, serve(t, mustJSON(t, testDataset())))
 	got := eval[map[string]string](t, ctx, `import('/static/logic.js').then(m => {
-		const junk = m.decodeState('#cam=abc&img=7&target=-1&sort=evil.up&rt=0.3&mincam=x&params=nope,lt3&bogus&=&open=');
+		const junk = m.decodeState('#cam=abc&img=7&target=-1&sort=evil.up&rt=0.3&mincam=x&params=nope,lt3&every=-5&stat=p99&bogus&=&open=');
 		const st = m.defaultState();
-		st.size = '1080p'; st.cameras = 4; st.images = 3; st.target = 2.5; st.sort = {key: 'maxcams', dir: 'desc'}; st.open = 'a b&c';
+		st.size = '1080p'; st.cameras = 4; st.images = 3; st.target = 2.5; st.interval = 2.5; st.statistic = 'p95'; st.sort = {key: 'maxcams', dir: 'desc'}; st.open = 'a b&c';
 		st.filters.devices = ['Jetson AGX Orin', 'RTX, "PRO" 6000']; st.filters.rtMax = 2; st.filters.minCams = 4; st.filters.params = ['20+'];
 		const round = m.decodeState('#' + m.encodeState(st));
 		const row = {model: 'A, "quoted" model', params_b: 2.4, quantization: 'Q8_0', engine: 'llama.cpp', device: 'Jetson Orin NX', simulated: true};
@@ -475,7 +478,7 @@ func TestLogicModule(t *testing.T) {
 	if got["defaultHash"] != "" {
 		t.Errorf("default view hash %q, want empty", got["defaultHash"])
 	}
-	if want := `"A, ""quoted"" model",2.4,Q8_0,llama.cpp,Jetson Orin NX,yes,720p,1,1,3,2.02,30.4,2,PASS`; got["csv"] != want {
+	if want := `"A, ""quoted"" model",2.4,Q8_0,llama.cpp,Jetson Orin NX,yes,720p,1,1,3,2.02,30.4,2,PASS,0,mean,no,,`; got["csv"] != want {
 		t.Errorf("CSV line %s, want %s", got["csv"], want)
 	}
 	if got["decoded"] != `["a b","x",null]` {

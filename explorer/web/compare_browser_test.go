@@ -184,3 +184,46 @@ func TestComparePageRefusesOtherConfiguration(t *testing.T) {
 		t.Error("a refused comparison still shows a result")
 	}
 }
+
+// A paced level is set against the same level on the same frame clock and
+// named with it; its dropped frames have a column (more is worse); a level
+// a search chose is marked.
+func TestComparePagePacedAndSearched(t *testing.T) {
+	runs := compareStore{comparedRun("pa", 1, 0.25), comparedRun("pb", 2, 0.25)}
+	for i := range runs {
+		c := runs[i].Combinations[0]
+		c.FrameIntervalSec = 5
+		c.Pacing = &protocol.Pacing{FramesDue: 16 + 16*i, FramesSent: 16, FramesDropped: 16 * i}
+		runs[i].Combinations = append(runs[i].Combinations, c)
+	}
+	runs[1].Combinations[1].Search = true
+	srv := httptest.NewServer(explorer.NewHandler(runs, zerolog.Nop()))
+	t.Cleanup(srv.Close)
+	ctx := newTab(t)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/compare?a=pa&b=pb"))
+	waitCompare(t, ctx)
+	got := eval[map[string]string](t, ctx, `(() => {
+		const row = (combo) => document.querySelector('tr[data-combo="' + combo + '"]');
+		const cell = (combo, metric) => row(combo).querySelector('td[data-metric="' + metric + '"]');
+		return {
+			head: [...document.querySelectorAll('#changes-head th')].map(th => th.textContent).join('|'),
+			paced: row('720p/1/1/every5').querySelector('th').textContent,
+			dropped: cell('720p/1/1/every5', 'dropped').dataset.verdict + ' ' + cell('720p/1/1/every5', 'dropped').textContent,
+			b2bCells: String(row('720p/1/1').querySelectorAll('td').length) + ' ' + (row('720p/1/1').querySelector('td[data-metric="dropped"]') ? 'dropped' : 'none'),
+			searched: row('1080p/1/1').querySelector('th').textContent,
+			verdict: document.getElementById('verdict').textContent,
+		};
+	})()`)
+	for k, want := range map[string]string{
+		"head":     "Combination|TTFT p50|TTFT p90|E2E p50|TPS p50|success rate|frames dropped",
+		"paced":    "720p, 1 image, 1 camera, one frame every 5 s",
+		"dropped":  "worse 0% → 50% +50 ptworse",
+		"b2bCells": "6 none",
+		"searched": "1080p, 1 image, 1 camera search",
+		"verdict":  "B is worse than A in 1 figure.",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
+	}
+}

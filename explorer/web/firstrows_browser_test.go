@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,13 +83,16 @@ type tableRow struct {
 	Why   string   `json:"why"`
 	Title string   `json:"title"`
 	Badge string   `json:"badge"`
+	// MaxTitle says what makes a searched Max Cameras exact.
+	MaxTitle string `json:"maxTitle"`
 }
 
 const tableRowsJS = `[...document.querySelectorAll('#tbody tr.row')].map((tr) => {
   const why = tr.querySelector('.why');
   const badge = tr.querySelector('.badge-sim');
   return { id: tr.dataset.id, class: tr.className, cells: [...tr.children].map((td) => td.textContent),
-    why: why && !why.hidden ? why.textContent : '', title: tr.querySelector('.c-rt').title || '', badge: badge ? badge.title : '' };
+    why: why && !why.hidden ? why.textContent : '', title: tr.querySelector('.c-rt').title || '', badge: badge ? badge.title : '',
+    maxTitle: tr.querySelector('.c-max').title || '' };
 })`
 
 // served opens url with its data held back and returns the table's rows as
@@ -124,7 +129,7 @@ func sameRows(t *testing.T, server, js []tableRow) {
 	}
 	for i, s := range server {
 		j := js[i]
-		if s.ID != j.ID || s.Class != j.Class || s.Why != j.Why || s.Title != j.Title || s.Badge != j.Badge || len(s.Cells) != len(j.Cells) {
+		if s.ID != j.ID || s.Class != j.Class || s.Why != j.Why || s.Title != j.Title || s.Badge != j.Badge || s.MaxTitle != j.MaxTitle || len(s.Cells) != len(j.Cells) {
 			t.Errorf("row %d: the server wrote %+v, the explorer %+v", i, s, j)
 			continue
 		}
@@ -205,6 +210,26 @@ func TestServedRowsMatchTheExplorersFormats(t *testing.T) {
 	first := served(t, ctx, url)
 	if len(first) != len(runs) {
 		t.Fatalf("%d rows in the served page, want %d: %+v", len(first), len(runs), first)
+	}
+	sameRows(t, first, explorerRows(t, ctx, release))
+}
+
+// A searched, paced row, a ladder and a row with means only: the server
+// writes the exact figure and its title as the explorer does.
+func TestServedRowsMatchForSearchedAndPacedRuns(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "buyer_runs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs seedRuns
+	if err := json.Unmarshal(raw, &runs); err != nil {
+		t.Fatal(err)
+	}
+	url, release := heldExplorer(t, runs, false)
+	ctx := newTab(t)
+	first := served(t, ctx, url)
+	if len(first) != len(runs) || !slices.ContainsFunc(first, func(r tableRow) bool { return strings.HasPrefix(r.MaxTitle, "Exact:") }) {
+		t.Fatalf("served rows %+v, want %d with the searched row's exact figure", first, len(runs))
 	}
 	sameRows(t, first, explorerRows(t, ctx, release))
 }

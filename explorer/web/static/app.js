@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds each row once, when it is first displayed,
 // and then only updates text, classes, visibility and order, so a change
 // costs a few milliseconds even with a thousand rows.
-import { IMAGE_COUNTS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
+import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
 const DATA_URL = '/api/explorer/data';
@@ -83,6 +83,7 @@ function createExplorer(ds) {
   const sizes = sizesOf(ds);
   const avail = availability(ds.rows);
   const cameraCounts = allCameraCounts(ds.rows);
+  const intervals = intervalsOf(ds.rows);
   const minCamStops = [0, ...cameraCounts];
   const perf = { firstRenderMs: null, sinceNavigationMs: null, lastRenderMs: null, rows: ds.rows.length };
   let st = defaultState();
@@ -111,14 +112,19 @@ function createExplorer(ds) {
   // rowCameras picks the rows and follows the Cameras selector whatever the
   // image count (Images per Camera is an assumption that leaves the rows in
   // place); cameras is where the figures are read, which is 1 with 3 or 5
-  // images because only one camera was measured with several images.
+  // images because only one camera was measured with several images. On a
+  // frame clock only one image per request was measured, so it is read there.
   function selection() {
+    const interval = st.interval;
+    const images = interval > 0 ? 1 : st.images;
     return {
       size: st.size,
-      images: st.images,
-      cameras: effectiveCameras(avail, st.size, st.images, st.cameras),
-      rowCameras: effectiveCameras(avail, st.size, 1, st.cameras),
+      images,
+      cameras: effectiveCameras(avail, st.size, images, st.cameras, interval),
+      rowCameras: effectiveCameras(avail, st.size, 1, st.cameras, interval),
       target: st.target,
+      interval,
+      statistic: st.statistic,
     };
   }
 
@@ -156,7 +162,7 @@ function createExplorer(ds) {
     td[8].append(badge);
     it.tr = tr;
     it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
-    it.cache = { cls: '', rt: null, tps: null, max: null, res: null, why: '' };
+    it.cache = { cls: '', rt: null, tps: null, max: null, maxTitle: '', res: null, why: '' };
   }
 
   function buildRows() {
@@ -169,11 +175,12 @@ function createExplorer(ds) {
   }
   const itemById = new Map(items.map((it) => [it.row.id, it]));
 
-  // segmented fills the button group id with one button per value; a
-  // click on one that is not disabled hands its value to pick and redraws.
-  function segmented(id, values, pick) {
+  // segmented fills the button group id with one button per value, named
+  // by label; a click on one that is not disabled hands its value to pick
+  // and redraws.
+  function segmented(id, values, pick, label = String) {
     const box = $(id);
-    for (const v of values) box.append(el('button', { type: 'button', class: 'seg', 'data-value': String(v), 'aria-pressed': 'false', text: String(v) }));
+    for (const v of values) box.append(el('button', { type: 'button', class: 'seg', 'data-value': String(v), 'aria-pressed': 'false', text: label(v) }));
     box.addEventListener('click', (e) => {
       const b = e.target.closest('button');
       if (!b || b.disabled) return;
@@ -186,6 +193,11 @@ function createExplorer(ds) {
     segmented('size-buttons', sizes, (v) => { st.size = v; });
     segmented('camera-buttons', cameraCounts, (v) => { st.cameras = Number(v); });
     segmented('image-buttons', IMAGE_COUNTS, (v) => { st.images = Number(v); });
+    // How cameras send appears only where some row was measured on a frame clock.
+    $('pacing-field').hidden = intervals.length === 0;
+    segmented('pacing-buttons', [0, ...intervals], (v) => { st.interval = Number(v); },
+      (v) => (v > 0 ? `A frame every ${v} s` : 'Back to back'));
+    segmented('stat-buttons', STATISTICS, (v) => { st.statistic = v; }, (v) => (v === 'mean' ? 'Mean' : v));
 
     const num = $('target-number');
     const range = $('target-range');
@@ -373,34 +385,42 @@ function createExplorer(ds) {
     $('target-number').value = String(st.target);
     $('target-range').value = String(Math.min(10, st.target));
     if (!sizes.includes(st.size)) st.size = defaultState().size;
+    if (!intervals.includes(st.interval)) st.interval = 0;
   }
 
   // ---- rendering (every change) ----------------------------------------
   function paintButtons(sel) {
+    const at = (size, images) => avail.get(`${size}|${images}|${sel.interval}`) || [];
+    const clock = sel.interval > 0 ? ` ${intervalWords(sel.interval)}` : '';
     for (const b of $('size-buttons').children) {
       const s = b.dataset.value;
-      const has = (avail.get(`${s}|${sel.images}`) || []).length > 0;
-      setDimmed(b, !has, `No row was measured at ${s}${sel.images > 1 ? ` with ${sel.images} images per camera` : ''}`);
+      setDimmed(b, at(s, sel.images).length === 0, `No row was measured at ${s}${sel.images > 1 ? ` with ${sel.images} images per camera` : ''}${clock}`);
       b.setAttribute('aria-pressed', String(s === sel.size));
     }
     // The Cameras selector picks rows, so it shows what was measured at one
     // image whatever the image count.
-    const camsHere = avail.get(`${sel.size}|1`) || [];
+    const camsHere = at(sel.size, 1);
     for (const b of $('camera-buttons').children) {
       const c = Number(b.dataset.value);
-      setDimmed(b, !camsHere.includes(c), `No row was measured with ${plural(c, 'camera', 'cameras')} at ${sel.size}`);
+      setDimmed(b, !camsHere.includes(c), `No row was measured with ${plural(c, 'camera', 'cameras')} at ${sel.size}${clock}`);
       b.setAttribute('aria-pressed', String(c === sel.rowCameras));
     }
     for (const b of $('image-buttons').children) {
       const n = Number(b.dataset.value);
-      const has = (avail.get(`${sel.size}|${n}`) || []).length > 0;
-      setDimmed(b, !has, `No row was measured with ${plural(n, 'image', 'images')} per camera at ${sel.size}`);
+      setDimmed(b, at(sel.size, n).length === 0, `No row was measured with ${plural(n, 'image', 'images')} per camera at ${sel.size}${clock}`);
       b.setAttribute('aria-pressed', String(n === sel.images));
     }
+    for (const b of $('pacing-buttons').children) {
+      const t = Number(b.dataset.value);
+      setDimmed(b, (avail.get(`${sel.size}|1|${t}`) || []).length === 0, `No row was measured at ${sel.size} ${intervalWords(t)}`);
+      b.setAttribute('aria-pressed', String(t === sel.interval));
+    }
+    for (const b of $('stat-buttons').children) b.setAttribute('aria-pressed', String(b.dataset.value === sel.statistic));
     const note = $('cam-note');
     const notes = [];
-    if (sel.rowCameras !== st.cameras && camsHere.length) notes.push(`${sel.size} was not measured with ${st.cameras} cameras, so the table shows the rows measured with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
+    if (sel.rowCameras !== st.cameras && camsHere.length) notes.push(`${sel.size} was not measured with ${st.cameras} cameras${clock}, so the table shows the rows measured with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
     if (sel.cameras !== sel.rowCameras) notes.push(`Several images per request were measured with one camera only, so response time, Max Cameras and PASS/FAIL are read at ${plural(sel.cameras, 'camera', 'cameras')}; the rows stay those measured with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
+    if (sel.interval > 0 && st.images > 1) notes.push('Cameras on a frame clock were measured with one image per request, so the table is read at one image.');
     note.hidden = notes.length === 0;
     if (notes.length) setText(note, notes.join(' '));
     setText($('rt-out'), st.filters.rtMax == null ? 'any' : `${st.filters.rtMax} s`);
@@ -419,8 +439,8 @@ function createExplorer(ds) {
     const v = it.view;
     const c = it.cache;
     // A combination where every request failed says so, and why, instead
-    // of a bare dash.
-    const rt = v.why ? 'all failed' : formatSeconds(v.rt);
+    // of a bare dash; a statistic a row cannot be judged by says n/a.
+    const rt = v.allFailed ? 'all failed' : v.unknown ? 'n/a' : formatSeconds(v.rt);
     if (c.rt !== rt) { it.cells.rt.textContent = rt; c.rt = rt; }
     if (c.why !== v.why) {
       if (v.why) it.cells.rt.title = v.why; else it.cells.rt.removeAttribute('title');
@@ -428,11 +448,16 @@ function createExplorer(ds) {
       it.cells.why.hidden = !v.why;
       c.why = v.why;
     }
-    const tps = formatTPS(v.tps);
+    const tps = v.tpsNA ? 'n/a' : formatTPS(v.tps);
     if (c.tps !== tps) { it.cells.tps.textContent = tps; c.tps = tps; }
     const max = maxCamerasLabel(v.mc);
     if (c.max !== max) { it.cells.max.textContent = max; c.max = max; }
-    const res = v.result == null ? '—' : v.result ? 'PASS' : 'FAIL';
+    const maxTitle = maxCamerasTitle(v.mc);
+    if (c.maxTitle !== maxTitle) {
+      if (maxTitle) it.cells.max.title = maxTitle; else it.cells.max.removeAttribute('title');
+      c.maxTitle = maxTitle;
+    }
+    const res = v.unknown ? 'n/a' : v.result == null ? '—' : v.result ? 'PASS' : 'FAIL';
     if (c.res !== res) {
       it.cells.result.textContent = res;
       it.cells.result.className = `result ${v.result == null ? 'result-none' : v.result ? 'result-pass' : 'result-fail'}`;
@@ -450,7 +475,7 @@ function createExplorer(ds) {
     const next = [];
     const key = st.sort && st.sort.key;
     for (const it of items) {
-      const here = rowMeasuredAt(it.row, sel.size, sel.rowCameras);
+      const here = rowMeasuredAt(it.row, sel.size, sel.rowCameras, sel.interval);
       it.view = rowView(it.row, sel);
       it.shown = here && matchesFilters(it.row, it.view, st.filters);
       if (here) measuredHere++;
@@ -513,16 +538,22 @@ function createExplorer(ds) {
 
   function paintCount(sel, shown, measuredHere, simShown) {
     const total = items.length;
+    const clock = sel.interval > 0 ? ` ${intervalWords(sel.interval)}` : '';
     let s = `${shown} of ${total} rows`;
-    if (measuredHere < total) s += ` · ${total - measuredHere} not measured at ${sel.size} with ${plural(sel.rowCameras, 'camera', 'cameras')}`;
+    if (measuredHere < total) s += ` · ${total - measuredHere} not measured at ${sel.size} with ${plural(sel.rowCameras, 'camera', 'cameras')}${clock}`;
     setText($('count'), s);
-    setText($('reading'), `Read at ${sel.size}, ${plural(sel.cameras, 'camera', 'cameras')}, ${plural(sel.images, 'image', 'images')} per camera, target ${sel.target} s.`);
+    let reading = `Read at ${sel.size}, ${plural(sel.cameras, 'camera', 'cameras')}, ${plural(sel.images, 'image', 'images')} per camera, target ${sel.target} s`;
+    if (sel.interval > 0) reading += `, one frame every ${sel.interval} s per camera`;
+    if (sel.statistic !== 'mean') reading += `, judged by ${sel.statistic}`;
+    setText($('reading'), `${reading}.`);
+    // The response time shown is the one the statistic judges.
+    setText($('rt-head'), sel.statistic === 'mean' ? 'Response time (s)' : `Response time ${sel.statistic} (s)`);
     const empty = $('empty');
     empty.hidden = shown > 0;
     if (shown === 0) {
       setText($('empty-text'), total === 0 ? 'No results yet: run a benchmark or import results, then reload this page.' : filtersActive(st.filters) && measuredHere > 0
         ? 'No row matches the filters at this selection.'
-        : `No row was measured at ${sel.size} with ${plural(sel.rowCameras, 'camera', 'cameras')}.`);
+        : `No row was measured at ${sel.size} with ${plural(sel.rowCameras, 'camera', 'cameras')}${clock}.`);
     }
     $('table').classList.toggle('is-empty', shown === 0);
     const banner = $('sim-banner');
@@ -601,36 +632,72 @@ function createExplorer(ds) {
     });
     box.append(wrap, btn);
     it.detail.canvas = canvas;
-    it.detail.chart = drawChart(canvas, r, sizes, st.target, st.size);
-    it.detail.chartKey = `${st.target}|${st.size}`;
+    const sel = selection();
+    it.detail.chart = drawChart(canvas, r, sizes, sel.target, sel.size, sel.interval, sel.statistic);
+    it.detail.chartKey = `${sel.target}|${sel.size}|${sel.interval}|${sel.statistic}`;
   }
 
   function paintDetail(it, sel) {
     const d = it.detail;
-    const pts = pointsAt(it.row.points, sel.size, sel.images);
+    const mc = it.view.mc;
+    const known = mc.known !== false;
+    const pts = pointsAt(it.row.points, sel.size, sel.images, sel.interval);
+    const judged = sel.statistic !== 'mean';
+    const paced = sel.interval > 0;
     const rows = pts.map((p) => {
-      const ok = passes(p, sel.target);
-      return el('tr', { class: `${ok ? 'pass' : 'fail'}${p.cameras === sel.cameras ? ' current' : ''}` },
-        el('th', { scope: 'row', class: 'num', text: String(p.cameras) }),
+      const ok = known && passes(p, sel.target, sel.statistic);
+      const res = !known ? 'n/a' : ok ? 'PASS' : 'FAIL';
+      const j = known ? judgedTTFT(p, sel.statistic) : null;
+      const cams = el('th', { scope: 'row', class: 'num', text: String(p.cameras) });
+      if (p.search) cams.append(el('span', { class: 'searched', text: ' (search)', title: 'A level chosen by the search for the exact Max Cameras' }));
+      return el('tr', { class: `${ok ? 'pass' : known ? 'fail' : 'nodata'}${p.cameras === sel.cameras ? ' current' : ''}` },
+        cams,
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
-        el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
-        el('td', { class: 'num', text: p.completed > 0 ? formatTPS(p.tps) : '—' }),
+        // Judged by a percentile, that percentile over every answer due
+        // stands where the completed requests' p90 stands by the mean.
+        judged ? el('td', { class: 'num c-judged', text: !known ? 'n/a' : j == null ? 'not started' : formatSeconds(j) })
+          : el('td', { class: 'num', text: p.completed > 0 && p.ttft_p90 > 0 ? formatSeconds(p.ttft_p90) : '—' }),
+        el('td', { class: 'num c-tps', text: p.completed > 0 ? (p.tps_na ? 'n/a' : formatTPS(p.tps)) : '—', title: p.tps_na ? 'Not measurable: no token came after the first one was read' : null }),
         el('td', { class: 'num', text: `${p.completed}${p.failed ? ` (${p.failed} failed)` : ''}`, title: p.completed === 0 ? failureText(p) : null }),
-        el('td', {}, el('span', { class: `result ${ok ? 'result-pass' : 'result-fail'}`, text: ok ? 'PASS' : 'FAIL' })));
+        paced ? el('td', { class: `num c-frames${p.frames_dropped ? ' dropped' : ''}`, text: `${p.frames_due || 0} / ${p.frames_sent || 0} / ${p.frames_dropped || 0}` }) : null,
+        el('td', {}, el('span', { class: `result ${!known ? 'result-none' : ok ? 'result-pass' : 'result-fail'}`, text: res })));
     });
-    const head = el('h3', { text: `Measurements at ${sel.size}, ${plural(sel.images, 'image', 'images')} per camera, against ${sel.target} s` });
+    const clock = paced ? `, one frame every ${sel.interval} s per camera` : '';
+    const head = el('h3', { text: `Measurements at ${sel.size}, ${plural(sel.images, 'image', 'images')} per camera${clock}, against ${sel.target} s${judged ? ` by ${sel.statistic}` : ''}` });
+    const cols = ['Cameras', 'Response time (s)', judged ? `${sel.statistic}, all due (s)` : 'p90 (s)', 'TPS', 'Requests'];
+    if (paced) cols.push('Frames due / sent / dropped');
+    cols.push('Result');
     const body = pts.length
       ? el('table', { class: 'mini' },
-        el('thead', {}, el('tr', {}, ...['Cameras', 'Response time (s)', 'p90 (s)', 'TPS', 'Requests', 'Result'].map((h) => el('th', { scope: 'col', text: h })))),
+        el('thead', {}, el('tr', {}, ...cols.map((h) => el('th', { scope: 'col', text: h })))),
         el('tbody', {}, ...rows))
-      : el('p', { class: 'hint', text: `Not measured at ${sel.size} with ${plural(sel.images, 'image', 'images')} per camera.` });
-    d.measure.replaceChildren(head, body);
-    const key = `${sel.target}|${sel.size}`;
+      : el('p', { class: 'hint', text: `Not measured at ${sel.size} with ${plural(sel.images, 'image', 'images')} per camera${clock}.` });
+    d.measure.replaceChildren(head, body, ...detailNotes(it.row, sel, mc));
+    const key = `${sel.target}|${sel.size}|${sel.interval}|${sel.statistic}`;
     if (d.chart && d.chartKey !== key) {
       d.chart.destroy();
-      d.chart = drawChart(d.canvas, it.row, sizes, sel.target, sel.size);
+      d.chart = drawChart(d.canvas, it.row, sizes, sel.target, sel.size, sel.interval, sel.statistic);
       d.chartKey = key;
     }
+  }
+
+  // detailNotes say under the measurements what the table cannot: Max
+  // Cameras in words where the view is not the default one the explanation
+  // is written at, what a "+" without a search leaves open, and why a
+  // statistic is not known.
+  function detailNotes(row, sel, mc) {
+    const out = [];
+    const atDefault = sel.size === '720p' && sel.images === 1 && sel.interval === 0 && sel.statistic === 'mean' && sel.target === DEFAULT_TARGET;
+    const sentence = atDefault ? '' : judgedSentence(row.points, sel.size, sel.images, sel.interval, sel.statistic, sel.target);
+    if (sentence) out.push(el('p', { class: 'd-sentence', text: sentence }));
+    if (mc.measured && mc.known !== false && mc.plus && !mc.search && mc.max > 1) {
+      out.push(el('p', { class: 'hint d-search-hint' }, `${mc.max}+ means the highest number measured still kept up. A search would give the exact figure: `,
+        el('code', { text: 'vlmfleet sweep --search' }), ', or ', el('code', { text: 'search: 64' }), ' in the workload.'));
+    }
+    if (mc.measured && mc.known === false) {
+      out.push(el('p', { class: 'hint d-unknown' }, `${sel.statistic} n/a: published with means only. Its slow answers were not recorded, so it is judged by neither pass nor fail; choose Mean to read it as published.`));
+    }
+    return out;
   }
 
   function runMeta(r) {
@@ -646,6 +713,8 @@ function createExplorer(ds) {
     add('Power mode', m.power_mode);
     add('Telemetry', m.telemetry);
     add('Requests', m.requests);
+    // What makes the run's figures doubtful although it ran, one line each.
+    if (m.warnings && m.warnings.length) dl.append(el('dt', { text: 'Warnings' }), el('dd', { class: 'warnings' }, el('ul', {}, ...m.warnings.map((w) => el('li', { text: w })))));
     if (r.simulated || m.simulated) add('Simulated', 'Yes: these numbers come from the simulator, not from real hardware.');
     const sec = el('section', { class: 'd-meta' }, el('h3', { text: 'Run' }), dl);
     if (r.other_runs.length) {

@@ -2,6 +2,7 @@
 // per image size (one image per camera), the target as a dashed line. It
 // uses the vendored Chart.js (window.Chart, loaded as a classic script), which
 // draws title and legend on the canvas, so the PNG download carries them.
+import { judgedTTFT } from './logic.js';
 
 const SIZE_COLOURS = { '480p': '#2a9d8f', '720p': '#1d4ed8', '1080p': '#b45309', '2K': '#7c3aed' };
 const EXTRA_COLOURS = ['#be185d', '#4d7c0f', '#0e7490', '#57534e'];
@@ -20,15 +21,17 @@ const chartWhiteBackground = {
   },
 };
 
-// chartSeries lists, per image size, the one-image points by cameras; only
-// sizes with a measurement appear.
-export function chartSeries(row, sizes) {
+// chartSeries lists, per image size, the one-image points at a frame
+// interval (0 back to back) by cameras, at the response time the statistic
+// judges (a level whose percentile never started is left out); only sizes
+// with a measurement appear.
+export function chartSeries(row, sizes, interval = 0, statistic = 'mean') {
   const out = [];
   for (const size of sizes) {
     const pts = row.points
-      .filter((p) => p.size === size && p.images === 1 && p.completed > 0)
+      .filter((p) => p.size === size && p.images === 1 && p.completed > 0 && (p.frame_interval_sec || 0) === interval && judgedTTFT(p, statistic) != null)
       .sort((a, b) => a.cameras - b.cameras)
-      .map((p) => ({ x: p.cameras, y: Math.round(p.ttft * 100) / 100 }));
+      .map((p) => ({ x: p.cameras, y: Math.round(judgedTTFT(p, statistic) * 100) / 100 }));
     if (pts.length) out.push({ size, pts });
   }
   return out;
@@ -46,14 +49,19 @@ export function chartTitle(row) {
 }
 
 // drawChart draws into canvas and returns the Chart instance (or null when
-// the library is missing). selectedSize is drawn thicker.
-export function drawChart(canvas, row, sizes, target, selectedSize) {
+// the library is missing). selectedSize is drawn thicker; interval is the
+// frame clock whose levels are drawn (0 back to back), statistic the
+// response time drawn (the mean, p90 or p95).
+export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0, statistic = 'mean') {
   const ChartJS = globalThis.Chart;
   if (!ChartJS) return null;
-  const series = chartSeries(row, sizes);
+  const series = chartSeries(row, sizes, interval, statistic);
   let xmin = Infinity;
   let xmax = -Infinity;
   for (const s of series) for (const p of s.pts) { xmin = Math.min(xmin, p.x); xmax = Math.max(xmax, p.x); }
+  // Nothing to draw at this statistic (a row with means only, by p90): the
+  // target alone, over one camera.
+  if (series.length === 0) { xmin = 1; xmax = 1; }
   const ticks = [...new Set(series.flatMap((s) => s.pts.map((p) => p.x)))].sort((a, b) => a - b);
   const datasets = series.map((s, i) => {
     const colour = SIZE_COLOURS[s.size] || EXTRA_COLOURS[i % EXTRA_COLOURS.length];
@@ -88,7 +96,7 @@ export function drawChart(canvas, row, sizes, target, selectedSize) {
       maintainAspectRatio: false,
       parsing: false,
       plugins: {
-        title: { display: true, text: [chartTitle(row), 'Response time as cameras are added'], color: '#111827', font: { size: 14 } },
+        title: { display: true, text: [chartTitle(row), `Response time${statistic === 'mean' ? '' : ` (${statistic})`} as cameras are added${interval > 0 ? `, one frame every ${interval} s per camera` : ''}`], color: '#111827', font: { size: 14 } },
         legend: { display: true, position: 'bottom', labels: { color: '#111827', usePointStyle: true, pointStyle: 'line', pointStyleWidth: 28 } },
         tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)` } },
       },

@@ -39,13 +39,23 @@ function signed(v) {
 }
 
 function figure(m, v) {
-  if (m.metric === 'success') return `${Math.round(v)}%`;
+  if (m.metric === 'success' || m.metric === 'dropped') return `${Math.round(v)}%`;
   if (m.metric === 'tps_p50') return `${trimmed(v, 1)} tok/s`;
   return `${trimmed(v, 2)} s`;
 }
 
+// comboName names a combination by its whole key: "720p, 1 image, 4
+// cameras", and ", one frame every 5 s" on a frame clock.
 function comboName(c) {
-  return `${c.size}, ${c.images} ${c.images === 1 ? 'image' : 'images'}, ${c.cameras} ${c.cameras === 1 ? 'camera' : 'cameras'}`;
+  const paced = c.frame_interval_sec > 0 ? `, one frame every ${c.frame_interval_sec} s` : '';
+  return `${c.size}, ${c.images} ${c.images === 1 ? 'image' : 'images'}, ${c.cameras} ${c.cameras === 1 ? 'camera' : 'cameras'}${paced}`;
+}
+
+// searchMark says in which run a search for the exact Max Cameras chose the level.
+function searchMark(cc) {
+  if (!cc.search_a && !cc.search_b) return null;
+  const which = cc.search_a && cc.search_b ? 'both runs' : cc.search_a ? 'run A' : 'run B';
+  return el('span', { class: 'searched', text: ' search', title: `A level chosen by the search for the exact Max Cameras in ${which}` });
 }
 
 const verdictClass = { worse: 'v-worse', better: 'v-better', same: 'v-same', 'not comparable': 'v-unknown' };
@@ -57,7 +67,7 @@ function metricCell(m) {
     td.title = 'Too few completed requests on one side to compare';
     return td;
   }
-  const change = m.metric === 'success' ? `${signed(m.change)} pt` : `${signed(m.rel_change * 100)}%`;
+  const change = m.metric === 'success' || m.metric === 'dropped' ? `${signed(m.change)} pt` : `${signed(m.rel_change * 100)}%`;
   td.append(`${figure(m, m.a)} → ${figure(m, m.b)} `, el('span', { class: 'change', text: change }));
   td.append(el('span', { class: 'word', text: m.verdict === 'same' ? 'same within noise' : m.verdict }));
   td.title = `Mann-Whitney p = ${m.p.toPrecision(2)}; ${m.n_a} and ${m.n_b} requests`;
@@ -86,11 +96,15 @@ function draw(c, a, b) {
     : c.verdict === 'better' ? `B is better than A in ${c.better} ${c.better === 1 ? 'figure' : 'figures'}, worse in none.`
       : c.verdict === 'same' ? 'B is the same as A within noise.' : 'Nothing could be compared: too few request records.';
   $('warnings').replaceChildren(...(c.warnings || []).map((w) => el('li', { text: w })));
+  // Every combination's metrics have a column: a paced level's dropped
+  // frames too, left empty on a back-to-back one.
+  const cols = [];
+  for (const cc of c.combinations) for (const m of cc.metrics) if (!cols.some((k) => k.metric === m.metric)) cols.push(m);
   const head = $('changes-head');
-  head.replaceChildren(el('th', { text: 'Combination' }));
-  if (c.combinations.length) for (const m of c.combinations[0].metrics) head.append(el('th', { text: m.label }));
-  $('changes').replaceChildren(...c.combinations.map((cc) => el('tr', { 'data-combo': `${cc.size}/${cc.images}/${cc.cameras}`, 'data-verdict': cc.verdict },
-    el('th', { text: comboName(cc) }), ...cc.metrics.map(metricCell))));
+  head.replaceChildren(el('th', { text: 'Combination' }), ...cols.map((m) => el('th', { text: m.label })));
+  $('changes').replaceChildren(...c.combinations.map((cc) => el('tr', { 'data-combo': `${cc.size}/${cc.images}/${cc.cameras}${cc.frame_interval_sec > 0 ? `/every${cc.frame_interval_sec}` : ''}`, 'data-verdict': cc.verdict },
+    el('th', {}, comboName(cc), searchMark(cc)),
+    ...cols.map((k) => { const m = cc.metrics.find((x) => x.metric === k.metric); return m ? metricCell(m) : el('td', { class: 'metric' }); }))));
   const only = [];
   if (c.only_a && c.only_a.length) only.push(`Measured in A only: ${c.only_a.map(comboName).join('; ')}.`);
   if (c.only_b && c.only_b.length) only.push(`Measured in B only: ${c.only_b.map(comboName).join('; ')}.`);

@@ -8,6 +8,9 @@
 
 export const STANDARD_SIZES = ['480p', '720p', '1080p', '2K'];
 export const IMAGE_COUNTS = [1, 3, 5];
+// The statistics a level can be judged by (protocol.Statistic*); the mean
+// is the published method's.
+export const STATISTICS = ['mean', 'p90', 'p95'];
 export const DEFAULT_TARGET = 3;
 export const DEFAULT_SIZE = '720p';
 
@@ -30,43 +33,102 @@ export function roundSeconds(s) {
   return Math.round(s * 100) / 100;
 }
 
-// passes matches explorer.Passes: a level where every request failed was
-// tested and fails; exactly on the target passes.
-export function passes(p, target) {
-  return p.completed > 0 && roundSeconds(p.ttft) <= target;
+// intervalOf is a point's frame clock in seconds; 0 (absent) is back to
+// back, as published.
+export function intervalOf(p) {
+  return p.frame_interval_sec || 0;
 }
 
-// maxCameras matches explorer.MaxCameras: the highest measured number of
-// cameras at size and images that passes, plus when it is the highest tested;
-// nothing interpolated. measured says whether size and images were measured.
-export function maxCameras(points, size, images, target) {
+// nearestRank matches protocol.NearestRank: the 1-based rank of the p-th
+// percentile of n values.
+export function nearestRank(p, n) {
+  return Math.max(1, Math.floor((p * n + 99) / 100));
+}
+
+// judgedTTFT matches protocol.Judgement.Judged: the response time the
+// statistic reads, or null when there is none (no request completed, the
+// percentile falls on an answer that never started, no tail recorded).
+export function judgedTTFT(p, statistic) {
+  if (statistic === 'p90' || statistic === 'p95') {
+    const t = p.ttft_tail;
+    const pc = statistic === 'p90' ? 90 : 95;
+    if (!t || t.due < 1 || nearestRank(pc, t.due) > t.due - t.unstarted) return null;
+    return pc === 90 ? t.p90 : t.p95;
+  }
+  return p.completed > 0 ? p.ttft : null;
+}
+
+// passes matches explorer.PassesJudged (protocol.Judgement.Passes): by the
+// mean a level where every request failed was tested and fails, a failed
+// request is otherwise left out; by p90/p95 it counts as never started; a
+// paced level with a dropped frame or a failed request fails; exactly on
+// the target passes.
+export function passes(p, target, statistic = 'mean') {
+  if (intervalOf(p) > 0 && ((p.frames_dropped || 0) > 0 || p.failed > 0)) return false;
+  const v = judgedTTFT(p, statistic);
+  return v != null && roundSeconds(v) <= target;
+}
+
+// judgeable matches explorer.Judgeable: a percentile needs every level's
+// tail, which a published row imported with its means only lacks.
+export function judgeable(points, size, images, interval, statistic) {
+  if (statistic !== 'p90' && statistic !== 'p95') return true;
+  return !points.some((p) => p.size === size && p.images === images && intervalOf(p) === interval && !p.ttft_tail);
+}
+
+// maxCameras matches explorer.MaxCamerasJudged: the highest measured number
+// of cameras at size, images and frame interval (opts.interval, 0 back to
+// back) that keeps up by opts.statistic (the mean by default), plus when it
+// is the highest tested; nothing interpolated. measured says whether the
+// selection was measured, known whether the statistic can be judged there
+// (when not, max is 0), search whether a search chose levels there and
+// exact whether it measured the level above max too.
+export function maxCameras(points, size, images, target, opts = {}) {
+  const interval = opts.interval || 0;
+  const statistic = opts.statistic || 'mean';
+  const known = judgeable(points, size, images, interval, statistic);
   let max = 0;
   let highest = 0;
   let measured = false;
+  let search = false;
+  const cams = new Set();
   for (const p of points) {
-    if (p.size !== size || p.images !== images) continue;
+    if (p.size !== size || p.images !== images || intervalOf(p) !== interval) continue;
     measured = true;
+    cams.add(p.cameras);
+    if (p.search) search = true;
     if (p.cameras > highest) highest = p.cameras;
-    if (passes(p, target) && p.cameras > max) max = p.cameras;
+    if (known && passes(p, target, statistic) && p.cameras > max) max = p.cameras;
   }
-  return { max, plus: max > 0 && max === highest, measured };
+  return { max, plus: max > 0 && max === highest, measured, known, search, exact: search && max > 0 && cams.has(max + 1) };
 }
 
 export function maxCamerasLabel(mc) {
   if (!mc.measured) return '—';
+  if (mc.known === false) return 'n/a';
   return mc.plus ? `${mc.max}+` : String(mc.max);
 }
 
-export function findPoint(points, size, images, cameras) {
+// maxCamerasTitle says, for a Max Cameras a search chose, what makes it
+// exact; '' otherwise.
+export function maxCamerasTitle(mc) {
+  if (!mc.measured || mc.known === false || !mc.search) return '';
+  if (mc.exact) return `Exact: a search measured ${mc.max + 1} cameras too, which did not keep up`;
+  if (mc.plus) return 'A search measured up to its ceiling and the highest number still kept up';
+  return 'A search measured levels here; the level above this one was not measured at this target';
+}
+
+export function findPoint(points, size, images, cameras, interval = 0) {
   for (const p of points) {
-    if (p.size === size && p.images === images && p.cameras === cameras) return p;
+    if (p.size === size && p.images === images && p.cameras === cameras && intervalOf(p) === interval) return p;
   }
   return null;
 }
 
-// pointsAt lists the points at size and images by number of cameras.
-export function pointsAt(points, size, images) {
-  return points.filter((p) => p.size === size && p.images === images).sort((a, b) => a.cameras - b.cameras);
+// pointsAt lists the points at size, images and frame interval by number of
+// cameras.
+export function pointsAt(points, size, images, interval = 0) {
+  return points.filter((p) => p.size === size && p.images === images && intervalOf(p) === interval).sort((a, b) => a.cameras - b.cameras);
 }
 
 // formatParams follows the seed: "2.4B", "8.0B", "16B", "31B".
@@ -83,6 +145,17 @@ export function formatTPS(t) {
   return t == null || !isFinite(t) || t <= 0 ? '—' : t.toFixed(1);
 }
 
+// plainSeconds writes seconds as the explanations do (explorer.FormatSeconds):
+// to 0.01 s, trailing zeros trimmed ("3", "2.5").
+export function plainSeconds(s) {
+  return String(roundSeconds(s));
+}
+
+// intervalWords: "every 5 s"; "back to back" for 0.
+export function intervalWords(t) {
+  return t > 0 ? `every ${t} s` : 'back to back';
+}
+
 // sizesOf lists the image sizes: the standard four in their order, then any
 // other size the data carries.
 export function sizesOf(dataset) {
@@ -92,13 +165,16 @@ export function sizesOf(dataset) {
   return out;
 }
 
-// availability maps "size|images" to the sorted numbers of cameras measured
-// in any row; it decides which selector buttons are dimmed.
+// availability maps "size|images|interval" to the sorted numbers of cameras
+// measured in any row; it decides which selector buttons are dimmed. Levels a
+// search chose are left out: they are Max Cameras' business, and every
+// row's own, so they would crowd the Cameras selector.
 export function availability(rows) {
   const m = new Map();
   for (const r of rows) {
     for (const p of r.points) {
-      const k = `${p.size}|${p.images}`;
+      if (p.search) continue;
+      const k = `${p.size}|${p.images}|${intervalOf(p)}`;
       let s = m.get(k);
       if (!s) m.set(k, (s = new Set()));
       s.add(p.cameras);
@@ -111,7 +187,14 @@ export function availability(rows) {
 
 export function allCameraCounts(rows) {
   const s = new Set();
-  for (const r of rows) for (const p of r.points) s.add(p.cameras);
+  for (const r of rows) for (const p of r.points) if (!p.search) s.add(p.cameras);
+  return [...s].sort((a, b) => a - b);
+}
+
+// intervalsOf lists the frame clocks measured in any row, shortest first.
+export function intervalsOf(rows) {
+  const s = new Set();
+  for (const r of rows) for (const p of r.points) if (intervalOf(p) > 0) s.add(intervalOf(p));
   return [...s].sort((a, b) => a - b);
 }
 
@@ -120,8 +203,8 @@ export function allCameraCounts(rows) {
 // lower measured number (else the lowest). The page picks its rows with it at
 // one image, and reads the figures with it at the selected image count: with
 // 3 or 5 images only one camera was measured, so they are read at 1.
-export function effectiveCameras(avail, size, images, wanted) {
-  const list = avail.get(`${size}|${images}`) || [];
+export function effectiveCameras(avail, size, images, wanted, interval = 0) {
+  const list = avail.get(`${size}|${images}|${interval}`) || [];
   if (list.length === 0 || list.includes(wanted)) return wanted;
   let best = null;
   for (const c of list) if (c <= wanted) best = c;
@@ -131,25 +214,47 @@ export function effectiveCameras(avail, size, images, wanted) {
 // rowMeasuredAt decides whether a row is shown at the selected size and
 // cameras. The image count is deliberately not part of it: Images per Camera
 // is an assumption, and changing it leaves the rows in place.
-export function rowMeasuredAt(row, size, cameras) {
-  for (const p of row.points) if (p.size === size && p.cameras === cameras) return true;
+export function rowMeasuredAt(row, size, cameras, interval = 0) {
+  for (const p of row.points) if (p.size === size && p.cameras === cameras && intervalOf(p) === interval) return true;
   return false;
 }
 
-// rowView is what the table shows for a row at a selection.
+// rowView is what the table shows for a row at a selection: the response
+// time the statistic reads, Max Cameras, PASS/FAIL (null: not measured or
+// not judged) and, in why, what the cells cannot say.
 export function rowView(row, sel) {
-  const p = findPoint(row.points, sel.size, sel.images, sel.cameras);
-  const mc = maxCameras(row.points, sel.size, sel.images, sel.target);
-  let result = null;
-  if (p) result = passes(p, sel.target);
+  const interval = sel.interval || 0;
+  const statistic = sel.statistic || 'mean';
+  const p = findPoint(row.points, sel.size, sel.images, sel.cameras, interval);
+  const mc = maxCameras(row.points, sel.size, sel.images, sel.target, { interval, statistic });
+  const unknown = !!p && !mc.known;
+  const allFailed = !!p && p.completed === 0;
   return {
-    rt: p && p.completed > 0 ? p.ttft : null,
-    tps: p && p.completed > 0 ? p.tps : null,
+    rt: p && !unknown ? judgedTTFT(p, statistic) : null,
+    tps: p && p.completed > 0 && !p.tps_na ? p.tps : null,
+    tpsNA: !!p && p.completed > 0 && !!p.tps_na,
     mc,
-    result, // true PASS, false FAIL, null not measured
-    // why is the reason when every request at the selection failed.
-    why: p && p.completed === 0 ? failureText(p) : '',
+    result: p && !unknown ? passes(p, sel.target, statistic) : null, // true PASS, false FAIL, null not measured or judged
+    unknown,
+    allFailed,
+    framesDue: p && interval > 0 ? p.frames_due || 0 : null,
+    framesDropped: p && interval > 0 ? p.frames_dropped || 0 : null,
+    why: p ? whyText(p, statistic, unknown) : '',
   };
+}
+
+// whyText is what a row's cells cannot say at a point: that every request
+// failed, that the statistic is not known, that frames were dropped, or
+// that the percentile falls on an answer that never started.
+export function whyText(p, statistic, unknown) {
+  if (p.completed === 0) return failureText(p);
+  if (unknown) return `${statistic} n/a: published with means only`;
+  if ((p.frames_dropped || 0) > 0) return `${p.frames_dropped} of ${p.frames_due} frames dropped`;
+  if (statistic !== 'mean' && judgedTTFT(p, statistic) == null) {
+    const t = p.ttft_tail;
+    return `the ${statistic} answer never started: ${t.unstarted} of ${t.due} failed or dropped`;
+  }
+  return '';
 }
 
 // failureText says why a point has no figures: every request failed, and
@@ -210,7 +315,7 @@ export function sortValue(row, view, key, ranks) {
     case 'rt': return view.rt;
     case 'tps': return view.tps;
     // A "+" sorts above the same number without it: its limit was not reached.
-    case 'maxcams': return view.mc.measured ? view.mc.max + (view.mc.plus ? 0.5 : 0) : null;
+    case 'maxcams': return view.mc.measured && view.mc.known !== false ? view.mc.max + (view.mc.plus ? 0.5 : 0) : null;
     case 'result': return view.result == null ? null : view.result ? 1 : 0;
   }
   return null;
@@ -236,6 +341,8 @@ export function defaultState() {
     cameras: 1,
     images: 1,
     target: DEFAULT_TARGET,
+    interval: 0, // seconds between a camera's frames; 0 back to back
+    statistic: 'mean',
     filters: emptyFilters(),
     sort: null, // {key, dir}
     open: null, // row id
@@ -271,6 +378,8 @@ export function encodeState(st) {
   if (st.cameras !== d.cameras) add('cam', st.cameras);
   if (st.images !== d.images) add('img', st.images);
   if (st.target !== d.target) add('target', st.target);
+  if (st.interval !== d.interval) add('every', st.interval);
+  if (st.statistic !== d.statistic) add('stat', st.statistic);
   const f = st.filters;
   if (f.devices.length) add('device', joinList(f.devices));
   if (f.models.length) add('model', joinList(f.models));
@@ -301,6 +410,8 @@ export function decodeState(hash) {
       case 'cam': if (Number.isInteger(num) && num > 0) st.cameras = num; break;
       case 'img': if (IMAGE_COUNTS.includes(num)) st.images = num; break;
       case 'target': if (isFinite(num) && num > 0) st.target = num; break;
+      case 'every': if (isFinite(num) && num > 0) st.interval = num; break;
+      case 'stat': if (STATISTICS.includes(v)) st.statistic = v; break;
       case 'device': st.filters.devices = splitList(v); break;
       case 'model': st.filters.models = splitList(v); break;
       case 'quant': st.filters.quants = splitList(v); break;
@@ -334,22 +445,60 @@ function csvField(v) {
 }
 
 // toCSV writes the rows as shown, in the order shown, with the selection
-// they were read at so the file stands on its own.
+// they were read at so the file stands on its own. The response time is
+// the one the statistic reads; the columns after result say how the
+// cameras sent, whether a search made Max Cameras exact and, on a frame
+// clock, the frames due and dropped at the selected cameras.
 export function toCSV(items, sel) {
   const head = ['model', 'parameters_b', 'quantization', 'engine', 'device', 'simulated', 'image_size', 'cameras',
-    'images_per_camera', 'target_s', 'response_time_s', 'tps', 'max_cameras', 'result'];
+    'images_per_camera', 'target_s', 'response_time_s', 'tps', 'max_cameras', 'result',
+    'frame_interval_s', 'statistic', 'max_cameras_by_search', 'frames_due', 'frames_dropped'];
   const lines = [head.join(',')];
   for (const { row, view } of items) {
     lines.push([
       row.model, row.params_b, row.quantization, row.engine, row.device, row.simulated ? 'yes' : 'no',
       sel.size, sel.cameras, sel.images, sel.target,
       view.rt == null ? '' : roundSeconds(view.rt).toFixed(2),
-      view.tps == null ? '' : view.tps.toFixed(1),
+      view.tpsNA ? 'n/a' : view.tps == null ? '' : view.tps.toFixed(1),
       maxCamerasLabel(view.mc),
-      view.result == null ? '' : view.result ? 'PASS' : 'FAIL',
+      view.unknown ? 'n/a' : view.result == null ? '' : view.result ? 'PASS' : 'FAIL',
+      sel.interval || 0, sel.statistic || 'mean', view.mc.search ? 'yes' : 'no',
+      view.framesDue == null ? '' : view.framesDue, view.framesDropped == null ? '' : view.framesDropped,
     ].map(csvField).join(','));
   }
   return lines.join('\r\n') + '\r\n';
+}
+
+// ---- the sentences -----------------------------------------------------
+// judgedSentence matches explorer.JudgedSentence: Max Cameras at a view in
+// the seed's words, so that the expanded row says what the table shows at
+// the statistic and frame clock chosen. '' when not measured there.
+export function judgedSentence(points, size, images, interval, statistic, target) {
+  const mc = maxCameras(points, size, images, target, { interval, statistic });
+  if (!mc.measured) return '';
+  const within = ` starting within ${plainSeconds(target)} s`;
+  const goal = statistic === 'p90' ? `9 of 10 answers${within}` : statistic === 'p95' ? `19 of 20 answers${within}`
+    : interval > 0 ? `each answer${within}` : `an answer${within}`;
+  const imgs = images === 1 ? 'one image' : `${images} images`;
+  const s = interval > 0
+    ? `At one frame every ${interval} s per camera (${size}, ${imgs}), `
+    : `At ${statistic === 'mean' && target === DEFAULT_TARGET ? 'the default target' : 'a target'} of ${goal} (${size}, ${imgs} per camera), `;
+  if (!mc.known) return `${s}it cannot be judged by ${statistic}: the row was published with its means only, not its slow answers.`;
+  const exact = mc.exact ? `; with ${mc.max + 1}, also measured, it does not` : '';
+  const { max, plus } = mc;
+  if (interval > 0) {
+    const met = `every frame answered, ${goal}`;
+    if (max === 0) return `${s}not even one camera has ${met}.`;
+    if (max === 1 && plus) return `${s}it keeps up with one camera, the only number measured: ${met}.`;
+    if (max === 1) return `${s}it keeps up with one camera: ${met}${exact}.`;
+    if (plus) return `${s}it keeps up with at least ${max} cameras: ${met}, still at the highest number measured, so the real limit is higher.`;
+    return `${s}it keeps up with ${max} cameras: ${met}${exact}.`;
+  }
+  if (max === 0) return `${s}not even one camera is answered in time.`;
+  if (max === 1 && plus) return `${s}it keeps up with one camera, the only number measured, so how it copes with several is not known.`;
+  if (max === 1) return `${s}it keeps up with one camera at a time${exact}.`;
+  if (plus) return `${s}it keeps up with at least ${max} cameras at once: it still met the target at the highest number measured, so the real limit is higher.`;
+  return `${s}it keeps up with ${max} cameras at once${exact}.`;
 }
 
 // ---- the guide's examples ---------------------------------------------
