@@ -23,6 +23,12 @@ type Target struct {
 	APIKey string
 	// ExtraBody is merged into every request body (e.g. "cache_prompt": false).
 	ExtraBody map[string]any
+	// Speedup is how many times faster than the device it stands for the
+	// endpoint runs (a simulated engine; 0 or 1: real time). A frame clock
+	// ticks that many times faster, so that its frames meet the answers as
+	// they would on the device; the combination keeps the device's
+	// interval in its key.
+	Speedup float64
 }
 
 // Images is the picture set requests carry; *imageset.Set satisfies it.
@@ -45,6 +51,10 @@ type Hooks struct {
 	// ComboDone may attach telemetry before the combination is kept; an
 	// error aborts Measure.
 	ComboDone func(idx int, c *protocol.Combination) error
+	// InFlight hears each request as it is sent (+1) and as it ends (-1),
+	// warm-ups included: how busy the engine is kept, which a frame clock
+	// leaves idle between answers.
+	InFlight func(delta int)
 }
 
 // Progress is a combination's state after a measured request.
