@@ -12,6 +12,8 @@ import (
 // an answer's end and the camera's next request are not multiplied by its
 // speed-up; every other server ignores an unknown header. The id is random
 // per loop (warm-up and measurement are two loops) and says nothing else.
+// Cameras on a frame clock (paced.go) send none: they owe the engine
+// nothing between ticks.
 const LoopHeader = "X-Vlmfleet-Loop"
 
 func loopID() string { return strconv.FormatUint(randomSeed(), 36) }
