@@ -24,6 +24,13 @@ import (
 // the host took to carry it; the requests in flight make no progress
 // meanwhile. A loop whose client went away while it still owed requests
 // holds the clock for loopGrace at most.
+//
+// Cameras on a frame clock (the load generator's paced loop) send no loop
+// header: between their ticks they owe nothing, and the device would sit
+// idle, so the clock runs as the wall clock does (held only while a body
+// is read). Their answers come from the same model, which knows only the
+// requests it holds: a frame that arrives alone is answered as one camera
+// alone is, whatever the number of cameras.
 
 // vclock is a clock of simulated seconds running speedup times the wall
 // clock while not held.
