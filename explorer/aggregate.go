@@ -156,7 +156,9 @@ func points(r *protocol.Run) []Point {
 	for i := range r.Combinations {
 		c := &r.Combinations[i]
 		size, err := protocol.LookupImageSize(c.Size)
-		if err != nil || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 {
+		// A level on a frame clock answers another question than the
+		// same level back to back, whose point this is.
+		if err != nil || c.Paced() || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 {
 			continue
 		}
 		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras}
