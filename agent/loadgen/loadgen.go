@@ -29,6 +29,11 @@ type Target struct {
 	// they would on the device; the combination keeps the device's
 	// interval in its key.
 	Speedup float64
+	// Simulated says the endpoint is the simulator (agent/simengine),
+	// which keeps a frame clock on its own clock (FrameHeader): a camera
+	// whose answer runs at a tick waits for it and takes the tick the
+	// simulator names next, instead of dropping by the wall clock.
+	Simulated bool
 }
 
 // Images is the picture set requests carry; *imageset.Set satisfies it.

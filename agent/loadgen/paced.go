@@ -19,10 +19,10 @@ import (
 // stale when answered, and a queue would hide that the engine does not
 // keep up.
 //
-// A paced request carries no loop header (loopheader.go): the loop owes
-// the engine nothing between ticks, so the simulator runs its clock as
-// real time runs for it, and its answers depend only on the requests it
-// holds.
+// Against the simulator, which runs many times faster than its device, the
+// host's delays between a tick and its frame's arrival would be multiplied
+// by the speed-up. Each frame therefore says its tick (FrameHeader), and
+// the simulator keeps the clock on its own clock; see framesToDrop.
 
 // frameClock is the ticks of one paced phase, every one counted from the
 // phase's start on the monotonic clock, so that a late timer never delays
@@ -105,6 +105,7 @@ type pacedPhase struct {
 	pics  pictures
 	clock frameClock
 	ticks int
+	id    string // the clock's, in FrameHeader
 	// frames is the measurement's frames by number (tick·cameras +
 	// camera: the order they fall due); nil in a warm-up. Each is written
 	// by the one goroutine that sent it and read once all have ended.
@@ -115,90 +116,150 @@ type pacedPhase struct {
 	done, failed, ttftSum                atomic.Int64 // ttftSum: nanoseconds
 }
 
-// pacedFrame is one frame due: whether it was sent, and its record.
+// pacedFrame is one frame due: whether it was sent, its record and its
+// answer's age.
 type pacedFrame struct {
 	sent bool
 	rec  protocol.RequestRecord
+	age  float64
+}
+
+// pacedCamera is one camera of a paced phase. answering is closed when
+// its answer has ended; next is then the tick it takes next.
+type pacedCamera struct {
+	ci        int
+	cam       *camera
+	answering chan struct{}
+	next      int
 }
 
 // run starts the clock and runs every camera's ticks, returning when
 // their answers have all ended or ctx ends.
 func (p *pacedPhase) run(ctx context.Context) {
+	p.id = loopID()
 	p.clock.start = time.Now()
 	var wg sync.WaitGroup
 	for ci, cam := range p.cams {
-		wg.Go(func() { p.camera(ctx, ci, cam) })
+		wg.Go(func() { p.camera(ctx, &pacedCamera{ci: ci, cam: cam}) })
 	}
 	wg.Wait()
 }
 
-// camera runs one camera's ticks. Its answer runs beside its clock, and a
-// tick that finds it still running drops its frame.
-func (p *pacedPhase) camera(ctx context.Context, ci int, cam *camera) {
-	var answering chan struct{} // closed when the answer has ended
+// camera runs one camera's ticks. Its answer runs beside its clock, and
+// the frames that fall due while it runs are dropped.
+func (p *pacedPhase) camera(ctx context.Context, c *pacedCamera) {
 	defer func() {
-		if answering != nil {
-			<-answering
+		if c.answering != nil {
+			<-c.answering
 		}
 	}()
-	timer := time.NewTimer(time.Until(p.clock.start.Add(p.clock.offset(ci, 0))))
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	for n := 0; n < p.ticks; n++ {
-		if n > 0 {
-			timer.Reset(time.Until(p.clock.start.Add(p.clock.offset(ci, n))))
-		}
+	for n := 0; n < p.ticks; {
+		timer.Reset(time.Until(p.clock.start.Add(p.clock.offset(c.ci, n))))
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
-		if answering != nil {
-			select {
-			case <-answering:
-			default:
-				p.dropped.Add(1)
-				continue
-			}
+		if skip := p.framesToDrop(c, n); skip > 0 {
+			p.dropped.Add(int64(skip))
+			n += skip
+			continue
 		}
-		answering = make(chan struct{})
-		go p.send(ctx, ci, n, cam, answering)
+		c.answering = make(chan struct{})
+		go p.send(ctx, c, n)
+		n++
 	}
 }
 
-// send sends camera ci's frame of tick n and records its answer.
-func (p *pacedPhase) send(ctx context.Context, ci, n int, cam *camera, answered chan<- struct{}) {
-	defer close(answered)
-	f := n*len(p.cams) + ci
+// framesToDrop is how many frames from tick n on camera c drops, at tick
+// n's time. Against a real engine, the frame of tick n when the answer
+// still runs. The simulator keeps the clock on its own (FrameHeader), on
+// which the host's delays do not count: the camera waits for the answer
+// and drops the ticks before the one the simulator names.
+func (p *pacedPhase) framesToDrop(c *pacedCamera, n int) int {
+	if c.answering == nil {
+		return 0
+	}
+	if !p.r.t.Simulated {
+		select {
+		case <-c.answering:
+			return 0
+		default:
+			return 1
+		}
+	}
+	<-c.answering // ends with ctx at the latest
+	return max(0, min(c.next, p.ticks)-n)
+}
+
+// send sends camera c's frame of tick n and records its answer.
+func (p *pacedPhase) send(ctx context.Context, c *pacedCamera, n int) {
+	defer close(c.answering)
+	f := n*len(p.cams) + c.ci
 	segs := p.r.segments(p.pics, f, p.pc.Images)
-	rec := protocol.RequestRecord{Camera: ci, Seq: f, Images: p.pc.Images}
-	cam.loop = cam.loop[:0]
+	rec := protocol.RequestRecord{Camera: c.ci, Seq: f, Images: p.pc.Images}
+	c.cam.loop = c.cam.loop[:0]
+	if p.r.t.Simulated {
+		c.cam.loop = appendFrameField(c.cam.loop, p.id, c.ci, n, len(p.cams), p.ticks, p.clock.interval.Seconds())
+	}
 	p.sent.Add(1)
 	now := p.inFlight.Add(1)
 	for m := p.maxInFlight.Load(); now > m && !p.maxInFlight.CompareAndSwap(m, now); m = p.maxInFlight.Load() {
 	}
 	rec.Start = time.Since(p.clock.start).Seconds()
-	p.r.send(ctx, cam, segs, &rec)
+	p.r.send(ctx, c.cam, segs, &rec)
 	in := p.inFlight.Add(-1)
+	late, next := p.frameFate(c, n, rec)
+	c.next = next
 	if p.frames == nil {
 		return
 	}
-	p.frames[f] = pacedFrame{sent: true, rec: rec}
+	end := rec.LastToken
+	if end == 0 {
+		end = rec.E2E // no token came: the answer's end
+	}
+	p.frames[f] = pacedFrame{sent: true, rec: rec, age: late + end}
+	p.count(rec, in)
+}
+
+// frameFate is how late after its tick camera c's frame of tick n was
+// taken, and the tick the camera takes next: as the simulator said, or by
+// this client's clock, the first tick that fell due after the answer.
+func (p *pacedPhase) frameFate(c *pacedCamera, n int, rec protocol.RequestRecord) (late float64, next int) {
+	if p.r.t.Simulated && rec.Error == "" {
+		if late, next, ok := frameTimings(c.cam.st.sim); ok {
+			return late, next
+		}
+	}
+	ended := time.Since(p.clock.start)
+	next = n + 1
+	for next < p.ticks && p.clock.offset(c.ci, next) < ended {
+		next++
+	}
+	return rec.Start - p.clock.offset(c.ci, n).Seconds(), next
+}
+
+// count adds an answer to the progress and reports it.
+func (p *pacedPhase) count(rec protocol.RequestRecord, inFlight int64) {
 	if rec.Error == "" {
 		p.done.Add(1)
 		p.ttftSum.Add(int64(rec.TTFT * 1e9))
 	} else {
 		p.failed.Add(1)
 	}
-	if p.onReq != nil {
-		d := p.done.Load()
-		// A dropped frame is never answered: the total is the frames that
-		// are or may still be sent.
-		pr := Progress{Done: int(d), Failed: int(p.failed.Load()), Total: len(p.frames) - int(p.dropped.Load()), InFlight: int(in)}
-		if d > 0 {
-			pr.MeanTTFT = float64(p.ttftSum.Load()) / 1e9 / float64(d)
-		}
-		p.onReq(rec, pr)
+	if p.onReq == nil {
+		return
 	}
+	d := p.done.Load()
+	// A dropped frame is never answered: the total is the frames that are
+	// or may still be sent.
+	pr := Progress{Done: int(d), Failed: int(p.failed.Load()), Total: len(p.frames) - int(p.dropped.Load()), InFlight: int(inFlight)}
+	if d > 0 {
+		pr.MeanTTFT = float64(p.ttftSum.Load()) / 1e9 / float64(d)
+	}
+	p.onReq(rec, pr)
 }
 
 // record fills c's figures from the measured frames: the usual figures
@@ -208,13 +269,13 @@ func (p *pacedPhase) send(ctx context.Context, ci, n int, cam *camera, answered 
 func (p *pacedPhase) record(c *protocol.Combination) {
 	var recs []protocol.RequestRecord
 	var ages, ttfts []float64
-	for f, fr := range p.frames {
+	for _, fr := range p.frames {
 		if !fr.sent {
 			continue
 		}
 		recs = append(recs, fr.rec)
 		if fr.rec.Error == "" {
-			ages = append(ages, p.age(f, fr.rec))
+			ages = append(ages, fr.age)
 			ttfts = append(ttfts, fr.rec.TTFT)
 		}
 	}
@@ -223,15 +284,4 @@ func (p *pacedPhase) record(c *protocol.Combination) {
 	c.Pacing = &protocol.Pacing{FramesDue: due, FramesSent: len(recs), FramesDropped: due - len(recs), Age: stats(ages)}
 	sort.Float64s(ttfts)
 	c.Tail = protocol.NewTTFTTail(ttfts, c.Failed+c.Pacing.FramesDropped)
-}
-
-// age is how old frame f was when its answer ended: from its tick to the
-// answer's last token (its end, when no token came).
-func (p *pacedPhase) age(f int, rec protocol.RequestRecord) float64 {
-	k := len(p.cams)
-	end := rec.LastToken
-	if end == 0 {
-		end = rec.E2E
-	}
-	return rec.Start - p.clock.offset(f%k, f/k).Seconds() + end
 }

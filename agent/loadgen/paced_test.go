@@ -3,6 +3,8 @@ package loadgen
 import (
 	"context"
 	"fmt"
+	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +217,46 @@ func TestPacedClockRunsAtTheEndpointsSpeed(t *testing.T) {
 	}
 	for i, rec := range c.Requests {
 		within(t, fmt.Sprintf("frame %d sent (ms)", i), ms(rec.Start), ms(float64(i)*0.1), ms(float64(i)*0.1)+tolMS)
+	}
+}
+
+// Against the simulator, which keeps the frame clock on its own, each
+// frame says its tick, and a camera takes the tick the simulator names
+// next (dropping those before it) rather than judge by its own clock; the
+// answer's age is its lateness and its last token as the simulator says.
+func TestPacedCameraFollowsTheSimulatorsClock(t *testing.T) {
+	var mu sync.Mutex
+	var fields []FrameField
+	f := newFakeEngine(t, func(s *sse, n int, req fakeRequest) {
+		ff, ok := ParseFrameField(s.r.Header.Get(FrameHeader))
+		if !ok {
+			http.Error(s.w, "no frame header", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		fields = append(fields, ff)
+		mu.Unlock()
+		s.event(tokenChunk("a"))
+		s.event(fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1},"sim_timings":{"ttft_s":0.01,"last_token_s":0.02,"e2e_s":0.02,"late_s":0.005,"next_tick":%d}}`, ff.Tick+2))
+		s.event("[DONE]")
+	})
+	w := oneCombo("480p", 1, 6, 0)
+	target := f.target()
+	target.Simulated = true
+	pc := protocol.PlannedCombo{ComboKey: protocol.ComboKey{Size: "480p", Images: 1, Cameras: 1, FrameIntervalSec: 0.05}, Requests: 6}
+	c, err := MeasureCombo(context.Background(), target, w, testImages{n: 16}, pc, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Pacing; p.FramesDue != 6 || p.FramesSent != 3 || p.FramesDropped != 3 || math.Abs(p.Age.Mean-0.025) > 1e-9 {
+		t.Errorf("pacing %+v; want 3 of 6 frames sent, each 0.025 s old when answered", p)
+	}
+	for i, ff := range fields {
+		if want := (FrameField{ID: fields[0].ID, Camera: 0, Tick: 2 * i, Cameras: 1, Ticks: 6, Interval: 0.05}); ff != want {
+			t.Errorf("frame %d said %+v, want %+v", i, ff, want)
+		}
+	}
+	if len(fields) != 3 || c.TTFT.Mean != 0.01 {
+		t.Errorf("%d frames sent, TTFT %g; want 3 and the simulator's 0.01 s", len(fields), c.TTFT.Mean)
 	}
 }
