@@ -274,7 +274,7 @@ func watchEngine(ctx context.Context, eng engine.Engine, cancel context.CancelCa
 // target is the endpoint with what the workload adds to every request.
 func (m *measurement) target(ep engine.Endpoint) loadgen.Target {
 	t := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody,
-		Speedup: m.clock.speedup}
+		Speedup: m.clock.speedup, Simulated: m.run.Simulated}
 	if v, ok := cachePrompt(m.run.Workload, m.run.Engine, m.run.Config.Engine); ok {
 		out := make(map[string]any, len(t.ExtraBody)+1)
 		for k, x := range t.ExtraBody {

@@ -25,12 +25,8 @@ import (
 // meanwhile. A loop whose client went away while it still owed requests
 // holds the clock for loopGrace at most.
 //
-// Cameras on a frame clock (the load generator's paced loop) send no loop
-// header: between their ticks they owe nothing, and the device would sit
-// idle, so the clock runs as the wall clock does (held only while a body
-// is read). Their answers come from the same model, which knows only the
-// requests it holds: a frame that arrives alone is answered as one camera
-// alone is, whatever the number of cameras.
+// Cameras on a frame clock owe the clock a frame at each tick a camera is
+// free for; frames.go keeps them the same way.
 
 // vclock is a clock of simulated seconds running speedup times the wall
 // clock while not held.
@@ -109,6 +105,15 @@ func (s *Server) holdsLocked(now time.Time) (bool, time.Time) {
 			delete(s.loops, id)
 		}
 	}
+	for id, l := range s.frames {
+		due, owed := l.owed()
+		switch {
+		case owed && due <= s.m.now && now.Sub(l.last) < loopGrace:
+			extend(l.last.Add(loopGrace)) // a tick whose frame has not come
+		case now.Sub(l.last) > forgetAfter:
+			delete(s.frames, id)
+		}
+	}
 	for _, j := range s.m.prefillQ {
 		switch {
 		case j.pending && j.received:
@@ -137,9 +142,13 @@ func (s *Server) arrivedLocked(j *job, header string, now time.Time) {
 	j.loop = l
 }
 
-// endedLocked counts a request of a loop out: answered, refused or
-// abandoned. It reports whether the loop owes a request now.
+// endedLocked counts a request of a loop, or a frame of a frame clock,
+// out: answered, refused or abandoned. It reports whether the loop owes a
+// request now (or the frame's camera a frame: frames.go).
 func (s *Server) endedLocked(j *job, now time.Time) bool {
+	if j.frame != nil {
+		return s.frameEndedLocked(j, now)
+	}
 	l := j.loop
 	if l == nil {
 		return false
