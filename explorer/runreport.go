@@ -37,6 +37,9 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-6s %4s %4s %5s %6s %10s %10s %8s %10s\n", "Size", "Imgs", "Cams", "Done", "Failed", "TTFT mean", "TTFT p90", "TPS", "Out tok/s")
 	for _, cb := range run.Combinations {
+		if cb.Paced() {
+			continue // in writePacedSummary's sections
+		}
 		if cb.Completed == 0 {
 			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
 				cb.Completed, cb.Failed, "-", "-", "-", "-")
@@ -65,6 +68,7 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 		}
 		fmt.Fprintf(w, "  %-6s %s\n", s.Name, MaxCamerasLabel(MaxCameras(points, s.Name, 1, target)))
 	}
+	writePacedSummary(w, run, protocol.Judgement{Statistic: run.Workload.Judgement.Statistic, TargetSec: target})
 }
 
 // WriteRunCSV writes one line per combination of the run. The buyer's

@@ -17,6 +17,12 @@ func (c *Combination) ScaleTime(speedup float64) {
 	c.TPS.scale(1 / s)
 	c.OutputTokensPerSec /= s
 	c.WallSec *= s
+	if c.Pacing != nil {
+		c.Pacing.Age.scale(s)
+	}
+	if t := c.Tail; t != nil {
+		multiply(s, &t.P90, &t.P95)
+	}
 	for i := range c.Requests {
 		r := &c.Requests[i]
 		multiply(s, &r.Start, &r.TTFB, &r.RoleChunk, &r.TTFT, &r.LastToken, &r.E2E, &r.ITL)

@@ -23,6 +23,17 @@ type Target struct {
 	APIKey string
 	// ExtraBody is merged into every request body (e.g. "cache_prompt": false).
 	ExtraBody map[string]any
+	// Speedup is how many times faster than the device it stands for the
+	// endpoint runs (a simulated engine; 0 or 1: real time). A frame clock
+	// ticks that many times faster, so that its frames meet the answers as
+	// they would on the device; the combination keeps the device's
+	// interval in its key.
+	Speedup float64
+	// Simulated says the endpoint is the simulator (agent/simengine),
+	// which keeps a frame clock on its own clock (FrameHeader): a camera
+	// whose answer runs at a tick waits for it and takes the tick the
+	// simulator names next, instead of dropping by the wall clock.
+	Simulated bool
 }
 
 // Images is the picture set requests carry; *imageset.Set satisfies it.
@@ -45,6 +56,10 @@ type Hooks struct {
 	// ComboDone may attach telemetry before the combination is kept; an
 	// error aborts Measure.
 	ComboDone func(idx int, c *protocol.Combination) error
+	// InFlight hears each request as it is sent (+1) and as it ends (-1),
+	// warm-ups included: how busy the engine is kept, which a frame clock
+	// leaves idle between answers.
+	InFlight func(delta int)
 }
 
 // Progress is a combination's state after a measured request.

@@ -40,7 +40,7 @@ func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCo
 				}
 				cam.loop = appendLoopField(cam.loop[:0], id, i, total, len(cams))
 				rec.Start = time.Since(start).Seconds()
-				cam.do(ctx, r, segs, &rec)
+				r.send(ctx, cam, segs, &rec)
 				in := inFlight.Add(-1)
 				if recs == nil {
 					continue

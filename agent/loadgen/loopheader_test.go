@@ -22,3 +22,22 @@ func TestLoopField(t *testing.T) {
 		}
 	}
 }
+
+func TestFrameField(t *testing.T) {
+	b := appendFrameField(nil, "k3x", 2, 5, 4, 8, 0.125)
+	line := string(b)
+	name, value, ok := strings.Cut(strings.TrimSuffix(line, "\r\n"), ": ")
+	if !ok || name != FrameHeader || !strings.HasSuffix(line, "\r\n") {
+		t.Fatalf("field %q", line)
+	}
+	f, ok := ParseFrameField(value)
+	if !ok || f != (FrameField{ID: "k3x", Camera: 2, Tick: 5, Cameras: 4, Ticks: 8, Interval: 0.125}) {
+		t.Fatalf("ParseFrameField(%q) = %+v, %v", value, f, ok)
+	}
+	for _, bad := range []string{"", "a 0 0 1 1", "a 0 0 1 1 1 1", "a 1 0 1 1 1", "a 0 1 1 1 1", "a -1 0 1 1 1",
+		"a 0 0 1 1 0", "a 0 0 1 1 NaN", "a 0 0 1 1 -1", "a 0 0 1 1 x", strings.Repeat("a", 65) + " 0 0 1 1 1"} {
+		if f, ok := ParseFrameField(bad); ok {
+			t.Errorf("ParseFrameField(%q) = %+v, want refused", bad, f)
+		}
+	}
+}

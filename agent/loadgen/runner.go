@@ -22,6 +22,8 @@ type runner struct {
 	parts   bodyParts
 	timeout time.Duration
 	cams    []*camera
+	// inFlight is the combination's Hooks.InFlight.
+	inFlight func(delta int)
 }
 
 func newRunner(t Target, w protocol.Workload, imgs Images) (*runner, error) {
@@ -124,7 +126,8 @@ func randomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// combo measures one combination: warm-up, then the closed loop.
+// combo measures one combination: warm-up, then the closed loop, or on a
+// frame clock when the combination is paced (paced.go).
 func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo, h Hooks) (protocol.Combination, error) {
 	size, err := protocol.LookupImageSize(pc.Size)
 	if err != nil {
@@ -133,25 +136,18 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	if pc.Cameras < 1 || pc.Images < 1 || pc.Requests < 1 {
 		return protocol.Combination{}, fmt.Errorf("loadgen: %s: cameras, images and requests must be at least 1", pc.ComboKey)
 	}
+	r.inFlight = h.InFlight
 	cams := r.cameras(pc.Cameras)
 	c := protocol.Combination{ComboKey: pc.ComboKey, Width: size.Width, Height: size.Height}
-
-	// The seed differs on every run so that an engine left running between
-	// runs cannot recognise last run's perturbed frames either.
-	seed := randomSeed()
-	// Every picture is ready before the first request: the measured ones
-	// first, so that no image work sits between warm-up and measurement
-	// (where an engine could also drop the idle keep-alive connections).
-	pics, err := r.picturesFor(size.Name, pc.Images, pc.Requests, r.unique(), seed, 0)
+	if pc.Paced() {
+		return r.pacedCombo(ctx, idx, n, pc, size.Name, cams, c, h)
+	}
+	warm := r.w.WarmupRequests * pc.Cameras
+	pics, wpics, err := r.comboPictures(size.Name, pc.Images, pc.Requests, warm)
 	if err != nil {
 		return c, fmt.Errorf("loadgen: %s: %w", pc.ComboKey, err)
 	}
-	if warm := r.w.WarmupRequests * pc.Cameras; warm > 0 {
-		wpics, err := r.picturesFor(size.Name, pc.Images, warm, r.unique(), seed^0x9e3779b97f4a7c15,
-			warmupFirst(r.imgs.Len(), pc.Images, warm))
-		if err != nil {
-			return c, fmt.Errorf("loadgen: %s warm-up: %w", pc.ComboKey, err)
-		}
+	if wpics != nil {
 		if h.ComboStart != nil {
 			h.ComboStart(idx, n, pc, true)
 		}
@@ -181,4 +177,34 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	c.MaxInFlight = int(maxInFlight.Load())
 	summarize(&c, recs)
 	return c, nil
+}
+
+// comboPictures prepares the pictures of a combination's measured
+// requests and of its warm-up (nil when it has none), before anything is
+// timed: the measured ones first, so that no image work sits between
+// warm-up and measurement (where an engine could also drop the idle
+// keep-alive connections).
+func (r *runner) comboPictures(size string, images, measured, warm int) (pics, wpics pictures, err error) {
+	// The seed differs on every run so that an engine left running between
+	// runs cannot recognise last run's perturbed frames either.
+	seed := randomSeed()
+	pics, err = r.picturesFor(size, images, measured, r.unique(), seed, 0)
+	if err != nil || warm < 1 {
+		return pics, nil, err
+	}
+	wpics, err = r.picturesFor(size, images, warm, r.unique(), seed^0x9e3779b97f4a7c15,
+		warmupFirst(r.imgs.Len(), images, warm))
+	if err != nil {
+		return nil, nil, fmt.Errorf("warm-up: %w", err)
+	}
+	return pics, wpics, nil
+}
+
+// send sends one request on cam, telling Hooks.InFlight while it runs.
+func (r *runner) send(ctx context.Context, cam *camera, segs []string, rec *protocol.RequestRecord) {
+	if r.inFlight != nil {
+		r.inFlight(1)
+		defer r.inFlight(-1)
+	}
+	cam.do(ctx, r, segs, rec)
 }

@@ -23,6 +23,23 @@ type SimTimings struct {
 	TTFT      float64 `json:"ttft_s"`
 	LastToken float64 `json:"last_token_s"`
 	E2E       float64 `json:"e2e_s"`
+	// For a frame of a frame clock (FrameHeader): Late is how long after
+	// its tick the frame arrived, seconds (0 when it came in time and was
+	// held until its tick), and NextTick the tick whose frame the camera
+	// takes next, the ticks before it falling due while this answer ran.
+	Late     float64 `json:"late_s,omitempty"`
+	NextTick *int    `json:"next_tick,omitempty"`
+}
+
+// frameTimings reads what the simulator said of a frame (SimTimings'
+// Late and NextTick); ok is false when it said nothing usable.
+func frameTimings(raw []byte) (late float64, next int, ok bool) {
+	var st SimTimings
+	if len(raw) == 0 || json.Unmarshal(raw, &st) != nil || st.NextTick == nil || *st.NextTick < 0 ||
+		math.IsNaN(st.Late) || math.IsInf(st.Late, 0) || st.Late < 0 {
+		return 0, 0, false
+	}
+	return st.Late, *st.NextTick, true
 }
 
 // applySimTimings puts the simulator's own times in place of the ones this

@@ -9,8 +9,9 @@ import (
 // clock is the one place where a simulated engine's time meets the
 // device's. A simulator that runs speedup times faster than the device it
 // stands for is measured in real time; everything a person reads (results,
-// live progress) is on the device's scale, and everything that bounds the
-// measurement (request timeout, telemetry interval) on the real one.
+// live progress) is on the device's scale, and everything that bounds or
+// paces the measurement (request timeout, telemetry interval, the frame
+// clock through loadgen.Target.Speedup) on the real one.
 // speedup 1 is a real engine, where both scales are one.
 type clock struct{ speedup float64 }
 

@@ -185,9 +185,8 @@ type measurement struct {
 	hooks Hooks
 	run   protocol.Run
 	clock clock
-	// level is the camera level being measured (0 between combinations):
-	// the simulated device's load.
-	level    atomic.Int64
+	// inFlight is the requests in flight: the simulated device's load.
+	inFlight atomic.Int64
 	comboIdx atomic.Int64
 }
 
@@ -275,7 +274,8 @@ func watchEngine(ctx context.Context, eng engine.Engine, cancel context.CancelCa
 
 // target is the endpoint with what the workload adds to every request.
 func (m *measurement) target(ep engine.Endpoint) loadgen.Target {
-	t := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody}
+	t := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody,
+		Speedup: m.clock.speedup, Simulated: m.run.Simulated}
 	if v, ok := cachePrompt(m.run.Workload, m.run.Engine, m.run.Config.Engine); ok {
 		out := make(map[string]any, len(t.ExtraBody)+1)
 		for k, x := range t.ExtraBody {
@@ -310,7 +310,6 @@ const engineDeathGrace = 2 * time.Second
 func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder, n int) loadgen.Hooks {
 	return loadgen.Hooks{
 		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
-			m.level.Store(int64(pc.Cameras))
 			m.comboIdx.Store(int64(idx))
 			phase := protocol.PhaseMeasure
 			if warmup {
@@ -327,8 +326,8 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder,
 				LastTTFT: m.clock.seconds(rec.TTFT), MeanTTFT: m.clock.seconds(p.MeanTTFT),
 			})
 		},
+		InFlight: func(d int) { m.inFlight.Add(int64(d)) },
 		ComboDone: func(idx int, c *protocol.Combination) error {
-			defer m.level.Store(0)
 			if c.Completed == 0 && c.Failed > 0 {
 				// Every request failed: most likely the engine died, and
 				// its requests were refused faster than the engine's
@@ -372,15 +371,16 @@ func (m *measurement) progress(p protocol.Progress) {
 	m.hooks.Progress(p)
 }
 
-// load is the simulated device's load: a closed loop keeps every camera's
-// request in flight, so the device is busy whenever a combination runs,
-// and busier the more cameras share it.
+// load is the simulated device's load: busy while it holds requests, and
+// busier the more share it. A closed loop keeps one per camera in flight
+// from start to end; cameras on a frame clock leave it idle between
+// answers.
 func (m *measurement) load() float64 {
-	lvl := m.level.Load()
-	if lvl <= 0 {
+	n := m.inFlight.Load()
+	if n <= 0 {
 		return 0
 	}
-	return 0.6 + 0.4*min(1, float64(lvl)/8)
+	return 0.6 + 0.4*min(1, float64(n)/8)
 }
 
 func stopEngine(e engine.Engine) {

@@ -278,3 +278,66 @@ func TestCancelledRunCarriesTheReason(t *testing.T) {
 		t.Errorf("run %s (%q); want cancelled, saying so", run.Status, run.Error)
 	}
 }
+
+// A simulated engine on a frame clock: the frames fall due on the device's
+// interval (the simulator ticking as much faster as it runs), the key
+// keeps that interval, the answers' age is on the device's scale, and the
+// simulated device is busy only while it holds a frame.
+func TestSimulatedPacedRunIsOnTheDevicesClock(t *testing.T) {
+	const speedup, interval = 20, 8.0
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	eng, err := engine.New(engine.Config{Kind: engine.KindSim, SimDevice: "Jetson AGX Orin", SimModel: "Cosmos3-Edge",
+		SimQuantization: "BF16", SimEngine: "vLLM", SimSpeedup: speedup}, engine.Env{LogDir: t.TempDir(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tinyWorkload()
+	w.Cameras, w.FrameIntervalSec, w.WarmupRequests = []int{1}, []float64{interval}, 0
+	run, err := Run(context.Background(), Spec{
+		Run:       protocol.Run{ID: "r1", Source: protocol.SourceLab, Config: protocol.Configuration{Model: "Cosmos3-Edge"}, Workload: w},
+		Engine:    eng,
+		Images:    pictures(t),
+		Device:    protocol.DeviceFacts{Name: "Build Host", Kind: "host"},
+		Telemetry: Telemetry{Source: telemetry.SourceAuto, Interval: 200 * time.Millisecond},
+		Log:       log,
+	}, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.Combinations) != 2 {
+		t.Fatalf("%d combinations, want back to back and paced", len(run.Combinations))
+	}
+	b2b, paced := run.Combinations[0], run.Combinations[1]
+	if paced.ComboKey.String() != "480p-1img-1cam-every8s" || paced.Pacing == nil || paced.Pacing.FramesDue != protocol.MinPacedTicks {
+		t.Fatalf("paced combination %s, pacing %+v", paced.ComboKey, paced.Pacing)
+	}
+	if err := paced.Validate(); err != nil {
+		t.Errorf("paced combination not valid: %v", err)
+	}
+	for i, rec := range paced.Requests {
+		// A tick late by 10 ms of real time is 0.2 s of the device's.
+		if due := float64(i) * interval; rec.Start < due || rec.Start > due+0.5 {
+			t.Errorf("frame %d sent at %.2f s of the device's time, due at %.0f s", i, rec.Start, due)
+		}
+	}
+	if a := paced.Pacing.Age.Mean; a < paced.E2E.Mean || a > paced.E2E.Mean+0.5 {
+		t.Errorf("age %.2f s, want the answer's %.2f s and the tick's lateness", a, paced.E2E.Mean)
+	}
+	if got, alone := paced.TTFT.Mean, b2b.TTFT.Mean; got < 0.9*alone || got > 1.1*alone {
+		t.Errorf("paced TTFT %.2f s, one camera back to back %.2f s", got, alone)
+	}
+	t.Logf("TTFT %.3f/%.3f, age %.3f e2e %.3f, load %.2f/%.2f, samples %d", paced.TTFT.Mean, b2b.TTFT.Mean, paced.Pacing.Age.Mean, paced.E2E.Mean, meanSimLoad(paced), meanSimLoad(b2b), len(paced.TelemetrySeries))
+	// One answer of under a second every 8 s: idle most of the time,
+	// where one camera back to back keeps it busy.
+	if l, b := meanSimLoad(paced), meanSimLoad(b2b); l > 0.3 || b < 0.5 {
+		t.Errorf("simulated load %.2f paced, %.2f back to back; want mostly idle and busy", l, b)
+	}
+}
+
+func meanSimLoad(c protocol.Combination) float64 {
+	var sum float64
+	for _, s := range c.TelemetrySeries {
+		sum += s.Extra["sim_load"]
+	}
+	return sum / float64(max(1, len(c.TelemetrySeries)))
+}

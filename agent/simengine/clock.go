@@ -24,6 +24,9 @@ import (
 // the host took to carry it; the requests in flight make no progress
 // meanwhile. A loop whose client went away while it still owed requests
 // holds the clock for loopGrace at most.
+//
+// Cameras on a frame clock owe the clock a frame at each tick a camera is
+// free for; frames.go keeps them the same way.
 
 // vclock is a clock of simulated seconds running speedup times the wall
 // clock while not held.
@@ -102,6 +105,15 @@ func (s *Server) holdsLocked(now time.Time) (bool, time.Time) {
 			delete(s.loops, id)
 		}
 	}
+	for id, l := range s.frames {
+		due, owed := l.owed()
+		switch {
+		case owed && due <= s.m.now && now.Sub(l.last) < loopGrace:
+			extend(l.last.Add(loopGrace)) // a tick whose frame has not come
+		case now.Sub(l.last) > forgetAfter:
+			delete(s.frames, id)
+		}
+	}
 	for _, j := range s.m.prefillQ {
 		switch {
 		case j.pending && j.received:
@@ -130,9 +142,13 @@ func (s *Server) arrivedLocked(j *job, header string, now time.Time) {
 	j.loop = l
 }
 
-// endedLocked counts a request of a loop out: answered, refused or
-// abandoned. It reports whether the loop owes a request now.
+// endedLocked counts a request of a loop, or a frame of a frame clock,
+// out: answered, refused or abandoned. It reports whether the loop owes a
+// request now (or the frame's camera a frame: frames.go).
 func (s *Server) endedLocked(j *job, now time.Time) bool {
+	if j.frame != nil {
+		return s.frameEndedLocked(j, now)
+	}
 	l := j.loop
 	if l == nil {
 		return false

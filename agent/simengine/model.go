@@ -3,6 +3,7 @@ package simengine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -126,6 +127,11 @@ type job struct {
 	loop       *loop
 	reservedAt time.Time
 	received   bool // its body is read; it is being parsed
+	// frame is the frame of a frame clock the request carries (nil: none;
+	// see frames.go), and nextTick the tick its camera takes next, known
+	// once the request has ended.
+	frame    *frameRef
+	nextTick int
 }
 
 // due is how many tokens the job has written by the model's clock.
@@ -150,6 +156,10 @@ type model struct {
 	now        float64
 	prefillQ   []*job
 	decoding   []*job
+	// scheduled are requests that arrived before their time (frames
+	// before their tick), by arrival time: each joins prefillQ when the
+	// model reaches it.
+	scheduled []*job
 	// halt, set by advance's callback, ends advance after the event being
 	// processed: the server's clock stops at an answer's end.
 	halt bool
@@ -181,6 +191,33 @@ func (m *model) reserve() *job {
 	j := &job{pending: true, arrive: m.now, tokens: 1, firstAt: -1, doneAt: -1}
 	m.prefillQ = append(m.prefillQ, j)
 	return j
+}
+
+// reserveAt enters a request, as reserve does, at simulated time at: now
+// if that has passed, else when the model reaches it.
+func (m *model) reserveAt(at float64) *job {
+	if at <= m.now {
+		return m.reserve()
+	}
+	j := &job{pending: true, arrive: at, tokens: 1, firstAt: -1, doneAt: -1}
+	i := len(m.scheduled)
+	for i > 0 && m.scheduled[i-1].arrive > at {
+		i--
+	}
+	m.scheduled = slices.Insert(m.scheduled, i, j)
+	return j
+}
+
+// admit moves the scheduled requests whose time has come into the prefill
+// queue, reporting whether any came.
+func (m *model) admit() bool {
+	n := 0
+	for n < len(m.scheduled) && m.scheduled[n].arrive <= m.now {
+		n++
+	}
+	m.prefillQ = append(m.prefillQ, m.scheduled[:n]...)
+	m.scheduled = m.scheduled[n:]
+	return n > 0
 }
 
 // fill gives a reserved request its images and answer length.
@@ -215,6 +252,7 @@ func (m *model) fill(j *job, pixels []int, tokens int) {
 func (m *model) remove(j *job) {
 	m.prefillQ = without(m.prefillQ, j)
 	m.decoding = without(m.decoding, j)
+	m.scheduled = without(m.scheduled, j)
 	j.phase = phaseDone
 }
 
@@ -262,6 +300,9 @@ func (m *model) decodeLoad(b int) float64 {
 func (m *model) nextEvent(tokens bool) float64 {
 	m.rates()
 	next := math.Inf(1)
+	if len(m.scheduled) > 0 {
+		next = m.scheduled[0].arrive
+	}
 	for _, j := range m.prefillQ {
 		if j.pRate > 0 && !j.pending {
 			next = math.Min(next, m.now+j.work/j.pRate)
@@ -295,6 +336,7 @@ func (m *model) advance(t float64, changed func(*job)) {
 			j.progress += j.rate * dt
 		}
 		m.now = next
+		admitted := m.admit()
 		var still []*job
 		var started []*job
 		for _, j := range m.prefillQ {
@@ -307,7 +349,7 @@ func (m *model) advance(t float64, changed func(*job)) {
 			still = append(still, j)
 		}
 		m.prefillQ = still
-		happened := len(started) > 0
+		happened := len(started) > 0 || admitted
 		var going []*job
 		for _, j := range m.decoding {
 			if j.progress >= float64(j.tokens-1)-eps {

@@ -104,11 +104,16 @@ func (s *Server) timings(prompt int, st snapshot) map[string]float64 {
 // the load generator takes them in place of the times it saw, so that no
 // delay of the host is multiplied by the speedup.
 func (s *Server) simTimings(st snapshot) loadgen.SimTimings {
-	return loadgen.SimTimings{
+	t := loadgen.SimTimings{
 		TTFT:      (st.firstAt - st.arrive) / s.speedup,
 		LastToken: (st.doneAt - st.arrive) / s.speedup,
 		E2E:       (st.doneAt - st.arrive) / s.speedup,
 	}
+	if st.tick >= 0 {
+		t.Late = max(0, st.arrive-st.tick) / s.speedup
+		t.NextTick = &st.nextTick
+	}
+	return t
 }
 
 // chunker writes SSE chunks the way the profile's engine does.

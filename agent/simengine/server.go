@@ -47,11 +47,12 @@ type Server struct {
 	requests atomic.Uint64 // valid chat requests, for FailEvery
 	words    []string
 
-	mu    sync.Mutex
-	m     *model
-	timer *time.Timer
-	clock vclock
-	loops map[string]*loop
+	mu     sync.Mutex
+	m      *model
+	timer  *time.Timer
+	clock  vclock
+	loops  map[string]*loop
+	frames map[string]*frameLoop
 }
 
 // New makes a server for a profile.
@@ -64,7 +65,7 @@ func New(p Profile, opt Options) *Server {
 		sp = 1
 	}
 	s := &Server{p: p, opt: opt, speedup: sp, start: time.Now(), m: newModel(p, p.Contention, uint64(opt.Seed)), words: answerWords(),
-		loops: map[string]*loop{}}
+		loops: map[string]*loop{}, frames: map[string]*frameLoop{}}
 	s.clock = vclock{speedup: sp, since: s.start}
 	s.timer = time.AfterFunc(time.Hour, s.tick)
 	s.timer.Stop()
@@ -107,19 +108,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 const tokenTick = time.Millisecond
 
 // advanceLocked runs the model up to the clock's time at real time now,
-// stopping (and holding the clock) where an answer ends. Call with s.mu held.
+// stopping (and holding the clock) where an answer ends while a closed
+// loop owes a request, or at a tick whose frame is owed (frames.go). Call
+// with s.mu held.
 func (s *Server) advanceLocked(now time.Time) {
 	if held, _ := s.holdsLocked(now); !held {
 		s.clock.run(now)
 	}
-	s.m.advance(s.clock.now(now), func(j *job) {
-		wake(j)
-		if j.phase == phaseDone && s.endedLocked(j, now) {
-			s.m.halt = true // the clock holds at the answer's end
+	for {
+		to := s.clock.now(now)
+		if at, ok := s.frameBarrierLocked(now); ok && at < to {
+			to = at
 		}
-	})
-	if held, _ := s.holdsLocked(now); held {
-		s.clock.hold(s.m.now)
+		halted := false
+		s.m.advance(to, func(j *job) {
+			wake(j)
+			if j.phase == phaseDone && s.endedLocked(j, now) {
+				s.m.halt, halted = true, true // a request is owed from here: look again
+			}
+		})
+		if held, _ := s.holdsLocked(now); held {
+			s.clock.hold(s.m.now)
+			return
+		}
+		if !halted || s.m.now >= to {
+			return
+		}
 	}
 }
 
@@ -139,6 +153,9 @@ func (s *Server) syncLocked() {
 	s.clock.run(now)
 	sim := s.clock.now(now)
 	structural := s.m.nextEvent(false)
+	if at, ok := s.frameBarrierLocked(now); ok {
+		structural = math.Min(structural, at)
+	}
 	token := s.m.nextEvent(true)
 	if math.IsInf(structural, 1) && math.IsInf(token, 1) {
 		s.timer.Stop()
@@ -223,7 +240,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request holds its place in the model from now on (see reserve)
 	// until it is refused, before the refusal is written, or served.
-	j := s.reserve(r.Header.Get(loadgen.LoopHeader))
+	j := s.reserve(r.Header.Get(loadgen.LoopHeader), r.Header.Get(loadgen.FrameHeader))
 	left := false
 	leave := func() {
 		if !left {
@@ -278,16 +295,22 @@ func (s *Server) promptTokens(req parsedRequest) int {
 }
 
 // reserve enters a request into the model as it arrives (see
-// model.reserve), in the closed loop its loop header names; the clock
-// holds while its body is read.
-func (s *Server) reserve(loopHeader string) *job {
+// model.reserve), in the closed loop its loop header names, or at the tick
+// of the frame its frame header names; the clock holds while its body is
+// read.
+func (s *Server) reserve(loopHeader, frameHeader string) *job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	s.advanceLocked(now)
-	j := s.m.reserve()
+	var j *job
+	if f, ok := loadgen.ParseFrameField(frameHeader); ok {
+		j = s.frameArrivedLocked(f, now)
+	} else {
+		j = s.m.reserve()
+		s.arrivedLocked(j, loopHeader, now)
+	}
 	j.reservedAt = now
-	s.arrivedLocked(j, loopHeader, now)
 	s.syncLocked()
 	return j
 }
@@ -342,10 +365,18 @@ type snapshot struct {
 	done            bool
 	arrive, firstAt float64
 	doneAt          float64
+	// tick is when the tick of the frame the request carried fell (-1:
+	// none), and nextTick the tick its camera takes next.
+	tick     float64
+	nextTick int
 }
 
 func (s *Server) snapshot(j *job) snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return snapshot{due: j.due(), done: j.phase == phaseDone, arrive: j.arrive, firstAt: j.firstAt, doneAt: j.doneAt}
+	st := snapshot{due: j.due(), done: j.phase == phaseDone, arrive: j.arrive, firstAt: j.firstAt, doneAt: j.doneAt, tick: -1}
+	if j.frame != nil {
+		st.tick, st.nextTick = j.frame.due, j.nextTick
+	}
+	return st
 }

@@ -89,6 +89,10 @@ var helps = map[string]helpText{
 highest measured number of cameras whose mean TTFT is at most --target seconds with no failed
 request ("+" when the highest level tested passes, 0 when none does).
 
+--frame-interval T measures every camera level again with each camera sending one frame every T
+seconds, dropping a frame that falls due while its previous answer runs; such a level keeps up
+when no frame is dropped, and is printed with its frames due, sent and dropped.
+
 It first checks that the endpoint answers and serves --model, and names the server (llama.cpp,
 vLLM, Ollama, the simulator) from what it says of itself. A llama.cpp server gets
 "cache_prompt": false unless --cache-prompt says otherwise. Exits 1 when the check fails or when

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 // bench and sweep so that both read them with the same rules.
 type workloadFlags struct {
 	sizes, cameras, multiSizes, images, prompt, cachePrompt *string
+	frameInterval                                           *string
 	requests, multiRequests, warmup, maxTokens              *int
 	unique                                                  *bool
 	timeout                                                 *time.Duration
@@ -42,13 +45,14 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 		unique:        fs.Bool("unique-images", false, "perturb pixels per request so that no engine cache can help (default: only for an engine with no per-request cache switch, such as Ollama)"),
 		timeout:       fs.Duration("timeout", time.Duration(d.RequestTimeoutSec*float64(time.Second)), "bound on one request (0: none)"),
 		cachePrompt:   fs.String("cache-prompt", cache, "send llama.cpp's cache_prompt: true, false or unset (not sent)"),
+		frameInterval: fs.String("frame-interval", "", "also measure every camera level with each camera sending one frame every `SECONDS` (a list, e.g. 5,10), dropping the frames that fall due while its previous answer runs (default: back to back only)"),
 	}
 }
 
 // workloadFlagOrder is the order apply sets fields in: --images after
 // --multi-sizes, so "--multi-sizes none" does not undo it.
 var workloadFlagOrder = []string{"sizes", "cameras", "requests", "multi-sizes", "images", "multi-requests",
-	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt"}
+	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt", "frame-interval"}
 
 // apply overrides the fields of w whose flags were given on the command
 // line, checking every value; its errors name the flag.
@@ -111,8 +115,30 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 		default:
 			return fmt.Errorf("--cache-prompt %q: want true, false or unset", v)
 		}
+	case "frame-interval":
+		w.FrameIntervalSec, err = listFlag(name, frameIntervals, *f.frameInterval)
 	}
 	return err
+}
+
+// frameIntervals reads frame intervals in seconds, each once; "none" (or
+// nothing) is back to back only.
+func frameIntervals(v string) ([]float64, error) {
+	if s := strings.TrimSpace(v); s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []float64
+	for _, s := range protocol.SplitList(v) {
+		t, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(t) || math.IsInf(t, 0) || t <= 0 || t > protocol.MaxFrameIntervalSec {
+			return nil, fmt.Errorf("%q is not a number of seconds above 0 and up to %d", s, protocol.MaxFrameIntervalSec)
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("%g s is listed twice", t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // fieldFlags maps a field, as protocol.Workload.Validate and
@@ -123,6 +149,7 @@ var fieldFlags = map[string]string{
 	"workload.multi_image_sizes": "multi-sizes", "workload.images_per_request": "images",
 	"workload.multi_image_requests": "multi-requests", "workload.warmup_requests": "warmup",
 	"workload.max_tokens": "max-tokens", "workload.prompt": "prompt", "workload.request_timeout_sec": "timeout",
+	"workload.frame_interval_sec": "frame-interval",
 }
 
 // pointAtFlag names the flag behind a validation error: the one

@@ -55,12 +55,13 @@ func TestWorkloadFlagsOverrideOnlyWhatIsGiven(t *testing.T) {
 	base := protocol.DefaultWorkload()
 	base.Sizes, base.RequestsPerLevel, base.ImageSet = []string{"2K"}, 3, "snapshots"
 	w, err := applyFlags(t, base, "--cameras", "1, 4", "--multi-sizes", "none", "--timeout", "0", "--cache-prompt", "unset",
-		"--unique-images", "--prompt", "Count the cars.", "--max-tokens", "64", "--warmup", "0")
+		"--unique-images", "--prompt", "Count the cars.", "--max-tokens", "64", "--warmup", "0", "--frame-interval", "5, 0.5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := base
 	want.Cameras, want.MultiImageSizes, want.ImagesPerRequest = []int{1, 4}, nil, nil
+	want.FrameIntervalSec = []float64{5, 0.5}
 	want.RequestTimeoutSec, want.CachePrompt, want.UniqueImages = 0, nil, protocol.Set(true)
 	want.Prompt, want.MaxTokens, want.WarmupRequests = "Count the cars.", 64, 0
 	if !reflect.DeepEqual(w, want) {
@@ -98,6 +99,13 @@ func TestWorkloadFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--prompt", " "}, "--prompt: must not be empty"},
 		{[]string{"--timeout", "-1s"}, "--timeout -1s: want 0 (no bound) or more"},
 		{[]string{"--cache-prompt", "yes"}, `--cache-prompt "yes": want true, false or unset`},
+		{[]string{"--frame-interval", "0"}, `--frame-interval: "0" is not a number of seconds above 0 and up to 3600`},
+		{[]string{"--frame-interval", "5,-1"}, `--frame-interval: "-1" is not a number of seconds above 0 and up to 3600`},
+		{[]string{"--frame-interval", "NaN"}, `--frame-interval: "NaN" is not a number of seconds above 0 and up to 3600`},
+		{[]string{"--frame-interval", "inf"}, `--frame-interval: "inf" is not a number of seconds above 0 and up to 3600`},
+		{[]string{"--frame-interval", "5s"}, `--frame-interval: "5s" is not a number of seconds above 0 and up to 3600`},
+		{[]string{"--frame-interval", "3601"}, `--frame-interval: "3601" is not a number of seconds above 0 and up to 3600`},
+		{[]string{"--frame-interval", "5,5.0"}, "--frame-interval: 5 s is listed twice"},
 	} {
 		_, err := applyFlags(t, protocol.DefaultWorkload(), c.args...)
 		var ue usageError

@@ -53,3 +53,39 @@ func TestDecodeSweepYAMLErrorsCarryTheirLine(t *testing.T) {
 		t.Errorf("fields left out did not take the defaults: %+v", s.Workload)
 	}
 }
+
+// A frame interval that is not a positive, finite number of seconds is
+// refused where it was written.
+func TestDecodeSweepYAMLRefusesABadFrameInterval(t *testing.T) {
+	for _, v := range []string{"0", "-1", ".nan", ".inf", "3601", `"x"`, "[5]"} {
+		t.Run(v, func(t *testing.T) {
+			yaml := "agents: [a1]\nworkload:\n  sizes: [720p]\n  frame_interval_sec: [5,\n    " + v + "]\n"
+			_, err := DecodeSweepYAML([]byte(yaml))
+			var in *SweepInputError
+			if !errors.As(err, &in) {
+				t.Fatalf("error %v (%T), want a SweepInputError", err, err)
+			}
+			if in.Line != 5 || in.Column != 5 {
+				t.Errorf("refused at line %d column %d, want line 5 column 5: %v", in.Line, in.Column, err)
+			}
+			// A number is checked by the workload's rule, anything else by
+			// its type.
+			want := "workload.frame_interval_sec[1]: "
+			if strings.ContainsAny(v, `"[`) {
+				want = "cannot unmarshal"
+			} else if !strings.Contains(err.Error(), "want a positive number of seconds up to 3600") {
+				t.Errorf("error %q does not say what is allowed", err)
+			}
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q, want %q", err, want)
+			}
+		})
+	}
+	s, err := DecodeSweepYAML([]byte("agents: [a1]\nworkload:\n  frame_interval_sec: [5, 0.5]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Workload.FrameIntervalSec) != 2 || s.Workload.FrameIntervalSec[1] != 0.5 {
+		t.Errorf("frame intervals %v, want [5 0.5]", s.Workload.FrameIntervalSec)
+	}
+}

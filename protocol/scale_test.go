@@ -1,0 +1,22 @@
+package protocol
+
+import "testing"
+
+// A paced combination against a simulator that ran 10 times faster reads
+// its answers' age and its TTFT tail on the device's scale, and keeps its
+// frame interval (given in the device's time) and its counts.
+func TestScaleTimeScalesPacingAndTail(t *testing.T) {
+	c := Combination{
+		ComboKey: ComboKey{Size: "720p", Images: 1, Cameras: 2, FrameIntervalSec: 5},
+		TTFT:     Stats{N: 2, Mean: 0.1},
+		Pacing:   &Pacing{FramesDue: 4, FramesSent: 2, FramesDropped: 2, Age: Stats{N: 2, Mean: 0.3, Max: 0.4}},
+		Tail:     NewTTFTTail([]float64{0.1, 0.2}, 0),
+	}
+	c.ScaleTime(10)
+	if c.TTFT.Mean != 1 || c.Pacing.Age.Mean != 3 || c.Pacing.Age.Max != 4 || c.Tail.P90 != 2 || c.Tail.P95 != 2 {
+		t.Errorf("scaled: TTFT %g, age %+v, tail %+v", c.TTFT.Mean, c.Pacing.Age, c.Tail)
+	}
+	if c.FrameIntervalSec != 5 || c.Pacing.FramesDue != 4 || c.Pacing.FramesDropped != 2 || c.Tail.Due != 2 {
+		t.Errorf("scaling changed what is not a time: %+v, %+v, %+v", c.ComboKey, c.Pacing, c.Tail)
+	}
+}
