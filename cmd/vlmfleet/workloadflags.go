@@ -19,7 +19,7 @@ type workloadFlags struct {
 	sizes, cameras, multiSizes, images, prompt, cachePrompt *string
 	frameInterval                                           *string
 	requests, multiRequests, warmup, maxTokens              *int
-	unique                                                  *bool
+	unique                                                  *optionalBool
 	timeout                                                 *time.Duration
 }
 
@@ -42,7 +42,7 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 		warmup:        fs.Int("warmup", d.WarmupRequests, "discarded warm-up requests per camera before each combination"),
 		maxTokens:     fs.Int("max-tokens", d.MaxTokens, "max_tokens of every request"),
 		prompt:        fs.String("prompt", d.Prompt, "the text sent with the images"),
-		unique:        fs.Bool("unique-images", false, "perturb pixels per request so that no engine cache can help (default: only for an engine with no per-request cache switch, such as Ollama)"),
+		unique:        newOptionalBool(fs, "unique-images", "perturb pixels per request so that no engine cache can help: true, false or unset (the default: true only for an engine with no cache switch vlmfleet sets, such as Ollama)"),
 		timeout:       fs.Duration("timeout", time.Duration(d.RequestTimeoutSec*float64(time.Second)), "bound on one request (0: none)"),
 		cachePrompt:   fs.String("cache-prompt", cache, "send llama.cpp's cache_prompt: true, false or unset (not sent)"),
 		frameInterval: fs.String("frame-interval", "", "also measure every camera level with each camera sending one frame every `SECONDS` (a list, e.g. 5,10), dropping the frames that fall due while its previous answer runs (default: back to back only)"),
@@ -99,7 +99,7 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 		}
 		w.Prompt = *f.prompt
 	case "unique-images":
-		w.UniqueImages = protocol.Set(*f.unique)
+		w.UniqueImages = f.unique.v
 	case "timeout":
 		if *f.timeout < 0 {
 			return fmt.Errorf("--timeout %s: want 0 (no bound) or more", *f.timeout)
@@ -192,4 +192,37 @@ func listFlag[T any](name string, parse func(string) (T, error), v string) (T, e
 
 func intList(lo, hi int) func(string) ([]int, error) {
 	return func(v string) ([]int, error) { return protocol.ParseIntList(v, lo, hi) }
+}
+
+// optionalBool is a switch that may be left unset: "--unique-images" alone
+// is true, "=false" false, and "=unset" (the default) leaves the choice to
+// the run.
+type optionalBool struct{ v *bool }
+
+func newOptionalBool(fs *flag.FlagSet, name, usage string) *optionalBool {
+	b := &optionalBool{}
+	fs.Var(b, name, usage)
+	return b
+}
+
+func (b *optionalBool) IsBoolFlag() bool { return true }
+
+func (b *optionalBool) String() string {
+	if b == nil || b.v == nil {
+		return "unset"
+	}
+	return strconv.FormatBool(*b.v)
+}
+
+func (b *optionalBool) Set(s string) error {
+	if s == "unset" {
+		b.v = nil
+		return nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true, false or unset")
+	}
+	b.v = &v
+	return nil
 }

@@ -32,7 +32,7 @@ func TestWorkloadFlagsDefaultToTheMethod(t *testing.T) {
 	wf := addWorkloadFlags(fs)
 	fs.PrintDefaults()
 	for _, want := range []string{`(default "480p,720p,1080p")`, `(default "1,2,4,8,16")`, `(default "480p,720p,1080p,2K")`,
-		`(default "1,3,5")`, "(default 8)", "(default 5)", "(default 128)", "(default 5m0s)", `(default "false")`, `(default "Describe the scene.")`} {
+		`(default "1,3,5")`, "(default 8)", "(default 5)", "(default 128)", "(default 5m0s)", `(default "false")`, "or unset (the default", `(default "Describe the scene.")`} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("-h does not show %s:\n%s", want, help.String())
 		}
