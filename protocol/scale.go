@@ -15,6 +15,9 @@ func (c *Combination) ScaleTime(speedup float64) {
 		st.scale(s)
 	}
 	c.TPS.scale(1 / s)
+	if c.Tail != nil {
+		multiply(s, &c.Tail.P90, &c.Tail.P95)
+	}
 	c.OutputTokensPerSec /= s
 	c.WallSec *= s
 	for i := range c.Requests {
