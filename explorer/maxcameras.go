@@ -1,6 +1,10 @@
 package explorer
 
-import "math"
+import (
+	"math"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
 
 // Rules of Max Cameras, shared with the page (explorer/web) through
 // testdata/maxcameras_vectors.json; both implementations must pass every vector.
@@ -45,6 +49,28 @@ func MaxCameras(points []Point, size string, images int, target float64) (max in
 		}
 	}
 	return max, max > 0 && max == highest
+}
+
+// Level is one measured camera level as a judgement reads it.
+type Level struct {
+	Cameras int
+	Figures protocol.LevelFigures
+}
+
+// MaxCamerasJudged is Max Cameras under a judgement, by the rules above
+// with the judgement's statistic and target in place of the mean's: the
+// highest measured level that passes j, plus when it is the highest
+// measured. Under the mean it is MaxCameras; under p90/p95 a level whose
+// tail is unknown does not pass.
+func MaxCamerasJudged(levels []Level, j protocol.Judgement) (best int, plus bool) {
+	highest := 0
+	for _, l := range levels {
+		highest = max(highest, l.Cameras)
+		if l.Cameras > best && j.Passes(l.Figures) {
+			best = l.Cameras
+		}
+	}
+	return best, best > 0 && best == highest
 }
 
 // Measured reports whether any point exists at size and images (any number of

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,9 @@ func RunPoints(run *protocol.Run) []Point {
 }
 
 // WriteRunSummary prints a run for a terminal: a line per combination with
-// its figures and errors, then Max Cameras at target per image size.
-func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
+// its figures and errors (a level found by search marked so), then Max
+// Cameras under the judgement per image size and frame clock.
+func WriteRunSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 	fmt.Fprintf(w, "\n%s on %s (%s", run.Config.Model, run.Config.Device, run.Config.Engine)
 	if run.Engine.Version != "" {
 		fmt.Fprintf(w, " %s", run.Engine.Version)
@@ -38,8 +40,8 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 	fmt.Fprintf(w, "%-6s %4s %4s %5s %6s %10s %10s %8s %10s\n", "Size", "Imgs", "Cams", "Done", "Failed", "TTFT mean", "TTFT p90", "TPS", "Out tok/s")
 	for _, cb := range run.Combinations {
 		if cb.Completed == 0 {
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, "-", "-", "-", "-")
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s%s\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, "-", "-", "-", "-", searchMark(cb))
 		} else {
 			// No request had tokens after its first one's read: the decode
 			// rate is not measurable, which 0.0 would misstate.
@@ -47,8 +49,8 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 			if cb.TPS.N > 0 {
 				tps = strconv.FormatFloat(cb.TPS.Mean, 'f', 1, 64)
 			}
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8s %10.1f\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec)
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8s %10.1f%s\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec, searchMark(cb))
 		}
 		for _, e := range cb.Errors {
 			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
@@ -57,14 +59,62 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 	for _, warning := range run.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
-	fmt.Fprintf(w, "\nMax Cameras at target %g s (mean TTFT, one image per request):\n", target)
-	points := RunPoints(run)
+	writeRunMaxCameras(w, run, j)
+}
+
+// searchMark marks a level that a search chose.
+func searchMark(c protocol.Combination) string {
+	if c.Search {
+		return "  (search)"
+	}
+	return ""
+}
+
+// writeRunMaxCameras prints Max Cameras under j for each size measured
+// with one image per request, back to back and at each frame interval:
+// exact where a search found it ("23"), "64+" where the search's ceiling
+// passed.
+func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
+	fmt.Fprintf(w, "\nMax Cameras, one image per request: the most cameras measured with %s\n", j.Describe())
 	for _, s := range protocol.ImageSizes() {
-		if !Measured(points, s.Name, 1) {
+		for _, interval := range runIntervals(run, s.Name) {
+			label := s.Name
+			if interval > 0 {
+				label += " every " + strconv.FormatFloat(interval, 'g', -1, 64) + " s"
+			}
+			fmt.Fprintf(w, "  %-6s %s\n", label, MaxCamerasLabel(MaxCamerasJudged(RunLevels(run, s.Name, 1, interval), j)))
+		}
+	}
+}
+
+// runIntervals lists the frame clocks the run measured size on with one
+// image per request, back to back (0) first.
+func runIntervals(run *protocol.Run, size string) []float64 {
+	var out []float64
+	for _, c := range run.Combinations {
+		if c.Size == size && c.Images == 1 && !slices.Contains(out, c.FrameIntervalSec) {
+			out = append(out, c.FrameIntervalSec)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RunLevels is the run's measured levels at size, images and frame
+// interval (0: back to back), as the explorer's points take them: a
+// combination in which no request ran, or a repeated one, is left out.
+func RunLevels(run *protocol.Run, size string, images int, interval float64) []Level {
+	var out []Level
+	seen := map[int]bool{}
+	for i := range run.Combinations {
+		c := &run.Combinations[i]
+		if c.Size != size || c.Images != images || c.FrameIntervalSec != interval || c.Completed+c.Failed <= 0 || seen[c.Cameras] {
 			continue
 		}
-		fmt.Fprintf(w, "  %-6s %s\n", s.Name, MaxCamerasLabel(MaxCameras(points, s.Name, 1, target)))
+		seen[c.Cameras] = true
+		out = append(out, Level{Cameras: c.Cameras, Figures: c.Figures()})
 	}
+	return out
 }
 
 // WriteRunCSV writes one line per combination of the run.

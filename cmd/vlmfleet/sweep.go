@@ -46,7 +46,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: want flags, or a subcommand: list, watch ID, cancel ID", fs.Arg(0))}
+		return usageError{fmt.Errorf("unexpected argument %q: want flags, or a subcommand: list, watch ID, cancel ID%s", fs.Arg(0), searchArgHint(fs))}
 	}
 	var s protocol.Sweep
 	if *f.cancel != "" {
