@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -353,6 +354,9 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder)
 			c.TelemetrySeries, c.Telemetry = tel.window()
 			c.ScaleTime(m.clock.speedup)
 			if msg := cacheWarning(m.run.Workload, c); msg != "" {
+				m.warn(msg)
+			}
+			if msg := searchSlotsWarning(m.run.Engine, m.run.Workload, c); msg != "" && !slices.Contains(m.run.Warnings, msg) {
 				m.warn(msg)
 			}
 			if m.hooks.Combination != nil {

@@ -39,6 +39,19 @@ func slotsWarning(info protocol.EngineInfo, w protocol.Workload) string {
 		"requests beyond %d wait in its queue; start it with at least -np %d", slots, most, slots, most)
 }
 
+// searchSlotsWarning is set when a search measured a level with more
+// cameras than the server's slots: its figure there, and so the exact Max
+// Cameras above the slots, is the queue's. The message is the same for
+// every such level, so that the run says it once.
+func searchSlotsWarning(info protocol.EngineInfo, w protocol.Workload, c *protocol.Combination) string {
+	slots, err := strconv.Atoi(info.Props["total_slots"])
+	if err != nil || slots <= 0 || !c.Search || c.Cameras <= slots {
+		return ""
+	}
+	return fmt.Sprintf("the search measured levels above the server's %d slots (total_slots): requests beyond %d waited in its queue, "+
+		"so its levels above %d measure the queue; start it with at least -np %d (the search's ceiling)", slots, slots, slots, w.Search)
+}
+
 // cacheFree is whether the workload means its requests to be served
 // without a prompt cache.
 func cacheFree(w protocol.Workload) bool {
