@@ -97,7 +97,7 @@ func TestSearchAboveTheSlotsIsWarned(t *testing.T) {
 		return &protocol.Combination{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: cams}, Search: search}
 	}
 	above := searchSlotsWarning(info, w, level(32, true))
-	if !strings.Contains(above, "above the server's 16 slots") || !strings.Contains(above, "-np 64") {
+	if !strings.Contains(above, "above the 16 requests the server serves at once") || !strings.Contains(above, "ceiling of 64") {
 		t.Errorf("32 cameras searched on 16 slots: %q", above)
 	}
 	if again := searchSlotsWarning(info, w, level(24, true)); again != above {
@@ -110,5 +110,9 @@ func TestSearchAboveTheSlotsIsWarned(t *testing.T) {
 	}
 	if msg := searchSlotsWarning(protocol.EngineInfo{}, w, level(32, true)); msg != "" {
 		t.Errorf("slots unknown: %q, want none", msg)
+	}
+	ollama := protocol.EngineInfo{Props: map[string]string{"num_parallel": "16"}}
+	if msg := searchSlotsWarning(ollama, w, level(32, true)); msg != above {
+		t.Errorf("Ollama with 16 in parallel: %q, want %q", msg, above)
 	}
 }
