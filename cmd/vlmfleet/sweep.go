@@ -70,7 +70,11 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "sweep %s: %d jobs, %d combinations each\n", created.ID, len(created.Jobs), len(created.Workload.Plan()))
+	search := ""
+	if n := created.Workload.Search; n > 0 {
+		search = fmt.Sprintf(" and the levels a search up to %d cameras chooses", n)
+	}
+	fmt.Fprintf(c.stdout, "sweep %s: %d jobs, %d combinations each%s\n", created.ID, len(created.Jobs), len(created.Workload.Plan()), search)
 	for _, j := range created.Jobs {
 		fmt.Fprintf(c.stdout, "  %s\n", j)
 	}

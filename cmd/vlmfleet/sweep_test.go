@@ -165,7 +165,7 @@ func TestSweepSearchAndJudgementReachTheJob(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(out.String(), "\n")
-	if len(lines) < 2 {
+	if len(lines) < 2 || !strings.HasSuffix(lines[0], "1 jobs, 2 combinations each and the levels a search up to 32 cameras chooses") {
 		t.Fatalf("output %q", out.String())
 	}
 	job, err := l.Ctl.Job(l.Ctx, strings.TrimSpace(lines[1]))
