@@ -93,8 +93,10 @@ func (j *jobRun) measure() (protocol.Run, error) {
 		if err := j.publishFinal(ctx, run); err != nil {
 			return run, err
 		}
-		plan := len(job.Workload.Plan())
-		j.progress(j.done(run, protocol.Progress{ComboIdx: plan, ComboN: plan}), true)
+		// A search's levels are known only once measured: the run holds
+		// every combination, planned or found.
+		n := len(run.Combinations)
+		j.progress(j.done(run, protocol.Progress{ComboIdx: n, ComboN: n}), true)
 		log.Info().Int("combinations", len(run.Combinations)).Msg("job completed")
 		return run, j.state(ctx, protocol.JobCompleted, run.ID, "")
 	case protocol.RunFailed:

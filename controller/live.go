@@ -179,6 +179,16 @@ func (l *liveState) putProgress(p protocol.Progress, j *liveJob) error {
 			l.forget(oldest)
 		}
 	}
+	if !j.plan[p.Combo] {
+		// Only the level being searched is shown: the ones before it are
+		// results by now, and a search's levels, unlike the plan's, are
+		// not known in advance to bound what an agent could fill this with.
+		for k, q := range j.latest {
+			if !j.plan[q.Combo] {
+				delete(j.latest, k)
+			}
+		}
+	}
 	j.latest[p.Combo.String()] = p
 	return nil
 }

@@ -53,9 +53,10 @@ const (
 type liveJob struct {
 	agent string
 	// plan holds the job's combinations; progress for any other is
-	// refused. The zero key is the progress outside any combination
-	// (engine start, done).
-	plan map[protocol.ComboKey]bool
+	// refused, but for a level its search may measure. The zero key is
+	// the progress outside any combination (engine start, done).
+	plan     map[protocol.ComboKey]bool
+	workload protocol.Workload
 	// latest is the last progress of each combination, under liveState.mu.
 	latest map[string]protocol.Progress
 	// seq orders an agent's jobs by their last progress.
@@ -68,7 +69,8 @@ func newLiveJob(rec store.JobRecord) (*liveJob, error) {
 	if rec.State.Terminal() {
 		return nil, fmt.Errorf("job %s has ended (%s)", rec.Job.ID, rec.State)
 	}
-	j := &liveJob{agent: rec.Job.AgentID, plan: map[protocol.ComboKey]bool{{}: true}, latest: map[string]protocol.Progress{}}
+	j := &liveJob{agent: rec.Job.AgentID, plan: map[protocol.ComboKey]bool{{}: true}, workload: rec.Job.Workload,
+		latest: map[string]protocol.Progress{}}
 	for _, pc := range rec.Job.Workload.Plan() {
 		j.plan[pc.ComboKey] = true
 	}
@@ -176,7 +178,8 @@ func (c *Controller) liveJobOf(id string) (*liveJob, error) {
 }
 
 // takeProgress keeps a progress message of its agent's own open job, for
-// a combination of the job's plan, and passes it to the live views.
+// a combination of the job's plan or a level its search may measure, and
+// passes it to the live views.
 func (c *Controller) takeProgress(p protocol.Progress) error {
 	if err := checkProgress(&p); err != nil {
 		return err
@@ -188,8 +191,8 @@ func (c *Controller) takeProgress(p protocol.Progress) error {
 	if j.agent != p.AgentID {
 		return fmt.Errorf("job %s is another agent's", p.JobID)
 	}
-	if !j.plan[p.Combo] {
-		return fmt.Errorf("combination %.80s is not in the plan of job %s", p.Combo.String(), p.JobID)
+	if !j.plan[p.Combo] && !j.workload.SearchLevel(p.Combo) {
+		return fmt.Errorf("combination %.80s is neither in the plan of job %s nor a level its search may measure", p.Combo.String(), p.JobID)
 	}
 	if err := c.live.putProgress(p, j); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,41 @@ func TestProgressOnlyForTheSendersOwnJob(t *testing.T) {
 	}
 	if n := refusalCount(t, c, RefusalProgress); n != 2 {
 		t.Errorf("progress refusals %v, want 2", n)
+	}
+}
+
+// A search's levels are not in the plan, but its progress is taken for
+// any level the search may measure, and only the level being searched is
+// kept: earlier ones are results by then.
+func TestProgressOfSearchedLevels(t *testing.T) {
+	c := startController(t, t.TempDir())
+	ev, a := announced(t, c, "a1", "d1")
+	w := testWorkload()
+	w.Search = 16
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: w})
+	job := sw.Jobs[0]
+	ladder := w.Plan()[0].ComboKey
+	probe := func(cams int) protocol.ComboKey {
+		return protocol.ComboKey{Size: ladder.Size, Images: 1, Cameras: cams}
+	}
+
+	a.live(t, protocol.KindProgress, progressOf("a1", job, ladder, 1))
+	a.live(t, protocol.KindProgress, progressOf("a1", job, probe(4), 2))
+	a.live(t, protocol.KindProgress, progressOf("a1", job, probe(17), 3)) // past the ceiling
+	a.live(t, protocol.KindProgress, progressOf("a1", job, probe(3), 4))
+	ev.waitFor(t, 1, progressFrom("a1", job, 4))
+
+	snap, _ := liveSnapshot(t, c)
+	var got []string
+	for _, p := range snap.Progress {
+		got = append(got, p.Combo.String())
+	}
+	slices.Sort(got)
+	if want := []string{ladder.String(), probe(3).String()}; !slices.Equal(got, want) {
+		t.Errorf("/api/live progress %v, want the ladder's and the level being searched %v", got, want)
+	}
+	if n := refusalCount(t, c, RefusalProgress); n != 1 {
+		t.Errorf("progress refusals %v, want 1 (the level past the ceiling)", n)
 	}
 }
 

@@ -63,6 +63,18 @@ func TestSubmitSweepYAMLOverAPI(t *testing.T) {
 	if status != http.StatusBadRequest || !strings.Contains(answer, `unknown field \"yaml\"`) || strings.Contains(answer, `"line"`) {
 		t.Errorf("a JSON sweep with a yaml field: %d %s", status, answer)
 	}
+	// A bad search or statistic is refused before any job is made: in
+	// YAML at its line and column, in JSON by its field.
+	body, _ = json.Marshal(map[string]string{"yaml": "agents: [a1]\nworkload:\n  judgement:\n    statistic: p50\n"})
+	status, answer = postJSON(t, c.HTTPURL()+"/api/sweeps", string(body))
+	if status != http.StatusBadRequest || !strings.Contains(answer, `"line": 4`) || !strings.Contains(answer, `"column": 16`) ||
+		!strings.Contains(answer, `"field": "workload.judgement.statistic"`) {
+		t.Errorf("a YAML sweep with statistic p50: %d %s", status, answer)
+	}
+	status, answer = postJSON(t, c.HTTPURL()+"/api/sweeps", `{"agents":["a1"],"workload":{"cameras":[1,16],"search":8}}`)
+	if status != http.StatusBadRequest || !strings.Contains(answer, `"field": "workload.search"`) || !strings.Contains(answer, "ceiling 8, want 16") {
+		t.Errorf("a JSON sweep with a search ceiling below its ladder: %d %s", status, answer)
+	}
 	// A sweep in JSON, or one refused when scheduled, names the field.
 	status, answer = postJSON(t, c.HTTPURL()+"/api/sweeps", `{"agents":["a1"],"deployments":["nope"]}`)
 	if status != http.StatusBadRequest || !strings.Contains(answer, `"field": "deployments[0]"`) || strings.Contains(answer, `"line"`) {

@@ -24,8 +24,9 @@ func RunPoints(run *protocol.Run) []Point {
 }
 
 // WriteRunSummary prints a run for a terminal: a line per combination with
-// its figures and errors, then Max Cameras at target per image size.
-func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
+// its figures and errors (a level found by search marked so), then Max
+// Cameras under the judgement per image size and frame clock.
+func WriteRunSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 	fmt.Fprintf(w, "\n%s on %s (%s", run.Config.Model, run.Config.Device, run.Config.Engine)
 	if run.Engine.Version != "" {
 		fmt.Fprintf(w, " %s", run.Engine.Version)
@@ -41,8 +42,8 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 			continue // in writePacedSummary's sections
 		}
 		if cb.Completed == 0 {
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, "-", "-", "-", "-")
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s%s\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, "-", "-", "-", "-", searchMark(cb))
 		} else {
 			// No request had tokens after its first one's read: the decode
 			// rate is not measurable, which 0.0 would misstate.
@@ -50,8 +51,8 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 			if cb.TPS.N > 0 {
 				tps = strconv.FormatFloat(cb.TPS.Mean, 'f', 1, 64)
 			}
-			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8s %10.1f\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec)
+			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8s %10.1f%s\n", cb.Size, cb.Images, cb.Cameras,
+				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec, searchMark(cb))
 		}
 		for _, e := range cb.Errors {
 			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
@@ -60,15 +61,30 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, target float64) {
 	for _, warning := range run.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
-	fmt.Fprintf(w, "\nMax Cameras at target %g s (mean TTFT, one image per request):\n", target)
-	points := RunPoints(run)
-	for _, s := range protocol.ImageSizes() {
-		if !Measured(points, s.Name, 1) {
-			continue
-		}
-		fmt.Fprintf(w, "  %-6s %s\n", s.Name, MaxCamerasLabel(MaxCameras(points, s.Name, 1, target)))
+	writeRunMaxCameras(w, run, j)
+}
+
+// searchMark marks a level that a search chose.
+func searchMark(c protocol.Combination) string {
+	if c.Search {
+		return "  (search)"
 	}
-	writePacedSummary(w, run, protocol.Judgement{Statistic: run.Workload.Judgement.Statistic, TargetSec: target})
+	return ""
+}
+
+// writeRunMaxCameras prints Max Cameras under j for each size measured
+// back to back with one image per request: exact where a search found it
+// ("23"), "64+" where the search's ceiling passed. The levels on a frame
+// clock follow in their own sections (writePacedSummary).
+func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
+	points := RunPoints(run)
+	fmt.Fprintf(w, "\nMax Cameras, one image per request, back to back: the most cameras measured with %s\n", j.Describe())
+	for _, s := range protocol.ImageSizes() {
+		if Measured(points, s.Name, 1) {
+			fmt.Fprintf(w, "  %-6s %s\n", s.Name, MaxCamerasLabel(MaxCamerasJudged(points, s.Name, 1, 0, j)))
+		}
+	}
+	writePacedSummary(w, run, points, j)
 }
 
 // WriteRunCSV writes one line per combination of the run. The buyer's

@@ -15,7 +15,7 @@ import (
 // level keeps up under j; then Max Cameras at that interval per size, read
 // as the back-to-back answer is (the highest level that keeps up, "+" when
 // that is the highest measured).
-func writePacedSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
+func writePacedSummary(w io.Writer, run *protocol.Run, points []Point, j protocol.Judgement) {
 	var intervals []float64
 	for _, cb := range run.Combinations {
 		if cb.Paced() && cb.Pacing != nil && !slices.Contains(intervals, cb.FrameIntervalSec) {
@@ -27,8 +27,6 @@ func writePacedSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 			strconv.FormatFloat(t, 'g', -1, 64))
 		fmt.Fprintf(w, "%-6s %4s %5s %5s %7s %6s %10s %10s %9s  %s\n", "Size", "Cams", "Due", "Sent", "Dropped", "Failed",
 			"TTFT mean", "TTFT p90", "Age mean", "Keeps up")
-		best := map[string]int{}
-		highest := map[string]int{}
 		var sizes []string
 		for _, cb := range run.Combinations {
 			p := cb.Pacing
@@ -39,10 +37,6 @@ func writePacedSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 			if !slices.Contains(sizes, cb.Size) {
 				sizes = append(sizes, cb.Size)
 			}
-			highest[cb.Size] = max(highest[cb.Size], cb.Cameras)
-			if keeps {
-				best[cb.Size] = max(best[cb.Size], cb.Cameras)
-			}
 			fmt.Fprintf(w, "%-6s %4d %5d %5d %7d %6d %10s %10s %9s  %s\n", cb.Size, cb.Cameras, p.FramesDue, p.FramesSent,
 				p.FramesDropped, cb.Failed, summarySeconds(cb.TTFT), summarySecondsAt(cb.TTFT.P90, cb.TTFT.N), summarySeconds(p.Age), keepsUpText(keeps))
 			for _, e := range cb.Errors {
@@ -50,8 +44,7 @@ func writePacedSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 			}
 		}
 		for _, s := range sizes {
-			b := best[s]
-			fmt.Fprintf(w, "  Max Cameras at target %g s, %s: %s\n", j.Target(), s, MaxCamerasLabel(b, b > 0 && b == highest[s]))
+			fmt.Fprintf(w, "  Max Cameras at target %g s, %s: %s\n", j.Target(), s, MaxCamerasLabel(MaxCamerasJudged(points, s, 1, t, j)))
 		}
 	}
 }

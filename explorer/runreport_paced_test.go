@@ -25,7 +25,7 @@ func TestRunSummaryShowsPacedLevels(t *testing.T) {
 			paced(1, 8, 0, 0.5), paced(2, 8, 0, 0.6), paced(4, 8, 1, 0.7),
 		}}
 	var b strings.Builder
-	WriteRunSummary(&b, &run, 3)
+	WriteRunSummary(&b, &run, protocol.Judgement{TargetSec: 3})
 	out := b.String()
 	table, pacedPart, ok := strings.Cut(out, "One frame every 5 s per camera")
 	if !ok {

@@ -55,11 +55,51 @@ func TestRunSummaryTPSNotMeasurableAndWarnings(t *testing.T) {
 				TPS: protocol.Stats{N: 4, Mean: 190.04}},
 		}}
 	var b strings.Builder
-	WriteRunSummary(&b, &run, 3)
+	WriteRunSummary(&b, &run, protocol.Judgement{})
 	out := b.String()
 	for _, want := range []string{"0.500s     0.000s      n/a", "190.0", "Warning: the server has 1 slots\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Max Cameras under a judgement reads the levels a search measured like
+// the ladder's: "23" when 24 was measured and failed, "64+" when the
+// ceiling kept up; by p90 a failed request counts against its level.
+func TestRunSummaryMaxCamerasJudged(t *testing.T) {
+	level := func(cams int, ttft float64, failed int, search bool) protocol.Combination {
+		c := protocol.Combination{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: cams},
+			Completed: cams, Failed: failed, TTFT: protocol.Stats{N: cams, Mean: ttft}, Search: search}
+		ttfts := make([]float64, cams)
+		for i := range ttfts {
+			ttfts[i] = ttft
+		}
+		c.Tail = protocol.NewTTFTTail(ttfts, failed)
+		return c
+	}
+	searched := []protocol.Combination{level(8, 1, 0, false), level(16, 2, 0, false), level(32, 5, 0, true),
+		level(24, 3.01, 0, true), level(20, 2.5, 0, true), level(22, 2.8, 0, true), level(23, 3, 3, true)}
+	ceiling := []protocol.Combination{level(16, 1, 0, false), level(32, 2, 0, true), level(64, 2.9, 0, true)}
+	for _, tc := range []struct {
+		name   string
+		combos []protocol.Combination
+		j      protocol.Judgement
+		want   string
+	}{
+		{"search found the exact figure", searched, protocol.Judgement{}, "  720p   23\n"},
+		{"by p90 the failures of 23 count", searched, protocol.Judgement{Statistic: protocol.StatisticP90}, "  720p   22\n"},
+		{"a tighter target", searched, protocol.Judgement{TargetSec: 2.5}, "  720p   20\n"},
+		{"the ceiling kept up", ceiling, protocol.Judgement{}, "  720p   64+\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := protocol.Run{ID: "b1", Status: protocol.RunCompleted, Config: protocol.Configuration{Model: "m"}, Combinations: tc.combos}
+			var b strings.Builder
+			WriteRunSummary(&b, &run, tc.j)
+			out := b.String()
+			if !strings.Contains(out, tc.want) || !strings.Contains(out, tc.j.Describe()) {
+				t.Errorf("summary lacks %q or %q:\n%s", tc.want, tc.j.Describe(), out)
+			}
+		})
 	}
 }

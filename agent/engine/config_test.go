@@ -87,6 +87,36 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// A search may measure up to its ceiling: vLLM gets a sequence for each of
+// its cameras, llama.cpp keeps one slot per camera of the ladder (its
+// cache is sized by slot).
+func TestSearchSizesVLLMSequences(t *testing.T) {
+	env := newTestEnv(t)
+	w := protocol.DefaultWorkload()
+	w.Search = 64
+	needs := NeedsOf(w).normalized()
+	if needs.MaxCameras != 16 || needs.SearchCameras != 64 {
+		t.Fatalf("needs %+v, want 16 cameras on the ladder and 64 searched", needs)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		ad   adapter
+		want string
+	}{
+		{Config{Kind: KindVLLM, Model: "Qwen/Qwen3-VL-4B-Instruct"}, vllmAdapter{}, " --max-num-seqs 64 "},
+		{Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf"}, llamaAdapter{}, " -np 16 "},
+	} {
+		r, err := c.cfg.resolve(env.Env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args, _ := c.ad.args(r, 8123, needs, zerolog.Nop())
+		if got := " " + strings.Join(args, " ") + " "; !strings.Contains(got, c.want) {
+			t.Errorf("%s: argv %q lacks %q", c.cfg.Kind, got, c.want)
+		}
+	}
+}
+
 // Ollama takes its settings from the environment: its own port, store and
 // home, one sequence per camera, each with the context of the largest
 // request; the Modelfile names the model and then its projector.

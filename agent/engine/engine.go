@@ -29,6 +29,9 @@ type Needs struct {
 	// largest request is the largest of these, not MaxImages images of
 	// MaxWidth×MaxHeight. Empty: that one is assumed.
 	Shapes []Shape
+	// SearchCameras is the most cameras a search of the workload may
+	// measure after the ladder (its ceiling); 0 without a search.
+	SearchCameras int
 }
 
 // Shape is one kind of request: Images images of Width×Height pixels.
@@ -36,7 +39,7 @@ type Shape struct{ Images, Width, Height int }
 
 // NeedsOf derives the needs of a workload.
 func NeedsOf(w protocol.Workload) Needs {
-	n := Needs{MaxCameras: w.MaxCameras(), MaxImages: w.MaxImages(), MaxTokens: w.MaxTokens}
+	n := Needs{MaxCameras: w.MaxCameras(), MaxImages: w.MaxImages(), MaxTokens: w.MaxTokens, SearchCameras: w.Search}
 	for _, names := range [][]string{w.Sizes, w.MultiImageSizes} {
 		for _, name := range names {
 			if s, err := protocol.LookupImageSize(name); err == nil {
@@ -64,6 +67,7 @@ func (n Needs) normalized() Needs {
 	sizes := protocol.ImageSizes()
 	largest := sizes[len(sizes)-1]
 	n.MaxCameras = min(max(n.MaxCameras, 1), protocol.MaxCameraLevel)
+	n.SearchCameras = min(max(n.SearchCameras, 0), protocol.MaxCameraLevel)
 	n.MaxImages = min(max(n.MaxImages, 1), protocol.MaxImagesInRequest)
 	if n.MaxTokens <= 0 {
 		n.MaxTokens = 128

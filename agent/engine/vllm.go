@@ -92,8 +92,11 @@ func (vllmAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) 
 		a = append(a, "--gpu-memory-utilization", strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64))
 	}
 	// Every camera keeps one request in flight: fewer sequences than cameras
-	// would queue requests inside vLLM and count the queueing as TTFT.
-	seqs := needs.MaxCameras
+	// would queue requests inside vLLM and count the queueing as TTFT. A
+	// search's levels get theirs too: vLLM sizes its cache by
+	// gpu_memory_utilization, not by sequences, so they cost it little
+	// (llama.cpp and Ollama size theirs by slot, and keep the ladder's).
+	seqs := max(needs.MaxCameras, needs.SearchCameras)
 	mm := fmt.Sprintf(`{"image":%d}`, needs.MaxImages)
 	a = append(a,
 		"--max-num-seqs", strconv.Itoa(seqs),

@@ -81,11 +81,16 @@ func ClientInfo(imgs Images, version string) protocol.ClientInfo {
 	return ci
 }
 
-// Measure runs w.Plan() in order: for each combination a discarded warm-up
-// (WarmupRequests per camera, all cameras at once), then the measured closed
-// loop. A combination whose requests all fail is still returned with its
-// failures counted. Measure stops early only when ctx ends or ComboDone
-// fails, and then returns the combinations measured so far with the error.
+// Measure runs w.Plan() in order, and with w.Search each ladder's search
+// for the exact Max Cameras right after the ladder: for each combination a
+// discarded warm-up (WarmupRequests per camera, all cameras at once), then
+// the measured closed loop. A level is judged by w.Judgement once
+// ComboDone has had it, on the time scale ComboDone leaves it on. A
+// combination whose requests all fail is still returned with its failures
+// counted. Measure stops early only when ctx ends or ComboDone fails, and
+// then returns the combinations measured so far with the error. The n
+// handed to ComboStart is the combinations known so far: the plan's and
+// the search's levels chosen until then.
 func Measure(ctx context.Context, t Target, w protocol.Workload, imgs Images, h Hooks) ([]protocol.Combination, error) {
 	if imgs == nil || imgs.Len() == 0 {
 		return nil, errors.New("loadgen: the image set is empty")
@@ -95,13 +100,17 @@ func Measure(ctx context.Context, t Target, w protocol.Workload, imgs Images, h 
 		return nil, err
 	}
 	defer r.close()
-	plan := w.Plan()
-	out := make([]protocol.Combination, 0, len(plan))
-	for i, pc := range plan {
+	sched := newSchedule(w)
+	out := make([]protocol.Combination, 0, sched.total())
+	for i := 0; ; i++ {
+		pc, ok := sched.next()
+		if !ok {
+			return out, nil
+		}
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("loadgen: stopped before %s: %w", pc.ComboKey, err)
 		}
-		c, err := r.combo(ctx, i, len(plan), pc, h)
+		c, err := r.planned(ctx, i, sched.total(), pc, h)
 		if err != nil {
 			return out, err
 		}
@@ -110,9 +119,9 @@ func Measure(ctx context.Context, t Target, w protocol.Workload, imgs Images, h 
 				return out, fmt.Errorf("loadgen: after %s: %w", pc.ComboKey, err)
 			}
 		}
+		sched.measured(pc, w.Judgement.Passes(c.Figures()))
 		out = append(out, c)
 	}
-	return out, nil
 }
 
 // MeasureCombo measures one planned combination on its own, warm-up included.
@@ -125,7 +134,15 @@ func MeasureCombo(ctx context.Context, t Target, w protocol.Workload, imgs Image
 		return protocol.Combination{}, err
 	}
 	defer r.close()
-	return r.combo(ctx, 0, 1, pc, h)
+	return r.planned(ctx, 0, 1, pc, h)
+}
+
+// planned measures a planned combination, marked as found by search when
+// a search chose it.
+func (r *runner) planned(ctx context.Context, idx, n int, pc protocol.PlannedCombo, h Hooks) (protocol.Combination, error) {
+	c, err := r.combo(ctx, idx, n, pc, h)
+	c.Search = pc.Search
+	return c, err
 }
 
 // requestTimeout is the workload's bound on one request, 0 for none.

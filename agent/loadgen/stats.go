@@ -14,7 +14,9 @@ import (
 // those figures only; a combination with no such request has no TPS (N 0):
 // not measurable, which is neither 0 nor infinity. TPS's mean is the
 // pooled rate, every decode token over every decode time; its percentiles,
-// min and max are of the requests' own rates.
+// min and max are of the requests' own rates. The TTFT tail alone counts
+// the failed requests, as answers that never started, for a judgement by
+// a percentile.
 func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 	var ttft, tps, e2e, itl, ttfb, role, prompt, completion []float64
 	errIndex := map[string]int{}
@@ -60,6 +62,8 @@ func summarize(c *protocol.Combination, recs []protocol.RequestRecord) {
 	}
 	sort.Slice(c.Errors, func(i, j int) bool { return c.Errors[i].Count > c.Errors[j].Count })
 	c.TTFT, c.TPS, c.E2E, c.ITL = stats(ttft), stats(tps), stats(e2e), stats(itl)
+	sort.Float64s(ttft)
+	c.Tail = protocol.NewTTFTTail(ttft, c.Failed)
 	if decodeSec > 0 {
 		// Tokens and times add across requests; a mean of per-request rates
 		// would let one short request's rate outweigh every long one.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -188,6 +189,9 @@ type measurement struct {
 	// inFlight is the requests in flight: the simulated device's load.
 	inFlight atomic.Int64
 	comboIdx atomic.Int64
+	// comboN is the combinations known when the current one started: the
+	// plan's and a search's levels chosen so far.
+	comboN atomic.Int64
 }
 
 // header is the run as it stands, without combinations.
@@ -244,7 +248,7 @@ func (m *measurement) measure(ctx context.Context) error {
 	defer tel.stop()
 
 	w := m.run.Workload
-	combos, err := loadgen.Measure(mctx, m.target(ep), m.clock.workload(w), m.spec.Images, m.loadgenHooks(mctx, tel, len(w.Plan())))
+	combos, err := loadgen.Measure(mctx, m.target(ep), m.clock.workload(w), m.spec.Images, m.loadgenHooks(mctx, tel))
 	m.run.Combinations = combos
 	if cause := context.Cause(mctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
@@ -307,10 +311,11 @@ func cachePrompt(w protocol.Workload, info protocol.EngineInfo, displayName stri
 // measured.
 const engineDeathGrace = 2 * time.Second
 
-func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder, n int) loadgen.Hooks {
+func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder) loadgen.Hooks {
 	return loadgen.Hooks{
 		ComboStart: func(idx, n int, pc protocol.PlannedCombo, warmup bool) {
 			m.comboIdx.Store(int64(idx))
+			m.comboN.Store(int64(n))
 			phase := protocol.PhaseMeasure
 			if warmup {
 				phase = protocol.PhaseWarmup
@@ -321,7 +326,7 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder,
 		},
 		Request: func(k protocol.ComboKey, rec protocol.RequestRecord, p loadgen.Progress) {
 			m.progress(protocol.Progress{
-				Phase: protocol.PhaseMeasure, Combo: k, ComboIdx: int(m.comboIdx.Load()), ComboN: n,
+				Phase: protocol.PhaseMeasure, Combo: k, ComboIdx: int(m.comboIdx.Load()), ComboN: int(m.comboN.Load()),
 				Done: p.Done, Failed: p.Failed, Total: p.Total, InFlight: p.InFlight,
 				LastTTFT: m.clock.seconds(rec.TTFT), MeanTTFT: m.clock.seconds(p.MeanTTFT),
 			})
@@ -349,6 +354,9 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder,
 			c.TelemetrySeries, c.Telemetry = tel.window()
 			c.ScaleTime(m.clock.speedup)
 			if msg := cacheWarning(m.run.Workload, c); msg != "" {
+				m.warn(msg)
+			}
+			if msg := searchSlotsWarning(m.run.Engine, m.run.Workload, c); msg != "" && !slices.Contains(m.run.Warnings, msg) {
 				m.warn(msg)
 			}
 			if m.hooks.Combination != nil {

@@ -39,6 +39,24 @@ func slotsWarning(info protocol.EngineInfo, w protocol.Workload) string {
 		"requests beyond %d wait in its queue; start it with at least -np %d", slots, most, slots, most)
 }
 
+// searchSlotsWarning is set when a search measured a level with more
+// cameras than the server serves at once (llama.cpp's total_slots, the
+// num_parallel an agent started Ollama with): its figure there, and so the
+// exact Max Cameras above them, is the queue's. The message is the same
+// for every such level, so that the run says it once.
+func searchSlotsWarning(info protocol.EngineInfo, w protocol.Workload, c *protocol.Combination) string {
+	slots, err := strconv.Atoi(info.Props["total_slots"])
+	if err != nil {
+		slots, err = strconv.Atoi(info.Props["num_parallel"])
+	}
+	if err != nil || slots <= 0 || !c.Search || c.Cameras <= slots {
+		return ""
+	}
+	return fmt.Sprintf("the search measured levels above the %d requests the server serves at once: requests beyond %d waited in its queue, "+
+		"so its levels above %d measure the queue; serve the search's ceiling of %d at once (llama.cpp's -np, Ollama's OLLAMA_NUM_PARALLEL)",
+		slots, slots, slots, w.Search)
+}
+
 // cacheFree is whether the workload means its requests to be served
 // without a prompt cache.
 func cacheFree(w protocol.Workload) bool {

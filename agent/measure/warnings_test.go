@@ -87,3 +87,32 @@ func TestPromptCacheHitsInACacheFreeRunAreWarned(t *testing.T) {
 		t.Errorf("warnings %q for a run that asked for the cache", run.Warnings)
 	}
 }
+
+// A searched level above the server's slots measures its queue: the run
+// is warned, in one message whatever the level, and only for such levels.
+func TestSearchAboveTheSlotsIsWarned(t *testing.T) {
+	info := protocol.EngineInfo{Props: map[string]string{"total_slots": "16"}}
+	w := protocol.Workload{Search: 64}
+	level := func(cams int, search bool) *protocol.Combination {
+		return &protocol.Combination{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: cams}, Search: search}
+	}
+	above := searchSlotsWarning(info, w, level(32, true))
+	if !strings.Contains(above, "above the 16 requests the server serves at once") || !strings.Contains(above, "ceiling of 64") {
+		t.Errorf("32 cameras searched on 16 slots: %q", above)
+	}
+	if again := searchSlotsWarning(info, w, level(24, true)); again != above {
+		t.Errorf("24 cameras: %q, want the same message as 32's", again)
+	}
+	for _, c := range []*protocol.Combination{level(16, true), level(32, false)} {
+		if msg := searchSlotsWarning(info, w, c); msg != "" {
+			t.Errorf("%s (search %v): %q, want none", c.ComboKey, c.Search, msg)
+		}
+	}
+	if msg := searchSlotsWarning(protocol.EngineInfo{}, w, level(32, true)); msg != "" {
+		t.Errorf("slots unknown: %q, want none", msg)
+	}
+	ollama := protocol.EngineInfo{Props: map[string]string{"num_parallel": "16"}}
+	if msg := searchSlotsWarning(ollama, w, level(32, true)); msg != above {
+		t.Errorf("Ollama with 16 in parallel: %q, want %q", msg, above)
+	}
+}

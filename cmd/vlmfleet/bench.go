@@ -23,7 +23,6 @@ import (
 type benchOptions struct {
 	url, model, apiKey        string
 	workload                  protocol.Workload
-	target                    float64
 	imageDir                  string
 	jsonOut, csvOut           string
 	device, engineName, quant string
@@ -38,7 +37,6 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	fs.StringVar(&o.model, "model", "", "model name the endpoint serves (required)")
 	fs.StringVar(&o.apiKey, "api-key", "", "Bearer token (default $VLMFLEET_API_KEY)")
 	wf := addWorkloadFlags(fs)
-	fs.Float64Var(&o.target, "target", 3, "response-time target in seconds for Max Cameras")
 	fs.StringVar(&o.imageDir, "image-dir", "", "use your own camera snapshots (JPEG/PNG) from `DIR` instead of the built-in pictures")
 	fs.StringVar(&o.jsonOut, "json", "", "write the result document to `FILE` (importable with `vlmfleet results import`)")
 	fs.StringVar(&o.csvOut, "csv", "", "write one line per combination to `FILE`")
@@ -52,7 +50,7 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, usageError{fmt.Errorf("unexpected arguments %q", fs.Args())}
+		return nil, usageError{fmt.Errorf("unexpected arguments %q%s", fs.Args(), searchArgHint(fs))}
 	}
 	u, err := url.Parse(o.url)
 	switch {
@@ -62,8 +60,6 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 		return nil, usageError{fmt.Errorf("--url %q: want http(s)://HOST:PORT/v1", o.url)}
 	case strings.TrimSpace(o.model) == "":
 		return nil, usageError{errors.New("--model is required: the model name the endpoint serves")}
-	case o.target <= 0 || math.IsNaN(o.target) || math.IsInf(o.target, 0):
-		return nil, usageError{fmt.Errorf("--target %g: want a positive number of seconds", o.target)}
 	case o.params < 0 || math.IsNaN(o.params):
 		return nil, usageError{fmt.Errorf("--params %g: want billions of parameters, 0 or more", o.params)}
 	case o.telemetry != "" && !slices.Contains(telemetry.Sources(), o.telemetry):
@@ -111,7 +107,7 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		Progress: func(p protocol.Progress) { bars.Progress("bench", "", p) },
 	})
 	bars.Close()
-	explorer.WriteRunSummary(c.stdout, &run, o.target)
+	explorer.WriteRunSummary(c.stdout, &run, o.workload.Judgement)
 	if err := writeBenchFiles(o, &run); err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if got := images.Load(); got != 17 {
 		t.Errorf("the engine received %d images, want 17", got)
 	}
-	for _, want := range []string{"Max Cameras at target 1 s", "480p   2+", "TTFT mean", "fake-vlm on Test Box"} {
+	for _, want := range []string{"mean response time within 1 s over the requests that completed, failed requests left out", "480p   2+", "TTFT mean", "fake-vlm on Test Box"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
@@ -217,16 +217,20 @@ func TestBenchAllFailedCombinationExitsNonZero(t *testing.T) {
 
 func TestBenchFlagErrors(t *testing.T) {
 	cases := map[string][]string{
-		"--url is required":            {"--model", "m"},
-		"want http(s)://HOST:PORT/v1":  {"--url", "ftp://x", "--model", "m"},
-		"--model is required":          {"--url", "http://127.0.0.1:1/v1"},
-		`image size "4K"`:              {"--url", "http://h/v1", "--model", "m", "--sizes", "720p,4K", "--multi-sizes", "720p,4K"},
-		`--cameras: "0"`:               {"--url", "http://h/v1", "--model", "m", "--cameras", "1,0"},
-		"--cameras: 2 is listed twice": {"--url", "http://h/v1", "--model", "m", "--cameras", "2,2"},
-		"--cache-prompt \"maybe\"":     {"--url", "http://h/v1", "--model", "m", "--cache-prompt", "maybe"},
-		"--target -1":                  {"--url", "http://h/v1", "--model", "m", "--target", "-1"},
-		"--requests 0: want 1 or more": {"--url", "http://h/v1", "--model", "m", "--requests", "0"},
-		"unexpected arguments":         {"--url", "http://h/v1", "--model", "m", "extra"},
+		"--url is required":                             {"--model", "m"},
+		"want http(s)://HOST:PORT/v1":                   {"--url", "ftp://x", "--model", "m"},
+		"--model is required":                           {"--url", "http://127.0.0.1:1/v1"},
+		`image size "4K"`:                               {"--url", "http://h/v1", "--model", "m", "--sizes", "720p,4K", "--multi-sizes", "720p,4K"},
+		`--cameras: "0"`:                                {"--url", "http://h/v1", "--model", "m", "--cameras", "1,0"},
+		"--cameras: 2 is listed twice":                  {"--url", "http://h/v1", "--model", "m", "--cameras", "2,2"},
+		"--cache-prompt \"maybe\"":                      {"--url", "http://h/v1", "--model", "m", "--cache-prompt", "maybe"},
+		"--target -1":                                   {"--url", "http://h/v1", "--model", "m", "--target", "-1"},
+		`--statistic: statistic "p50"`:                  {"--url", "http://h/v1", "--model", "m", "--statistic", "p50"},
+		`--search="many": want`:                         {"--url", "http://h/v1", "--model", "m", "--search=many"},
+		"--search: workload.search: ceiling 8, want 16": {"--url", "http://h/v1", "--model", "m", "--search=8"},
+		"written --search=40":                           {"--url", "http://h/v1", "--model", "m", "--search", "40"},
+		"--requests 0: want 1 or more":                  {"--url", "http://h/v1", "--model", "m", "--requests", "0"},
+		"unexpected arguments":                          {"--url", "http://h/v1", "--model", "m", "extra"},
 	}
 	for want, args := range cases {
 		code, _, errOut := runCLI(t, append([]string{"bench"}, args...)...)
@@ -236,7 +240,8 @@ func TestBenchFlagErrors(t *testing.T) {
 	}
 	// Help is asked for: it goes to standard output.
 	code, out, _ := runCLI(t, "bench", "-h")
-	if code != 0 || !strings.Contains(out, "Max Cameras") || !strings.Contains(out, "-multi-sizes") {
+	if code != 0 || !strings.Contains(out, "Max Cameras") || !strings.Contains(out, "-multi-sizes") ||
+		!strings.Contains(out, protocol.Judgement{Statistic: protocol.StatisticP90}.Describe()) || strings.Contains(out, "with no failed") {
 		t.Errorf("-h: exit %d, %q", code, out)
 	}
 }

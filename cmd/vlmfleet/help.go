@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // helpText is what `vlmfleet NAME -h` prints around the flags: every
@@ -15,6 +17,16 @@ type helpText struct {
 	usage   string // one or more "vlmfleet ..." lines
 	details string // optional: a paragraph on what it does
 	example string // one or more command lines
+}
+
+// judgementHelp lists what a passing level met under each statistic, in
+// the words of the summary and the explorer.
+func judgementHelp() string {
+	var b strings.Builder
+	for _, st := range []string{protocol.StatisticMean, protocol.StatisticP90, protocol.StatisticP95} {
+		fmt.Fprintf(&b, "  %s: %s\n", st, protocol.Judgement{Statistic: st}.Describe())
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // helps is the help of every flag set, by the name given to newFlagSet.
@@ -86,8 +98,13 @@ var helps = map[string]helpText{
 --cameras and size of --sizes with one image per request, then one camera at every size of
 --multi-sizes with each count of --images. Each combination starts with a discarded warm-up of
 --warmup requests per camera. Prints TTFT and TPS per combination and Max Cameras per size: the
-highest measured number of cameras whose mean TTFT is at most --target seconds with no failed
-request ("+" when the highest level tested passes, 0 when none does).
+highest measured number of cameras that keeps up ("+" when the highest level measured does, 0
+when none does). How a level is judged (--statistic, --target), at the default target:
+` + judgementHelp() + `
+With --search, each size's ladder is followed by a search for the exact figure: levels doubled
+from the highest passing one up to the ceiling, then halved between the highest pass and the
+lowest failure above it, so that Max Cameras reads "23" where the ladder said "16+" ("64+" when
+the ceiling itself keeps up). Each probe is a full combination, warm-up included, marked (search).
 
 --frame-interval T measures every camera level again with each camera sending one frame every T
 seconds, dropping a frame that falls due while its previous answer runs; such a level keeps up
@@ -97,7 +114,7 @@ It first checks that the endpoint answers and serves --model, and names the serv
 vLLM, Ollama, the simulator) from what it says of itself. A llama.cpp server gets
 "cache_prompt": false unless --cache-prompt says otherwise. Exits 1 when the check fails or when
 every request of a combination failed. Logs go to standard error, the results to standard output.`,
-		example: "vlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --cameras 1,2,4 --json run.json",
+		example: "vlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --cameras 1,2,4 --json run.json\nvlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --multi-sizes none --search --statistic p90",
 	},
 	"device": {
 		purpose: "print the detected device and one telemetry sample",

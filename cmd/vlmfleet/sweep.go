@@ -46,7 +46,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: want flags, or a subcommand: list, watch ID, cancel ID", fs.Arg(0))}
+		return usageError{fmt.Errorf("unexpected argument %q: want flags, or a subcommand: list, watch ID, cancel ID%s", fs.Arg(0), searchArgHint(fs))}
 	}
 	var s protocol.Sweep
 	if *f.cancel != "" {
@@ -70,7 +70,11 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "sweep %s: %d jobs, %d combinations each\n", created.ID, len(created.Jobs), len(created.Workload.Plan()))
+	search := ""
+	if n := created.Workload.Search; n > 0 {
+		search = fmt.Sprintf(" and the levels a search up to %d cameras chooses", n)
+	}
+	fmt.Fprintf(c.stdout, "sweep %s: %d jobs, %d combinations each%s\n", created.ID, len(created.Jobs), len(created.Workload.Plan()), search)
 	for _, j := range created.Jobs {
 		fmt.Fprintf(c.stdout, "  %s\n", j)
 	}

@@ -102,6 +102,7 @@ func TestSweepCommandWaits(t *testing.T) {
 
 func TestSweepCommandReportsBadFlags(t *testing.T) {
 	noSizes := testutil.WriteFile(t, filepath.Join(t.TempDir(), "multi.yaml"), "workload:\n  sizes: []\n")
+	lowCeiling := testutil.WriteFile(t, filepath.Join(t.TempDir(), "search.yaml"), "workload:\n  search: 8\n")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -111,6 +112,10 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 		{[]string{"--requests", "0"}, "--requests 0: want 1 or more"},
 		{[]string{"--file", noSizes, "--multi-sizes", "none"}, "workload.sizes: at least one image size is needed (--sizes sets it)"},
 		{[]string{"--agents", "a b"}, "--agents: agents[0]"},
+		{[]string{"--statistic", "p99"}, `--statistic: statistic "p99": want mean, p90 or p95`},
+		{[]string{"--target", "0"}, "--target 0: want a positive number of seconds"},
+		{[]string{"--search=9"}, "--search: workload.search: ceiling 9, want 16 (the highest camera level) up to 1024"},
+		{[]string{"--file", lowCeiling}, "search.yaml:2: workload.search: ceiling 8, want 16"},
 		{[]string{"--controller", "127.0.0.1:8080"}, `--controller "127.0.0.1:8080": want a base URL`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	} {
@@ -146,6 +151,29 @@ func TestSweepFileWithoutTimeout(t *testing.T) {
 	}
 	if w := job.Workload; w.RequestTimeoutSec != 0 || len(w.MultiImageSizes) != 0 || w.MaxTokens != 128 {
 		t.Errorf("job's workload %+v: want no timeout, no multi-image family, the default tokens", w)
+	}
+}
+
+// A sweep file's search and judgement reach the job, a flag given on top
+// overriding the file's.
+func TestSweepSearchAndJudgementReachTheJob(t *testing.T) {
+	l := labtest.Start(t, controller.Options{})
+	file := testutil.WriteFile(t, filepath.Join(t.TempDir(), "s.yaml"), "agents: [a1]\nworkload:\n  sizes: [720p]\n  cameras: [1, 2]\n"+
+		"  multi_image_sizes: []\n  search: 32\n  judgement: {statistic: p90, target_sec: 2}\n")
+	var out, errb bytes.Buffer
+	if code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--file", file, "--target", "2.5"}, &out, &errb, tokenEnv(l.Ctl.APIToken())); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 2 || !strings.HasSuffix(lines[0], "1 jobs, 2 combinations each and the levels a search up to 32 cameras chooses") {
+		t.Fatalf("output %q", out.String())
+	}
+	job, err := l.Ctl.Job(l.Ctx, strings.TrimSpace(lines[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := job.Workload; w.Search != 32 || w.Judgement != (protocol.Judgement{Statistic: protocol.StatisticP90, TargetSec: 2.5}) {
+		t.Errorf("job's workload: search %d, judgement %+v; want 32, p90 and 2.5 s", w.Search, w.Judgement)
 	}
 }
 

@@ -151,7 +151,7 @@ func sweepCancelCmd(ctx context.Context, c *cli, args []string) error {
 
 // writeSweepAnswer prints the explorer's answer for the sweep's runs, read
 // where the sweep measured: 720p (else its first size), its fewest cameras,
-// one image per camera, a 3 s target.
+// one image per camera, the sweep's target (3 s unless it names one).
 func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.SweepView) error {
 	runs, err := cl.Runs(ctx, client.RunFilter{Sweep: s.ID})
 	if err != nil {
@@ -169,6 +169,7 @@ func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.Swee
 	if len(w.Cameras) > 0 {
 		q.Cameras = slices.Min(w.Cameras)
 	}
+	q.Target = w.Judgement.Target()
 	fmt.Fprintf(c.stdout, "\nThe answer for the sweep's runs at %s, %s, one image per camera, %s s target:\n",
 		q.Size, explorer.Plural(q.Cameras, "camera"), explorer.FormatSeconds(q.Target))
 	return explorer.WriteAnswer(c.stdout, explorer.Aggregate(runs, time.Now()), q)

@@ -21,6 +21,9 @@ type workloadFlags struct {
 	requests, multiRequests, warmup, maxTokens              *int
 	unique                                                  *optionalBool
 	timeout                                                 *time.Duration
+	search                                                  *searchFlag
+	statistic                                               *string
+	target                                                  *float64
 }
 
 // addWorkloadFlags defines the flags on fs. The defaults shown in -h are
@@ -32,7 +35,7 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 	if d.CachePrompt != nil {
 		cache = strconv.FormatBool(*d.CachePrompt)
 	}
-	return &workloadFlags{
+	f := &workloadFlags{
 		sizes:         fs.String("sizes", strings.Join(d.Sizes, ","), "image sizes measured at every camera level, one image per request (480p, 720p, 1080p, 2K)"),
 		cameras:       fs.String("cameras", protocol.JoinInts(d.Cameras), "camera levels: concurrent closed-loop clients"),
 		requests:      fs.Int("requests", d.RequestsPerLevel, "measured requests per camera level"),
@@ -46,13 +49,75 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 		timeout:       fs.Duration("timeout", time.Duration(d.RequestTimeoutSec*float64(time.Second)), "bound on one request (0: none)"),
 		cachePrompt:   fs.String("cache-prompt", cache, "send llama.cpp's cache_prompt: true, false or unset (not sent)"),
 		frameInterval: fs.String("frame-interval", "", "also measure every camera level with each camera sending one frame every `SECONDS` (a list, e.g. 5,10), dropping the frames that fall due while its previous answer runs (default: back to back only)"),
+		search:        &searchFlag{},
+		statistic:     fs.String("statistic", protocol.StatisticMean, "judge a level by its mean TTFT (as published: failed requests left out), p90 or p95 (a failed request counted as an answer that never started)"),
+		target:        fs.Float64("target", protocol.DefaultTargetSec, "response-time target in `SECONDS` a level is judged by (Max Cameras, search)"),
 	}
+	fs.Var(f.search, "search", fmt.Sprintf("after each ladder, search for the exact Max Cameras up to a ceiling: --search alone for %d cameras, --search=N for N", protocol.DefaultSearchCeiling))
+	return f
+}
+
+// searchFlag is --search: alone, the default ceiling; --search=N, N
+// cameras (0: the ladder only). A value that is neither is kept and
+// refused by apply: the flag package would call it an invalid boolean.
+type searchFlag struct {
+	ceiling int
+	bad     string
+}
+
+func (f *searchFlag) String() string {
+	if f == nil {
+		return "0"
+	}
+	return strconv.Itoa(f.ceiling)
+}
+
+// IsBoolFlag lets --search stand alone, as a switch.
+func (f *searchFlag) IsBoolFlag() bool { return true }
+
+func (f *searchFlag) Set(v string) error {
+	f.bad = ""
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		f.ceiling = protocol.DefaultSearchCeiling
+		return nil
+	case "false":
+		f.ceiling = 0
+		return nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 || n > protocol.MaxCameraLevel {
+		f.bad = v
+		return nil
+	}
+	f.ceiling = n
+	return nil
+}
+
+// check refuses a value Set kept.
+func (f *searchFlag) check() error {
+	if f.bad == "" {
+		return nil
+	}
+	return fmt.Errorf("--search=%.40q: want --search alone (a ceiling of %d cameras) or --search=N, N up to %d (0: no search)",
+		f.bad, protocol.DefaultSearchCeiling, protocol.MaxCameraLevel)
+}
+
+// searchArgHint explains a number left over after --search: a switch
+// takes no separate value, so "--search 40" leaves 40 as an argument.
+func searchArgHint(fs *flag.FlagSet) string {
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "search" })
+	if _, err := strconv.Atoi(fs.Arg(0)); given && err == nil {
+		return fmt.Sprintf(" (a search's ceiling is written --search=%s)", fs.Arg(0))
+	}
+	return ""
 }
 
 // workloadFlagOrder is the order apply sets fields in: --images after
 // --multi-sizes, so "--multi-sizes none" does not undo it.
 var workloadFlagOrder = []string{"sizes", "cameras", "requests", "multi-sizes", "images", "multi-requests",
-	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt", "frame-interval"}
+	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt", "frame-interval", "search", "statistic", "target"}
 
 // apply overrides the fields of w whose flags were given on the command
 // line, checking every value; its errors name the flag.
@@ -117,6 +182,8 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 		}
 	case "frame-interval":
 		w.FrameIntervalSec, err = listFlag(name, frameIntervals, *f.frameInterval)
+	default:
+		return f.setJudgement(name, w)
 	}
 	return err
 }
@@ -141,6 +208,37 @@ func frameIntervals(v string) ([]float64, error) {
 	return out, nil
 }
 
+// setJudgement sets the search and how a level is judged. The published
+// judgement (the mean, 3 s) is kept as the zero one, so that a workload
+// naming it reads, and is recorded, as one that does not.
+func (f *workloadFlags) setJudgement(name string, w *protocol.Workload) error {
+	switch name {
+	case "search":
+		if err := f.search.check(); err != nil {
+			return err
+		}
+		w.Search = f.search.ceiling
+	case "statistic":
+		s, err := protocol.ParseStatistic(*f.statistic)
+		if err != nil {
+			return fmt.Errorf("--statistic: %w", err)
+		}
+		w.Judgement.Statistic = s
+		if s == protocol.StatisticMean {
+			w.Judgement.Statistic = ""
+		}
+	case "target":
+		if t := *f.target; !(t > 0 && t <= protocol.MaxTargetSec) {
+			return fmt.Errorf("--target %g: want a positive number of seconds up to %d", t, protocol.MaxTargetSec)
+		}
+		w.Judgement.TargetSec = *f.target
+		if *f.target == protocol.DefaultTargetSec {
+			w.Judgement.TargetSec = 0
+		}
+	}
+	return nil
+}
+
 // fieldFlags maps a field, as protocol.Workload.Validate and
 // api.ValidateSweep name it, to the flag that sets it.
 var fieldFlags = map[string]string{
@@ -150,6 +248,7 @@ var fieldFlags = map[string]string{
 	"workload.multi_image_requests": "multi-requests", "workload.warmup_requests": "warmup",
 	"workload.max_tokens": "max-tokens", "workload.prompt": "prompt", "workload.request_timeout_sec": "timeout",
 	"workload.frame_interval_sec": "frame-interval",
+	"workload.search":             "search", "workload.judgement.statistic": "statistic", "workload.judgement.target_sec": "target",
 }
 
 // pointAtFlag names the flag behind a validation error: the one

@@ -114,3 +114,45 @@ func TestWorkloadFlagErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// --search alone asks for the default ceiling and --search=N for N; the
+// statistic and the target set the judgement, the published one kept as
+// the zero judgement.
+func TestWorkloadFlagsSearchAndJudgement(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		search int
+		j      protocol.Judgement
+	}{
+		{[]string{"--search"}, protocol.DefaultSearchCeiling, protocol.Judgement{}},
+		{[]string{"--search=40", "--statistic", "P90", "--target", "2.5"}, 40, protocol.Judgement{Statistic: protocol.StatisticP90, TargetSec: 2.5}},
+		{[]string{"--search=false", "--statistic", "mean", "--target", "3"}, 0, protocol.Judgement{}},
+		{[]string{"--search=0", "--statistic", "p95"}, 0, protocol.Judgement{Statistic: protocol.StatisticP95}},
+	} {
+		w, err := applyFlags(t, protocol.DefaultWorkload(), c.args...)
+		if err != nil {
+			t.Errorf("%q: %v", c.args, err)
+			continue
+		}
+		if w.Search != c.search || w.Judgement != c.j {
+			t.Errorf("%q: search %d, judgement %+v; want %d and %+v", c.args, w.Search, w.Judgement, c.search, c.j)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--search=lots"}, `--search="lots": want --search alone (a ceiling of 64 cameras) or --search=N, N up to 1024 (0: no search)`},
+		{[]string{"--search=-1"}, `--search="-1": want --search alone`},
+		{[]string{"--search=1025"}, `--search="1025": want --search alone`},
+		{[]string{"--statistic", "p50"}, `--statistic: statistic "p50": want mean, p90 or p95`},
+		{[]string{"--target", "0"}, "--target 0: want a positive number of seconds up to 3600"},
+		{[]string{"--target", "NaN"}, "--target NaN: want a positive number of seconds up to 3600"},
+	} {
+		_, err := applyFlags(t, protocol.DefaultWorkload(), c.args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v; want the usage error %q", c.args, err, c.want)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 const sweepYAMLWithBadCamera = `name: bad cameras
@@ -29,6 +31,16 @@ func TestDecodeSweepYAMLErrorsCarryTheirLine(t *testing.T) {
 		{"unknown field", "agents: [a1]\nworkload:\n  camras: [1]\n", 3, "", `unknown field "camras"`},
 		{"syntax: where the decoder finds it", "agents: [a1\nworkload: {}\n", 2, "", "sweep: line 2"},
 		{"type", "agents: [a1]\nworkload:\n  cameras: lots\n", 3, "", "sweep: line 3"},
+		{"a search ceiling below the ladder", "agents: [a1]\nworkload:\n  cameras: [1, 16]\n  search: 8\n", 4, "workload.search",
+			"workload.search: ceiling 8, want 16 (the highest camera level) up to 1024"},
+		{"a search ceiling past the limit", "workload:\n  search: 2000\n", 2, "workload.search", "want 16 (the highest camera level) up to 1024"},
+		{"a search of the multi-image family", "workload:\n  sizes: []\n  search: 64\n", 3, "workload.search", "the multi-image family measures one camera only"},
+		{"search as a switch", "workload:\n  search: true\n", 2, "", "sweep: line 2"},
+		{"a statistic that is none", "workload:\n  judgement:\n    statistic: p50\n", 3, "workload.judgement.statistic",
+			`workload.judgement.statistic: "p50", want mean, p90 or p95`},
+		{"a negative target", "workload:\n  judgement: {statistic: p90, target_sec: -1}\n", 2, "workload.judgement.target_sec",
+			"workload.judgement.target_sec: -1, want a positive number of seconds up to 3600"},
+		{"a misspelt judgement field", "workload:\n  judgement:\n    statistc: p90\n", 3, "", `unknown field "statistc"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeSweepYAML([]byte(tc.yaml))
@@ -87,5 +99,28 @@ func TestDecodeSweepYAMLRefusesABadFrameInterval(t *testing.T) {
 	}
 	if len(s.Workload.FrameIntervalSec) != 2 || s.Workload.FrameIntervalSec[1] != 0.5 {
 		t.Errorf("frame intervals %v, want [5 0.5]", s.Workload.FrameIntervalSec)
+	}
+}
+
+// A sweep's search and judgement decode from YAML and from JSON alike.
+func TestDecodeSweepSearchAndJudgement(t *testing.T) {
+	want := protocol.Judgement{Statistic: protocol.StatisticP90, TargetSec: 2}
+	fromYAML, err := DecodeSweepYAML([]byte("workload:\n  search: 64\n  judgement: {statistic: p90, target_sec: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := DecodeSweep([]byte(`{"workload":{"search":64,"judgement":{"statistic":"p90","target_sec":2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []protocol.Sweep{fromYAML, fromJSON} {
+		if s.Workload.Search != 64 || s.Workload.Judgement != want {
+			t.Errorf("search %d, judgement %+v; want 64 and %+v", s.Workload.Search, s.Workload.Judgement, want)
+		}
+	}
+	_, err = DecodeSweep([]byte(`{"workload":{"judgement":{"statistic":"median"}}}`))
+	var bad *BadSweepError
+	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "workload.judgement.statistic") {
+		t.Errorf("a JSON sweep's bad statistic: %v, want a BadSweepError naming the field", err)
 	}
 }
