@@ -36,6 +36,7 @@ func (c *Controller) listRuns(r *http.Request, p store.Page) ([]protocol.Run, st
 	q := r.URL.Query()
 	return c.store.RunsPage(r.Context(), store.RunQuery{
 		AgentID: q.Get("agent"), Status: q.Get("status"), SweepID: q.Get("sweep"), Source: q.Get("source"),
+		NoSeries: q.Get("series") == "0",
 	}, p)
 }
 

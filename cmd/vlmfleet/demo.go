@@ -22,6 +22,11 @@ type demoFlags struct {
 	speedup           float64
 	requests          int
 	exit              bool
+	// search and frameInterval add the buyer's answer to the published
+	// ladder: exact figures and cameras on a frame clock.
+	search        searchFlag
+	frameInterval string
+	intervals     []float64
 }
 
 func parseDemoFlags(c *cli, args []string) (demoFlags, error) {
@@ -32,9 +37,25 @@ func parseDemoFlags(c *cli, args []string) (demoFlags, error) {
 	fs.IntVar(&f.requests, "requests", 0, "measured requests per camera level (default: as the seed, 8 on a Jetson and 24 on RTX PRO 6000)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "keep the demo's store here (default: a temporary directory, removed on exit)")
 	fs.BoolVar(&f.exit, "exit-when-done", false, "stop once the sweep is done instead of serving until Ctrl-C")
+	fs.Var(&f.search, "search", fmt.Sprintf("after each ladder, search for the exact Max Cameras: --search alone up to %d cameras, --search=N up to N", protocol.DefaultSearchCeiling))
+	fs.StringVar(&f.frameInterval, "frame-interval", "", "also measure every camera level with each camera sending one frame every `SECONDS` (a list, e.g. 5)")
 	if err := parseFlags(fs, args); err != nil {
 		return f, err
 	}
+	if fs.NArg() > 0 {
+		return f, usageError{fmt.Errorf("unexpected arguments %q%s", fs.Args(), searchArgHint(fs))}
+	}
+	if err := f.search.check(); err != nil {
+		return f, usageError{err}
+	}
+	if s := f.search.ceiling; s != 0 && s < 16 {
+		return f, usageError{fmt.Errorf("--search=%d: the demo's ladder goes up to 16 cameras; want 16 up to %d", s, protocol.MaxCameraLevel)}
+	}
+	intervals, err := listFlag("frame-interval", frameIntervals, f.frameInterval)
+	if err != nil {
+		return f, usageError{err}
+	}
+	f.intervals = intervals
 	if f.speedup != 0 && f.speedup < 1 {
 		return f, usageError{fmt.Errorf("--speedup %g: want 1 or more", f.speedup)}
 	}
@@ -69,8 +90,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("read results: %w", err)
 	}
-	fmt.Fprintln(c.stdout, "\nSIMULATED results: the explorer at 720p, one image per camera, 3 s target")
-	if err := explorer.WriteAnswer(c.stdout, explorer.Aggregate(runs, time.Now()), explorer.Query{Size: "720p", Cameras: 1, Images: 1, Target: 3}); err != nil {
+	if err := writeAnswers(c.stdout, "SIMULATED results", explorer.Aggregate(runs, time.Now()), explorer.DefaultQuery(), f.intervals); err != nil {
 		return err
 	}
 	url := lab.Controller().HTTPURL()
@@ -141,6 +161,7 @@ func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error 
 		if f.requests > 0 {
 			w.RequestsPerLevel = f.requests
 		}
+		w.Search, w.FrameIntervalSec = f.search.ceiling, f.intervals
 		s, err := lab.Submit(ctx, protocol.Sweep{Name: "demo " + d.Device.Device, Agents: []string{d.ID}, Workload: w})
 		if err != nil {
 			bars.Close()

@@ -151,9 +151,10 @@ func sweepCancelCmd(ctx context.Context, c *cli, args []string) error {
 
 // writeSweepAnswer prints the explorer's answer for the sweep's runs, read
 // where the sweep measured: 720p (else its first size), its fewest cameras,
-// one image per camera, the sweep's target (3 s unless it names one).
+// one image per camera, the sweep's judgement (the mean and 3 s unless it
+// names one), back to back and at each of its frame intervals.
 func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.SweepView) error {
-	runs, err := cl.Runs(ctx, client.RunFilter{Sweep: s.ID})
+	runs, err := cl.Runs(ctx, client.RunFilter{Sweep: s.ID, NoSeries: true})
 	if err != nil {
 		return fmt.Errorf("the sweep's runs: %w", err)
 	}
@@ -169,10 +170,8 @@ func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.Swee
 	if len(w.Cameras) > 0 {
 		q.Cameras = slices.Min(w.Cameras)
 	}
-	q.Target = w.Judgement.Target()
-	fmt.Fprintf(c.stdout, "\nThe answer for the sweep's runs at %s, %s, one image per camera, %s s target:\n",
-		q.Size, explorer.Plural(q.Cameras, "camera"), explorer.FormatSeconds(q.Target))
-	return explorer.WriteAnswer(c.stdout, explorer.Aggregate(runs, time.Now()), q)
+	q.Target, q.Statistic = w.Judgement.Target(), w.Judgement.Statistic
+	return writeAnswers(c.stdout, "The sweep's runs", explorer.Aggregate(runs, time.Now()), q, w.FrameIntervalSec)
 }
 
 // naturalLess orders ids with their numbers by value: "sw-1-j2" before

@@ -301,12 +301,19 @@ func (c *Client) Agents(ctx context.Context) ([]api.AgentView, error) {
 type RunFilter struct {
 	Agent, Status, Sweep string
 	Source               string // lab or import
+	// NoSeries leaves out the combinations' telemetry series, most of a
+	// listed run's bytes: for an answer or a count over many runs.
+	NoSeries bool
 }
 
 // Runs lists result documents without their per-request records, oldest
 // first, following every page of GET /api/runs.
 func (c *Client) Runs(ctx context.Context, f RunFilter) ([]protocol.Run, error) {
-	q := query(map[string]string{"agent": f.Agent, "status": f.Status, "sweep": f.Sweep, "source": f.Source})
+	series := ""
+	if f.NoSeries {
+		series = "0"
+	}
+	q := query(map[string]string{"agent": f.Agent, "status": f.Status, "sweep": f.Sweep, "source": f.Source, "series": series})
 	runs, err := list[protocol.Run](ctx, c, "list runs", "/api/runs"+q, maxListAnswer)
 	// The API lists runs in id order; oldest first is what a person reads
 	// and what exports were written in before the API had pages.

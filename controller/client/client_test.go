@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -319,5 +320,33 @@ func TestAnswersAreBounded(t *testing.T) {
 	cl, _ := New(srv.URL)
 	if _, _, err := cl.do(context.Background(), http.MethodGet, "/api/jobs/x", nil, 50); err == nil || !strings.Contains(err.Error(), "over 50 bytes") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A list of runs without their series carries everything else; with them
+// (the default) the series come as stored.
+func TestRunsWithoutSeries(t *testing.T) {
+	l := newLab(t)
+	r := resultDoc("run-s")
+	w := 12.5
+	for i := range r.Combinations {
+		r.Combinations[i].TelemetrySeries = []protocol.TelemetrySample{{Time: r.CreatedAt, PowerW: &w}, {Time: r.CreatedAt.Add(time.Second), PowerW: &w}}
+	}
+	if _, err := l.cl.Import(l.Ctx, []api.ImportEntry{{Origin: "s.json", Run: r}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		noSeries bool
+		samples  int
+	}{{false, 2}, {true, 0}} {
+		runs, err := l.cl.Runs(l.Ctx, RunFilter{NoSeries: c.noSeries})
+		if err != nil || len(runs) != 1 || len(runs[0].Combinations) != len(r.Combinations) {
+			t.Fatalf("NoSeries %t: %d runs, %v", c.noSeries, len(runs), err)
+		}
+		for _, cb := range runs[0].Combinations {
+			if len(cb.TelemetrySeries) != c.samples {
+				t.Errorf("NoSeries %t: %s has %d samples, want %d", c.noSeries, cb.ComboKey, len(cb.TelemetrySeries), c.samples)
+			}
+		}
 	}
 }

@@ -171,7 +171,7 @@ func (s *Store) RunsPage(ctx context.Context, q RunQuery, p Page) ([]protocol.Ru
 				return fmt.Errorf("decode %s: %w", k, err)
 			}
 			r := rec.Run
-			if err := loadCombinations(tx, &r, q.Requests, true); err != nil {
+			if err := loadCombinations(tx, &r, q.Requests, !q.NoSeries); err != nil {
 				return err
 			}
 			out = append(out, r)

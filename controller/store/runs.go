@@ -36,6 +36,10 @@ type RunQuery struct {
 	Source  string
 	// Requests includes the per-request records (large).
 	Requests bool
+	// NoSeries leaves out the combinations' telemetry series: most of what
+	// is left of a run without its records, and nothing an answer or a
+	// count reads.
+	NoSeries bool
 }
 
 // ErrUnreportedAttempt is ApplyResult's answer to a final message closing

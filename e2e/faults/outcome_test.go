@@ -44,7 +44,7 @@ func (l *lab) outcome(s protocol.Sweep, interrupted map[string]bool) outcome {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	runs, err := l.cl.Runs(l.ctx, client.RunFilter{Sweep: s.ID})
+	runs, err := l.cl.Runs(l.ctx, client.RunFilter{Sweep: s.ID, NoSeries: true})
 	if err != nil {
 		l.t.Fatal(err)
 	}
