@@ -200,7 +200,7 @@ func TestSweepAnswer(t *testing.T) {
 	if err := writeSweepAnswer(l.Ctx, c, cl, api.SweepView{Sweep: protocol.Sweep{ID: "sw-1", Workload: w}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"The answer for the sweep's runs at 720p, 1 camera", "Qwen3-VL-4B-Instruct  4.4B", "1.31 s", "2+", "PASS", "starts answering a single camera"} {
+	for _, want := range []string{"The sweep's runs: the explorer at 720p, 1 camera", "cameras back to back; judged by mean response time within 3 s", "Qwen3-VL-4B-Instruct  4.4B", "1.31 s", "2+", "PASS", "starts answering a single camera"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("answer lacks %q:\n%s", want, out.String())
 		}
