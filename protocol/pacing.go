@@ -74,6 +74,11 @@ func (c *Combination) validateBuyerFigures() error {
 			return err
 		}
 	}
+	if e := c.Energy; e != nil {
+		if err := e.validate(); err != nil {
+			return err
+		}
+	}
 	if t := c.Tail; t != nil {
 		if err := checkCount("ttft_tail.due", t.Due, most); err != nil {
 			return err

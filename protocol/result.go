@@ -133,6 +133,9 @@ type Combination struct {
 	// Search says that a search for the exact Max Cameras chose this
 	// level; it is measured as every other is.
 	Search bool `json:"search,omitempty"`
+	// Energy is what the combination drew; nil when it had no power
+	// samples.
+	Energy *Energy `json:"energy,omitempty"`
 }
 
 // ClientInfo says what measured.
@@ -246,6 +249,10 @@ type Run struct {
 	// prompts served from a cache in a run meant to be cache-free, fewer
 	// server slots than cameras. Each is one line.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// IdlePower is the device's draw before the first combination, for
+	// the energy above idle; nil when it was not sampled.
+	IdlePower *IdlePower `json:"idle_power,omitempty"`
 }
 
 // Combination returns the measured combination with key k.
