@@ -64,7 +64,9 @@ func importStatus(t *testing.T, c *Controller, body []byte) (int, string, http.H
 // are dropped with 408 once nothing has come for BodyStallTimeout: their
 // places are freed and a third import goes through.
 func TestStalledImportsAreDropped(t *testing.T) {
-	const stall = 300 * time.Millisecond
+	// Long enough that a probe on a busy host still finds both imports
+	// holding their places before the stall drops them.
+	const stall = 2 * time.Second
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), BodyStallTimeout: stall})
 	var conns []net.Conn
 	for range api.MaxConcurrentImports {
