@@ -61,6 +61,7 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 	for _, warning := range run.Warnings {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
+	writeRunEnergy(w, run)
 	writeRunMaxCameras(w, run, j)
 }
 

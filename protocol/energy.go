@@ -40,6 +40,10 @@ type Energy struct {
 	AboveIdleJoulesPerAnswer *float64 `json:"above_idle_joules_per_answer,omitempty"`
 }
 
+// MaxIdleSamples bounds IdlePower.Series: a few seconds of readings at
+// the shortest interval an agent samples at.
+const MaxIdleSamples = 1024
+
 // IdlePower is the device's draw sampled for a few seconds before the
 // run's first combination, with nothing served, from the same source as
 // the combinations' Energy.
@@ -83,6 +87,25 @@ func (e *Energy) validate() error {
 func checkFinite(field string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("%s: %g, want a finite number", field, v)
+	}
+	return nil
+}
+
+// validate checks an idle power's figures and the length of its series.
+func (p *IdlePower) validate() error {
+	switch p.Source {
+	case PowerSourceModuleInput, PowerSourceGPU, PowerSourceSimulated:
+	default:
+		return fmt.Errorf("idle_power.source: %.40q, want %s, %s or %s", p.Source, PowerSourceModuleInput, PowerSourceGPU, PowerSourceSimulated)
+	}
+	if err := checkFigure("idle_power.mean_power_w", p.MeanPowerW); err != nil {
+		return err
+	}
+	if err := checkFigure("idle_power.window_sec", p.WindowSec); err != nil {
+		return err
+	}
+	if len(p.Series) > MaxIdleSamples {
+		return fmt.Errorf("idle_power.series: %d samples, at most %d", len(p.Series), MaxIdleSamples)
 	}
 	return nil
 }

@@ -78,6 +78,13 @@ func TestValidationGaps(t *testing.T) {
 		"bad max in flight":   {func(r *Run) { r.Combinations[0].MaxInFlight = 2 }, "max_in_flight: 2, want 0..1"},
 		"too many records":    {func(r *Run) { r.Combinations[0].Requests = make([]RequestRecord, MaxRequestsInCombination+1) }, "requests: 100001 records"},
 		"huge workload image": {func(r *Run) { r.Workload.ImageSet = strings.Repeat("i", 5000) }, "workload.image_set"},
+		"idle power source":   {func(r *Run) { r.IdlePower = &IdlePower{Source: "wall", MeanPowerW: 5} }, `idle_power.source: "wall"`},
+		"negative idle power": {func(r *Run) { r.IdlePower = &IdlePower{Source: PowerSourceGPU, MeanPowerW: -5} }, "idle_power.mean_power_w: -5"},
+		"infinite idle window": {func(r *Run) { r.IdlePower = &IdlePower{Source: PowerSourceGPU, WindowSec: math.Inf(1)} },
+			"idle_power.window_sec: +Inf"},
+		"long idle series": {func(r *Run) {
+			r.IdlePower = &IdlePower{Source: PowerSourceGPU, Series: make([]TelemetrySample, MaxIdleSamples+1)}
+		}, "idle_power.series: 1025 samples, at most 1024"},
 	}
 	good := recordedRun()
 	if err := good.Validate(); err != nil {

@@ -23,6 +23,14 @@ func (c *Combination) ScaleTime(speedup float64) {
 	if t := c.Tail; t != nil {
 		multiply(s, &t.P90, &t.P95)
 	}
+	if e := c.Energy; e != nil {
+		// The device draws the power for speedup times as long: its
+		// window and its joules grow, its watts do not.
+		multiply(s, &e.WindowSec, &e.JoulesPerAnswer)
+		if e.AboveIdleJoulesPerAnswer != nil {
+			multiply(s, e.AboveIdleJoulesPerAnswer)
+		}
+	}
 	for i := range c.Requests {
 		r := &c.Requests[i]
 		multiply(s, &r.Start, &r.TTFB, &r.RoleChunk, &r.TTFT, &r.LastToken, &r.E2E, &r.ITL)

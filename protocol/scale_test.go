@@ -32,3 +32,15 @@ func TestScaleTimeScalesTheTail(t *testing.T) {
 	bare := Combination{}
 	bare.ScaleTime(10) // no tail: nothing to scale, and no panic
 }
+
+// A simulated combination's energy is read on the device's scale: the
+// device draws its watts for speedup times as long.
+func TestScaleTimeScalesEnergyButNotPower(t *testing.T) {
+	above := 2.0
+	c := Combination{Energy: &Energy{Source: PowerSourceSimulated, Samples: 3, MeanPowerW: 15, WindowSec: 1,
+		JoulesPerAnswer: 5, AboveIdleJoulesPerAnswer: &above}}
+	c.ScaleTime(10)
+	if e := c.Energy; e.MeanPowerW != 15 || e.WindowSec != 10 || e.JoulesPerAnswer != 50 || *e.AboveIdleJoulesPerAnswer != 20 || e.Samples != 3 {
+		t.Errorf("scaled by 10: %+v (above idle %g); want 15 W over 10 s, 50 J and 20 J per answer", *e, *e.AboveIdleJoulesPerAnswer)
+	}
+}

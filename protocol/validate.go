@@ -256,6 +256,11 @@ func (r *Run) validateHeader() error {
 	if err := checkFigure("sim_speedup", r.SimSpeedup); err != nil {
 		return err
 	}
+	if p := r.IdlePower; p != nil {
+		if err := p.validate(); err != nil {
+			return err
+		}
+	}
 	return r.validateTimes()
 }
 

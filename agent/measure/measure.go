@@ -246,6 +246,7 @@ func (m *measurement) measure(ctx context.Context) error {
 
 	tel := m.startTelemetry(mctx)
 	defer tel.stop()
+	m.sampleIdle(mctx, tel)
 
 	w := m.run.Workload
 	combos, err := loadgen.Measure(mctx, m.target(ep), m.clock.workload(w), m.spec.Images, m.loadgenHooks(mctx, tel))
@@ -352,6 +353,7 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder)
 				return cause
 			}
 			c.TelemetrySeries, c.Telemetry = tel.window()
+			c.Energy = energyOf(c.TelemetrySeries, tel.source(), c.WallSec, c.Completed, m.run.IdlePower)
 			c.ScaleTime(m.clock.speedup)
 			if msg := cacheWarning(m.run.Workload, c); msg != "" {
 				m.warn(msg)

@@ -30,6 +30,10 @@ const minSimInterval = 20 * time.Millisecond
 type telemetryRecorder struct {
 	sampler *telemetry.Sampler
 	sink    func(protocol.TelemetrySample)
+	// interval is the sampling interval on the real time scale.
+	interval time.Duration
+	// got is signalled after each sample, for a wait on the next one.
+	got chan struct{}
 
 	mu      sync.Mutex
 	samples []protocol.TelemetrySample
@@ -76,7 +80,7 @@ func (m *measurement) startTelemetry(ctx context.Context) *telemetryRecorder {
 		m.spec.Log.Warn().Err(err).Str("source", source).Msg("telemetry unavailable; measuring without it")
 		return r
 	}
-	r.sampler = s
+	r.sampler, r.interval, r.got = s, interval, make(chan struct{}, 1)
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.done = make(chan struct{})
 	go func() {
@@ -85,6 +89,10 @@ func (m *measurement) startTelemetry(ctx context.Context) *telemetryRecorder {
 			r.mu.Lock()
 			r.samples = append(r.samples, smp)
 			r.mu.Unlock()
+			select {
+			case r.got <- struct{}{}:
+			default:
+			}
 			if r.sink != nil {
 				r.sink(smp)
 			}
@@ -128,6 +136,14 @@ func (r *telemetryRecorder) window() ([]protocol.TelemetrySample, *protocol.Tele
 		return nil, nil
 	}
 	return w, telemetry.Summarize(w, r.sampler.Source())
+}
+
+// source is the telemetry source in use, "" when there is none.
+func (r *telemetryRecorder) source() string {
+	if r.sampler == nil {
+		return ""
+	}
+	return r.sampler.Source()
 }
 
 func (r *telemetryRecorder) stop() {
