@@ -83,3 +83,27 @@ func EnergySentence(points []Point, size string, images int, interval float64, j
 	}
 	return s + "."
 }
+
+// Cost is the page's cost inputs: what the device costs, the months it is
+// written off over and the price of a kWh, in one currency.
+type Cost struct {
+	Price    float64 `json:"price"`
+	Months   float64 `json:"months"`
+	KWh      float64 `json:"kwh"`
+	Currency string  `json:"currency"`
+}
+
+// DefaultCost is logic.js COST_DEFAULTS: example inputs the page shows for
+// the user to replace (vlmfleet ships no prices); the served rows are
+// written at them.
+var DefaultCost = Cost{Price: 1000, Months: 36, KWh: 0.3, Currency: "USD"}
+
+// HoursPerMonth is 365 days × 24 h / 12.
+const HoursPerMonth = 730
+
+// CostPerCameraMonth is logic.js costPerCameraMonth: (price / months + W ×
+// 730 h × kWh price / 1000) / cameras, the order of operations kept so
+// that both give the same float.
+func CostPerCameraMonth(c Cost, powerW float64, cameras int) float64 {
+	return (c.Price/c.Months + powerW*HoursPerMonth*c.KWh/1000) / float64(cameras)
+}

@@ -151,7 +151,7 @@ func TestRunCSVAndExportCarryThePower(t *testing.T) {
 	if err := Export(&buf, Aggregate([]protocol.Run{powerRun("p", "Power-VL", moduleEnergy)}, time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"power_w":18.4`, `"power_source":"module_input"`, `"joules_per_answer":9.6`, `"above_idle_joules_per_answer":8`} {
+	for _, want := range []string{`"power_w":18.4`, `"power_source":"module_input"`, `"joules_per_answer":9.6`, `"above_idle_joules_per_answer":8`, "function energySentence(", "function costPerCameraMonth("} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the exported page lacks %s", want)
 		}
