@@ -187,6 +187,7 @@ func pointOf(c *protocol.Combination, size string) Point {
 	if g := c.Pacing; g != nil {
 		p.FramesDue, p.FramesSent, p.FramesDropped = g.FramesDue, g.FramesSent, g.FramesDropped
 	}
+	pointEnergy(&p, c)
 	if c.Completed == 0 {
 		// The means of no request are not figures: leave them zero.
 		p.Error = mostFrequentError(c.Errors)

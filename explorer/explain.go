@@ -30,7 +30,11 @@ func Explain(r Row) []string {
 	if s := explainTarget(r.Points); s != "" {
 		out = append(out, s)
 	}
-	return append(out, explainPaced(r.Points)...)
+	out = append(out, explainPaced(r.Points)...)
+	if s := EnergySentence(r.Points, DefaultSize, DefaultImages, 0, protocol.Judgement{}); s != "" {
+		out = append(out, s)
+	}
+	return out
 }
 
 // explainSingle: "M (2.4B parameters), served in Q8_0 format with llama.cpp on

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/big"
 	"strings"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // FirstRowsShown is how many rows the served page carries in its table: as
@@ -43,6 +45,7 @@ type firstRowCells struct {
 	RT, TPS, Max, MaxTitle        string
 	Result                        string
 	RowClass, ResultClass         string
+	Energy                        [4]energyCell
 	First                         bool
 }
 
@@ -71,6 +74,7 @@ func firstRowOf(v RowView) firstRowCells {
 		c.TPS = "n/a"
 	}
 	c.MaxTitle = maxCamerasTitle(v)
+	c.Energy = energyCells(v)
 	if v.Measured {
 		c.Max = v.MaxCamerasLabel
 		c.Result, c.RowClass, c.ResultClass = "FAIL", "row fail", "result result-fail"
@@ -90,7 +94,42 @@ var firstRowsTemplate = template.Must(template.New("rows").Parse(`{{range $i, $r
 	`<span class="why"{{if not .Why}} hidden{{end}}>{{.Why}}</span><span class="setup">{{.Setup}}</span></td>` +
 	`<td class="num">{{.Params}}</td><td>{{.Quant}}</td><td>{{.Engine}}</td><td>{{.Device}}</td>` +
 	`<td class="num c-rt"{{if .Why}} title="{{.Why}}"{{end}}>{{.RT}}</td><td class="num c-tps">{{.TPS}}</td><td class="num c-max"{{if .MaxTitle}} title="{{.MaxTitle}}"{{end}}>{{.Max}}</td>` +
-	`<td class="c-result"><span class="{{.ResultClass}}">{{.Result}}</span></td></tr>{{end}}`))
+	`<td class="c-result"><span class="{{.ResultClass}}">{{.Result}}</span></td>` +
+	`{{range .Energy}}<td class="num {{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>{{end}}`))
+
+// energyCell is one of app.js paintEnergy's cells.
+type energyCell struct{ Class, Text, Title string }
+
+// energyCells is app.js paintEnergy at the default view and the cost
+// inputs' defaults: "n/a" where a level kept up without power samples,
+// "—" where none did.
+func energyCells(v RowView) [4]energyCell {
+	out := [4]energyCell{{Class: "c-power"}, {Class: "c-jpa"}, {Class: "c-wpc"}, {Class: "c-cost"}}
+	if v.PowerAtMaxW == nil {
+		text, title := "—", ""
+		if v.Measured && !v.NotJudged && v.MaxCameras > 0 {
+			text, title = "n/a", "no power samples"
+		}
+		for i := range out {
+			out[i].Text = text
+			if i < 3 {
+				out[i].Title = title
+			}
+		}
+		return out
+	}
+	out[0].Text, out[1].Text, out[2].Text = jsToFixed(*v.PowerAtMaxW, 1), "n/a", jsToFixed(*v.WattsPerCamera, 2)
+	if v.JoulesAtMax != nil {
+		out[1].Text = jsToFixed(*v.JoulesAtMax, 1)
+	}
+	out[3].Text = jsToFixed(CostPerCameraMonth(DefaultCost, *v.PowerAtMaxW, v.MaxCameras), 2)
+	if v.PowerSource == protocol.PowerSourceGPU {
+		for i := range 3 {
+			out[i].Title = "the GPU alone, not the whole host"
+		}
+	}
+	return out
+}
 
 // The formats below are logic.js's, character for character; the Go
 // formats in format.go are the seed's explanations', which differ ("4 s"

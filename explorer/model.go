@@ -104,4 +104,16 @@ type Point struct {
 	// TPSUnmeasured says that no token came after a first token's read, so
 	// the decode rate could not be measured: TPS 0 would misstate it.
 	TPSUnmeasured bool `json:"tps_na,omitempty"`
+
+	// PowerW is the mean power over the level's measured window, watts;
+	// nil where it has no power samples (said so, never shown as 0).
+	// PowerSource is protocol.PowerSource*: what the watts cover ("gpu" is
+	// the GPU's draw alone).
+	PowerW      *float64 `json:"power_w,omitempty"`
+	PowerSource string   `json:"power_source,omitempty"`
+	// JoulesPerAnswer is PowerW x the window / the answers completed; nil
+	// where no answer completed. AboveIdleJoulesPerAnswer is the same above
+	// the device's idle draw, where the run sampled it.
+	JoulesPerAnswer          *float64 `json:"joules_per_answer,omitempty"`
+	AboveIdleJoulesPerAnswer *float64 `json:"above_idle_joules_per_answer,omitempty"`
 }

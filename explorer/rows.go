@@ -158,6 +158,15 @@ type RowView struct {
 	FramesDropped int `json:"frames_dropped,omitempty"`
 	// TPSUnmeasured: TPS could not be measured at the selection ("n/a").
 	TPSUnmeasured bool `json:"tps_na,omitempty"`
+
+	// PowerAtMaxW, JoulesAtMax and WattsPerCamera are the draw at Max
+	// Cameras (EnergyAt), and PowerSource what it covers; absent where no
+	// level kept up or it has no power samples.
+	PowerAtMaxW    *float64 `json:"power_at_max_w,omitempty"`
+	JoulesAtMax    *float64 `json:"joules_per_answer_at_max,omitempty"`
+	AboveIdleAtMax *float64 `json:"above_idle_joules_per_answer_at_max,omitempty"`
+	WattsPerCamera *float64 `json:"watts_per_camera,omitempty"`
+	PowerSource    string   `json:"power_source,omitempty"`
 }
 
 // RowsResponse is GET /api/explorer/rows and `vlmfleet explorer table --json`.
@@ -285,6 +294,10 @@ func rowViewAt(r Row, q Query) RowView {
 		v.TPSUnmeasured = p.TPSUnmeasured
 	} else if ok {
 		v.Error = p.Error
+	}
+	if e, has := EnergyAt(r.Points, q.Size, q.Images, q.Interval, max); known && has {
+		v.PowerAtMaxW, v.JoulesAtMax, v.AboveIdleAtMax = &e.PowerW, e.JoulesPerAnswer, e.AboveIdle
+		v.WattsPerCamera, v.PowerSource = &e.WattsPerCamera, e.Source
 	}
 	if s, judged := j.Judged(p.Figures()); ok && judged && j.Stat() != protocol.StatisticMean {
 		v.Judged = &s

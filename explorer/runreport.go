@@ -91,8 +91,9 @@ func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 // WriteRunCSV writes one line per combination of the run. The buyer's
 // columns come last, so that a reader of the older columns by position
 // still reads them: the frame interval (0 back to back), the search mark,
-// a paced level's frames, and the TTFT tail that p90 and p95 judge by
-// (empty where it was not recorded).
+// a paced level's frames, the TTFT tail that p90 and p95 judge by
+// (empty where it was not recorded), then what the level drew (empty
+// where it has no power samples: 0 W would misstate it).
 func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
@@ -101,7 +102,8 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 		"prompt_tokens_mean", "completion_tokens_mean", "output_tokens_per_sec", "max_in_flight", "wall_sec",
 		"warmup", "errors",
 		"frame_interval_sec", "search", "frames_due", "frames_sent", "frames_dropped",
-		"ttft_tail_due", "ttft_tail_unstarted", "ttft_tail_p90", "ttft_tail_p95"})
+		"ttft_tail_due", "ttft_tail_unstarted", "ttft_tail_p90", "ttft_tail_p95",
+		"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, cb := range run.Combinations {
 		var errs []string
@@ -115,7 +117,8 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 			f(cb.TPS.Mean), f(cb.TPS.P50), f(cb.E2E.Mean), f(cb.E2E.P90), f(cb.ITL.Mean), f(cb.TTFB.Mean),
 			f(cb.RoleChunk.Mean), f(cb.PromptTokens.Mean), f(cb.CompletionTokens.Mean), f(cb.OutputTokensPerSec),
 			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")}
-		_ = cw.Write(append(rec, buyerColumns(&cb)...))
+		rec = append(rec, buyerColumns(&cb)...)
+		_ = cw.Write(append(rec, energyColumns(&cb)...))
 	}
 	cw.Flush()
 	return cw.Error()
@@ -137,6 +140,25 @@ func buyerColumns(cb *protocol.Combination) []string {
 		}
 		if v, ok := t.At(95); ok {
 			out[8] = f(v)
+		}
+	}
+	return out
+}
+
+// energyColumns are WriteRunCSV's power columns for one combination. J per
+// answer is left empty where no answer completed, as the explorer does.
+func energyColumns(cb *protocol.Combination) []string {
+	out := make([]string, 5)
+	e := cb.Energy
+	if e == nil || e.Samples < 1 {
+		return out
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	out[0], out[1], out[2] = e.Source, f(e.MeanPowerW), f(e.WindowSec)
+	if cb.Completed > 0 {
+		out[3] = f(e.JoulesPerAnswer)
+		if a := e.AboveIdleJoulesPerAnswer; a != nil {
+			out[4] = f(*a)
 		}
 	}
 	return out

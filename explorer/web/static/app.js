@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds each row once, when it is first displayed,
 // and then only updates text, classes, visibility and order, so a change
 // costs a few milliseconds even with a thousand rows.
-import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE } from './logic.js';
+import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
 const DATA_URL = '/api/explorer/data';
@@ -77,6 +77,27 @@ function normaliseDataset(ds) {
   return ds;
 }
 
+// The table's columns: the nine of the seed, then power, J per answer, W
+// per camera and cost, at Max Cameras.
+const TABLE_COLUMNS = 13;
+const ENERGY_CELLS = ['c-power', 'c-jpa', 'c-wpc', 'c-cost'];
+const COST_STORAGE_KEY = 'vlmfleet.explorer.cost';
+
+// storedCost is the cost inputs as the browser kept them; a value that no
+// longer reads keeps its default.
+function storedCost() {
+  const out = { ...COST_DEFAULTS };
+  try {
+    const kept = JSON.parse(localStorage.getItem(COST_STORAGE_KEY) || '{}');
+    for (const field of Object.keys(COST_FIELDS)) {
+      if (kept[field] == null) continue;
+      const r = parseCostField(field, kept[field]);
+      if (!r.error) out[field] = r.value;
+    }
+  } catch { /* no storage or a damaged entry: the defaults */ }
+  return out;
+}
+
 // Explorer owns the page's state; nothing outside it changes.
 function createExplorer(ds) {
   const $ = (id) => document.getElementById(id);
@@ -125,6 +146,7 @@ function createExplorer(ds) {
       target: st.target,
       interval,
       statistic: st.statistic,
+      cost: st.cost,
     };
   }
 
@@ -133,7 +155,7 @@ function createExplorer(ds) {
   // thousands of rows, making all of them before the first render would
   // cost more than the render, and most are never scrolled to.
   const rowProto = el('tr', { class: 'row' });
-  for (let i = 0; i < 9; i++) rowProto.append(el('td'));
+  for (let i = 0; i < TABLE_COLUMNS; i++) rowProto.append(el('td'));
   function buildRow(it) {
     const tr = rowProto.cloneNode(true);
     const td = tr.children;
@@ -160,9 +182,10 @@ function createExplorer(ds) {
     td[8].className = 'c-result';
     const badge = el('span', { class: 'result' });
     td[8].append(badge);
+    for (let i = 9; i < TABLE_COLUMNS; i++) td[i].className = `num ${ENERGY_CELLS[i - 9]}`;
     it.tr = tr;
-    it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why };
-    it.cache = { cls: '', rt: null, tps: null, max: null, maxTitle: '', res: null, why: '' };
+    it.cells = { rt: td[5], tps: td[6], max: td[7], result: badge, toggle: btn, why, energy: [...td].slice(9) };
+    it.cache = { cls: '', rt: null, tps: null, max: null, maxTitle: '', res: null, why: '', energy: '' };
   }
 
   function buildRows() {
@@ -256,16 +279,45 @@ function createExplorer(ds) {
     const mc = $('mincam-range');
     mc.max = String(minCamStops.length - 1);
     mc.addEventListener('input', () => { st.filters.minCams = minCamStops[Number(mc.value)]; render(); });
+    $('maxw').addEventListener('input', (e) => {
+      const n = Number(e.target.value);
+      st.filters.maxW = e.target.value.trim() !== '' && isFinite(n) && n > 0 ? n : null;
+      render();
+    });
+    buildCost();
 
     const clear = () => { st.filters = emptyFilters(); $('model-search').value = ''; syncControls(); render(); };
     $('clear-filters').addEventListener('click', clear);
     $('clear-filters-empty').addEventListener('click', clear);
   }
 
+  // buildCost wires the cost inputs: a bad value is refused, named, and the
+  // last good one stays in use; a good one is kept in the browser too.
+  function buildCost() {
+    for (const field of Object.keys(COST_FIELDS)) {
+      $(`cost-${field}`).addEventListener('input', (e) => {
+        const r = parseCostField(field, e.target.value);
+        const box = $('cost-error');
+        if (r.error) {
+          box.hidden = false;
+          setText(box, `${r.error}; keeping ${st.cost[field]}.`);
+          e.target.setAttribute('aria-invalid', 'true');
+          return;
+        }
+        box.hidden = true;
+        e.target.removeAttribute('aria-invalid');
+        st.cost = { ...st.cost, [field]: r.value };
+        try { localStorage.setItem(COST_STORAGE_KEY, JSON.stringify(st.cost)); } catch { /* storage off: the URL still keeps it */ }
+        render();
+      });
+    }
+  }
+
   function buildHeader() {
     for (const th of document.querySelectorAll('#table thead th')) {
       th.querySelector('button').addEventListener('click', () => {
         const key = th.dataset.key;
+        // Power, energy and cost: the least first.
         const firstDir = key === 'maxcams' || key === 'tps' || key === 'result' || key === 'params' ? 'desc' : 'asc';
         if (st.sort && st.sort.key === key) st.sort = { key, dir: st.sort.dir === 'asc' ? 'desc' : 'asc' };
         else st.sort = { key, dir: firstDir };
@@ -383,6 +435,9 @@ function createExplorer(ds) {
     if (mcIdx < 0) { mcIdx = 0; st.filters.minCams = 0; }
     $('mincam-range').value = String(mcIdx);
     $('target-number').value = String(st.target);
+    $('maxw').value = st.filters.maxW == null ? '' : String(st.filters.maxW);
+    for (const field of Object.keys(COST_FIELDS)) $(`cost-${field}`).value = String(st.cost[field]);
+    $('cost-error').hidden = true;
     $('target-range').value = String(Math.min(10, st.target));
     if (!sizes.includes(st.size)) st.size = defaultState().size;
     if (!intervals.includes(st.interval)) st.interval = 0;
@@ -463,8 +518,28 @@ function createExplorer(ds) {
       it.cells.result.className = `result ${v.result == null ? 'result-none' : v.result ? 'result-pass' : 'result-fail'}`;
       c.res = res;
     }
+    paintEnergy(it);
     const cls = `row ${v.result == null ? 'nodata' : v.result ? 'pass' : 'fail'}${it === openItem ? ' open' : ''}`;
     if (c.cls !== cls) { it.tr.className = cls; c.cls = cls; }
+  }
+
+  // paintEnergy writes the draw at Max Cameras and the cost: "n/a" where a
+  // level kept up without power samples (never 0 W), "—" where no level did.
+  function paintEnergy(it) {
+    const v = it.view;
+    const e = v.energy;
+    const none = v.noPower ? 'n/a' : '—';
+    const texts = e
+      ? [formatWatts(e.powerW), e.joules == null ? 'n/a' : formatWatts(e.joules), e.wattsPerCamera.toFixed(2), v.cost == null ? '—' : v.cost.toFixed(2)]
+      : [none, none, none, none];
+    const title = v.noPower ? 'no power samples' : e && e.source === 'gpu' ? 'the GPU alone, not the whole host' : '';
+    const key = texts.join('|') + title;
+    if (it.cache.energy === key) return;
+    it.cache.energy = key;
+    it.cells.energy.forEach((td, i) => {
+      td.textContent = texts[i];
+      if (title && i < 3) td.title = title; else td.removeAttribute('title');
+    });
   }
 
   function render() {
@@ -548,6 +623,7 @@ function createExplorer(ds) {
     setText($('reading'), `${reading}.`);
     // The response time shown is the one the statistic judges.
     setText($('rt-head'), sel.statistic === 'mean' ? 'Response time (s)' : `Response time ${sel.statistic} (s)`);
+    setText($('cost-head'), `Cost per camera per month (${st.cost.currency})`);
     const empty = $('empty');
     empty.hidden = shown > 0;
     if (shown === 0) {
@@ -592,7 +668,7 @@ function createExplorer(ds) {
     if (!it.tr) buildRow(it);
     openItem = it;
     const r = it.row;
-    const td = el('td', { colspan: '9' });
+    const td = el('td', { colspan: String(TABLE_COLUMNS) });
     const tr = el('tr', { class: 'detail' }, td);
     const measure = el('section', { class: 'd-measure' });
     const explain = el('section', { class: 'd-explain' },
@@ -690,6 +766,10 @@ function createExplorer(ds) {
     const atDefault = sel.size === '720p' && sel.images === 1 && sel.interval === 0 && sel.statistic === 'mean' && sel.target === DEFAULT_TARGET;
     const sentence = atDefault ? '' : judgedSentence(row.points, sel.size, sel.images, sel.interval, sel.statistic, sel.target);
     if (sentence) out.push(el('p', { class: 'd-sentence', text: sentence }));
+    // The explanation carries the draw at the default view already.
+    const energy = energySentence(row.points, sel.size, sel.images, sel.interval, sel.statistic, sel.target);
+    if (energy && !atDefault) out.push(el('p', { class: 'd-energy', text: energy }));
+    if (!row.points.some((p) => p.power_w != null)) out.push(el('p', { class: 'hint d-nopower', text: 'No power samples for this row: power, energy per answer and cost read n/a.' }));
     if (mc.measured && mc.known !== false && mc.plus && !mc.search && mc.max > 1) {
       out.push(el('p', { class: 'hint d-search-hint' }, `${mc.max}+ means the highest number measured still kept up. A search would give the exact figure: `,
         el('code', { text: 'vlmfleet sweep --search' }), ', or ', el('code', { text: 'search: 64' }), ' in the workload.'));
@@ -728,7 +808,7 @@ function createExplorer(ds) {
 
   // ---- start --------------------------------------------------------------
   function applyURL() {
-    st = decodeState(location.hash);
+    st = decodeState(location.hash, storedCost());
     syncControls();
   }
 

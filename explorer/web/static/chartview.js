@@ -37,6 +37,15 @@ export function chartSeries(row, sizes, interval = 0, statistic = 'mean') {
   return out;
 }
 
+// powerSeries is the selected size's one-image points at a frame interval
+// that have power samples, by cameras: the draw as cameras are added.
+export function powerSeries(row, size, interval = 0) {
+  return row.points
+    .filter((p) => p.size === size && p.images === 1 && (p.frame_interval_sec || 0) === interval && p.power_w != null)
+    .sort((a, b) => a.cameras - b.cameras)
+    .map((p) => ({ x: p.cameras, y: Math.round(p.power_w * 10) / 10 }));
+}
+
 // chartWorthDrawing: the chart appears where several cameras were measured.
 export function chartWorthDrawing(row) {
   const cams = new Set();
@@ -86,6 +95,21 @@ export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0
     pointRadius: 0,
     pointHitRadius: 0,
   });
+  // Power against cameras on a second axis, where the level was sampled.
+  const power = powerSeries(row, selectedSize, interval);
+  if (power.length) {
+    datasets.push({
+      label: `Power (W), ${selectedSize} (dotted)`,
+      data: power,
+      yAxisID: 'y2',
+      borderColor: '#047857',
+      backgroundColor: '#047857',
+      borderDash: [2, 3],
+      borderWidth: 2,
+      pointRadius: 3,
+      tension: 0,
+    });
+  }
   return new ChartJS(canvas, {
     type: 'line',
     data: { datasets },
@@ -98,7 +122,7 @@ export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0
       plugins: {
         title: { display: true, text: [chartTitle(row), `Response time${statistic === 'mean' ? '' : ` (${statistic})`} as cameras are added${interval > 0 ? `, one frame every ${interval} s per camera` : ''}`], color: '#111827', font: { size: 14 } },
         legend: { display: true, position: 'bottom', labels: { color: '#111827', usePointStyle: true, pointStyle: 'line', pointStyleWidth: 28 } },
-        tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)` } },
+        tooltip: { callbacks: { label: (c) => (c.dataset.yAxisID === 'y2' ? `${c.dataset.label}: ${c.parsed.y.toFixed(1)} W at ${c.parsed.x} camera(s)` : `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)`) } },
       },
       scales: {
         x: {
@@ -112,6 +136,14 @@ export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0
         y: {
           beginAtZero: true,
           title: { display: true, text: 'Response time (s)', color: '#374151' },
+          ticks: { color: '#374151' },
+        },
+        y2: {
+          display: power.length > 0,
+          position: 'right',
+          beginAtZero: true,
+          grid: { drawOnChartArea: false },
+          title: { display: true, text: 'Power (W)', color: '#374151' },
           ticks: { color: '#374151' },
         },
       },

@@ -25,7 +25,7 @@ export const PARAM_BUCKETS = [
   { id: '20+', label: '20B and more', min: 20, max: Infinity },
 ];
 
-export const SORT_KEYS = ['model', 'params', 'quant', 'engine', 'device', 'rt', 'tps', 'maxcams', 'result'];
+export const SORT_KEYS = ['model', 'params', 'quant', 'engine', 'device', 'rt', 'tps', 'maxcams', 'result', 'power', 'jpa', 'wpc', 'cost'];
 
 // roundSeconds matches explorer.RoundSeconds: a response time is judged at
 // the 0.01 s it is shown with, so "3.00" on screen never fails a 3 s target.
@@ -240,7 +240,19 @@ export function rowView(row, sel) {
     framesDue: p && interval > 0 ? p.frames_due || 0 : null,
     framesDropped: p && interval > 0 ? p.frames_dropped || 0 : null,
     why: p ? whyText(p, statistic, unknown) : '',
+    ...energyView(row.points, sel, mc, interval),
   };
+}
+
+// energyView is a row's draw at Max Cameras for rowView: energy (null where
+// not known), noPower (a level kept up but has no power samples: "n/a",
+// never 0 W) and the cost per camera per month at sel.cost.
+export function energyView(points, sel, mc, interval) {
+  const energy = mc.known !== false ? energyAt(points, sel.size, sel.images, interval, mc.max) : null;
+  const noPower = !energy && mc.measured && mc.known !== false && mc.max > 0;
+  const c = sel.cost;
+  const cost = energy && c ? costPerCameraMonth(c.price, c.months, c.kwh, energy.powerW, energy.cameras) : null;
+  return { energy, noPower, cost };
 }
 
 // whyText is what a row's cells cannot say at a point: that every request
@@ -278,16 +290,18 @@ export function matchesFilters(row, view, f) {
   if (f.params.length && !f.params.includes(paramBucket(row.params_b))) return false;
   if (f.rtMax != null && (view.rt == null || roundSeconds(view.rt) > f.rtMax)) return false;
   if (f.minCams > 0 && view.mc.max < f.minCams) return false;
+  // A row whose draw is not known cannot be said to stay within a budget.
+  if (f.maxW != null && (!view.energy || roundTenth(view.energy.powerW) > f.maxW)) return false;
   return true;
 }
 
 export function emptyFilters() {
-  return { devices: [], models: [], quants: [], engines: [], params: [], rtMax: null, minCams: 0 };
+  return { devices: [], models: [], quants: [], engines: [], params: [], rtMax: null, minCams: 0, maxW: null };
 }
 
 export function filtersActive(f) {
   return f.devices.length + f.models.length + f.quants.length + f.engines.length + f.params.length > 0 ||
-    f.rtMax != null || f.minCams > 0;
+    f.rtMax != null || f.minCams > 0 || f.maxW != null;
 }
 
 const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
@@ -317,6 +331,10 @@ export function sortValue(row, view, key, ranks) {
     // A "+" sorts above the same number without it: its limit was not reached.
     case 'maxcams': return view.mc.measured && view.mc.known !== false ? view.mc.max + (view.mc.plus ? 0.5 : 0) : null;
     case 'result': return view.result == null ? null : view.result ? 1 : 0;
+    case 'power': return view.energy ? view.energy.powerW : null;
+    case 'jpa': return view.energy ? view.energy.joules : null;
+    case 'wpc': return view.energy ? view.energy.wattsPerCamera : null;
+    case 'cost': return view.cost;
   }
   return null;
 }
@@ -346,6 +364,7 @@ export function defaultState() {
     filters: emptyFilters(),
     sort: null, // {key, dir}
     open: null, // row id
+    cost: { ...COST_DEFAULTS },
   };
 }
 
@@ -388,6 +407,11 @@ export function encodeState(st) {
   if (f.params.length) add('params', joinList(f.params));
   if (f.rtMax != null) add('rt', f.rtMax);
   if (f.minCams > 0) add('mincam', f.minCams);
+  if (f.maxW != null) add('maxw', f.maxW);
+  if (st.cost.price !== d.cost.price) add('price', st.cost.price);
+  if (st.cost.months !== d.cost.months) add('months', st.cost.months);
+  if (st.cost.kwh !== d.cost.kwh) add('kwh', st.cost.kwh);
+  if (st.cost.currency !== d.cost.currency) add('cur', encodeURIComponent(st.cost.currency));
   if (st.sort) add('sort', `${st.sort.key}.${st.sort.dir}`);
   if (st.open) add('open', encodeURIComponent(st.open));
   return parts.join('&');
@@ -395,8 +419,11 @@ export function encodeState(st) {
 
 // decodeState reads a hash written by encodeState; anything it does not
 // understand keeps its default, so an old or hand-edited link still opens.
-export function decodeState(hash) {
+// cost is what the cost inputs start from where the link does not name
+// them (what the browser kept).
+export function decodeState(hash, cost) {
   const st = defaultState();
+  if (cost) st.cost = { ...cost };
   const h = (hash || '').replace(/^#/, '');
   if (!h) return st;
   for (const part of h.split('&')) {
@@ -419,6 +446,13 @@ export function decodeState(hash) {
       case 'params': st.filters.params = splitList(v).filter((id) => PARAM_BUCKETS.some((b) => b.id === id)); break;
       case 'rt': if (RT_STOPS.includes(num)) st.filters.rtMax = num; break;
       case 'mincam': if (Number.isInteger(num) && num > 0) st.filters.minCams = num; break;
+      case 'maxw': if (isFinite(num) && num > 0) st.filters.maxW = num; break;
+      case 'price': case 'months': case 'kwh': case 'cur': {
+        const field = { price: 'price', months: 'months', kwh: 'kwh', cur: 'currency' }[k];
+        const r = parseCostField(field, safeDecode(v, ''));
+        if (!r.error) st.cost[field] = r.value;
+        break;
+      }
       case 'sort': {
         const [key, dir] = v.split('.');
         if (SORT_KEYS.includes(key) && (dir === 'asc' || dir === 'desc')) st.sort = { key, dir };
@@ -452,7 +486,9 @@ function csvField(v) {
 export function toCSV(items, sel) {
   const head = ['model', 'parameters_b', 'quantization', 'engine', 'device', 'simulated', 'image_size', 'cameras',
     'images_per_camera', 'target_s', 'response_time_s', 'tps', 'max_cameras', 'result',
-    'frame_interval_s', 'statistic', 'max_cameras_by_search', 'frames_due', 'frames_dropped'];
+    'frame_interval_s', 'statistic', 'max_cameras_by_search', 'frames_due', 'frames_dropped',
+    'power_at_max_w', 'joules_per_answer_at_max', 'above_idle_joules_per_answer_at_max', 'watts_per_camera', 'power_source',
+    'cost_per_camera_month', 'currency'];
   const lines = [head.join(',')];
   for (const { row, view } of items) {
     lines.push([
@@ -464,9 +500,92 @@ export function toCSV(items, sel) {
       view.unknown ? 'n/a' : view.result == null ? '' : view.result ? 'PASS' : 'FAIL',
       sel.interval || 0, sel.statistic || 'mean', view.mc.search ? 'yes' : 'no',
       view.framesDue == null ? '' : view.framesDue, view.framesDropped == null ? '' : view.framesDropped,
+      ...energyCSV(view, sel),
     ].map(csvField).join(','));
   }
   return lines.join('\r\n') + '\r\n';
+}
+
+// energyCSV is toCSV's last columns: the draw at Max Cameras, "n/a" where a
+// level kept up without power samples, and the cost at the inputs.
+function energyCSV(view, sel) {
+  const e = view.energy;
+  const none = view.noPower ? 'n/a' : '';
+  const fig = (v) => (v == null ? none : v);
+  return [e ? e.powerW : none, e ? fig(e.joules) : none, e ? fig(e.aboveIdle) : none, e ? e.wattsPerCamera : none,
+    e ? e.source : none, view.cost == null ? none : view.cost.toFixed(2), sel.cost ? sel.cost.currency : ''];
+}
+
+// ---- power and cost ----------------------------------------------------
+// vlmfleet ships no prices: these are example inputs, shown in the page's
+// fields for the user to replace.
+export const COST_DEFAULTS = { price: 1000, months: 36, kwh: 0.3, currency: 'USD' };
+// HOURS_PER_MONTH is 365 days × 24 h / 12.
+export const HOURS_PER_MONTH = 730;
+
+function roundTenth(v) {
+  return Math.round(v * 10) / 10;
+}
+
+// energyAt matches explorer.EnergyAt: the draw at Max Cameras (max), or
+// null where no level kept up or that level has no power samples.
+export function energyAt(points, size, images, interval, max) {
+  if (!(max >= 1)) return null;
+  const p = findPoint(points, size, images, max, interval);
+  if (!p || p.power_w == null) return null;
+  return { cameras: max, powerW: p.power_w, joules: p.joules_per_answer ?? null, aboveIdle: p.above_idle_joules_per_answer ?? null,
+    wattsPerCamera: p.power_w / max, source: p.power_source || '' };
+}
+
+// costPerCameraMonth is the device written off over months plus the energy
+// at Max Cameras for a month, shared by the cameras:
+// (price / months + W × 730 h × kWh price / 1000) / cameras.
+export function costPerCameraMonth(price, months, kwh, powerW, cameras) {
+  if (!(cameras >= 1) || !(months > 0) || powerW == null) return null;
+  return (price / months + (powerW * HOURS_PER_MONTH * kwh) / 1000) / cameras;
+}
+
+export const COST_FIELDS = {
+  price: 'Device price',
+  months: 'Written off over (months)',
+  kwh: 'Price of a kWh',
+  currency: 'Currency',
+};
+
+// parseCostField reads one cost input: { value } or { error } naming the
+// field and what it takes.
+export function parseCostField(field, raw) {
+  const s = String(raw).trim();
+  const name = COST_FIELDS[field];
+  if (field === 'currency') {
+    if (s === '' || s.length > 12) return { error: `${name}: “${s}” — give a name of 1 to 12 characters (USD, EUR, €)` };
+    return { value: s };
+  }
+  const n = s === '' ? NaN : Number(s);
+  if (!isFinite(n)) return { error: `${name}: “${s}” is not a number` };
+  if (field === 'months' ? n <= 0 : n < 0) return { error: `${name}: ${s} — ${field === 'months' ? 'give more than 0 months' : 'it cannot be negative'}` };
+  return { value: n };
+}
+
+// formatWatts, formatJoules: one decimal, as the sentence writes them.
+export function formatWatts(v) {
+  return v == null || !isFinite(v) ? '—' : v.toFixed(1);
+}
+
+// energySentence matches explorer.EnergySentence: the draw at Max Cameras
+// under the statistic and target, or '' where it is not known.
+export function energySentence(points, size, images, interval, statistic, target) {
+  const mc = maxCameras(points, size, images, target, { interval, statistic });
+  if (!mc.known) return '';
+  const e = energyAt(points, size, images, interval, mc.max);
+  if (!e) return '';
+  let s = `At ${mc.max === 1 ? 'one camera' : `${mc.max} cameras`} it draws ${e.powerW.toFixed(1)} W`;
+  if (e.source === 'gpu') s += ' (the GPU alone)';
+  if (e.joules != null) {
+    s += `, ${e.joules.toFixed(1)} J per answer`;
+    if (e.aboveIdle != null) s += ` (${e.aboveIdle.toFixed(1)} J above idle)`;
+  }
+  return `${s}.`;
 }
 
 // ---- the sentences -----------------------------------------------------
