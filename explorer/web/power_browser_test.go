@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +174,30 @@ func TestCostInputsChangeTheCostAndSurviveReload(t *testing.T) {
 	open(t, ctx, url+"/")
 	if got, in := cost(), eval[string](t, ctx, `document.querySelector('#cost-price').value`); got != "29.79" || in != "2000" {
 		t.Errorf("a plain link after: cost %q, price %q; want what the browser kept", got, in)
+	}
+}
+
+// Data in which no run sampled power (the published rows) shows no power,
+// energy or cost columns, cost inputs or power filter; data with power
+// shows them all.
+func TestPowerColumnsOnlyWhereSomeRunHasPower(t *testing.T) {
+	seed, err := os.ReadFile(filepath.Join("..", "testdata", "seed_dataset.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shown = `[document.querySelector('#table th[data-key="power"]').offsetParent !== null,
+	  !document.getElementById('cost').hidden, document.getElementById('maxw').offsetParent !== null]`
+	for _, c := range []struct {
+		name string
+		data []byte
+		want bool
+	}{{"published rows", seed, false}, {"rows with power", mustJSON(t, powerDataset()), true}} {
+		ctx := newTab(t)
+		open(t, ctx, serve(t, c.data))
+		for i, got := range eval[[]bool](t, ctx, shown) {
+			if got != c.want {
+				t.Errorf("%s: part %d of (power column, cost inputs, power filter) shown %t, want %t", c.name, i, got, c.want)
+			}
+		}
 	}
 }

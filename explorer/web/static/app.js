@@ -221,6 +221,12 @@ function createExplorer(ds) {
     segmented('pacing-buttons', [0, ...intervals], (v) => { st.interval = Number(v); },
       (v) => (v > 0 ? `A frame every ${v} s` : 'Back to back'));
     segmented('stat-buttons', STATISTICS, (v) => { st.statistic = v; }, (v) => (v === 'mean' ? 'Mean' : v));
+    // Power, energy and cost appear only where some run sampled power: the
+    // published rows have none, and four columns of n/a would crowd them.
+    const hasPower = ds.rows.some((r) => (r.points || []).some((p) => p.power_w != null));
+    $('table').classList.toggle('no-power', !hasPower);
+    $('cost').hidden = !hasPower;
+    $('maxw').closest('.field').hidden = !hasPower;
 
     const num = $('target-number');
     const range = $('target-range');
