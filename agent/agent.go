@@ -332,6 +332,11 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	}
 
 	if err := a.announce(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while the announcement waited for its
+			// acknowledgement: it stays in the spool for the next start.
+			return nil
+		}
 		return err
 	}
 	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
