@@ -67,19 +67,7 @@ func PassesJudged(p Point, j protocol.Judgement) bool { return j.Passes(p.Figure
 // and images whose mean response time meets target; plus when it is the
 // highest number tested.
 func MaxCameras(points []Point, size string, images int, target float64) (max int, plus bool) {
-	highest := 0
-	for _, p := range points {
-		if !p.at(size, images, 0) {
-			continue
-		}
-		if p.Cameras > highest {
-			highest = p.Cameras
-		}
-		if Passes(p, target) && p.Cameras > max {
-			max = p.Cameras
-		}
-	}
-	return max, max > 0 && max == highest
+	return highestPassing(points, size, images, 0, func(p Point) bool { return Passes(p, target) })
 }
 
 // MaxCamerasJudged is Max Cameras at size, images and frame interval (0:
@@ -90,6 +78,12 @@ func MaxCamerasJudged(points []Point, size string, images int, interval float64,
 	if !Judgeable(points, size, images, interval, j) {
 		return 0, false
 	}
+	return highestPassing(points, size, images, interval, func(p Point) bool { return PassesJudged(p, j) })
+}
+
+// highestPassing is the highest measured number of cameras at size,
+// images and interval that passes, and whether it is the highest tested.
+func highestPassing(points []Point, size string, images int, interval float64, passes func(Point) bool) (max int, plus bool) {
 	highest := 0
 	for _, p := range points {
 		if !p.at(size, images, interval) {
@@ -98,7 +92,7 @@ func MaxCamerasJudged(points []Point, size string, images int, interval float64,
 		if p.Cameras > highest {
 			highest = p.Cameras
 		}
-		if PassesJudged(p, j) && p.Cameras > max {
+		if p.Cameras > max && passes(p) {
 			max = p.Cameras
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,8 +49,12 @@ func parseDemoFlags(c *cli, args []string) (demoFlags, error) {
 	if err := f.search.check(); err != nil {
 		return f, usageError{err}
 	}
-	if s := f.search.ceiling; s != 0 && s < 16 {
-		return f, usageError{fmt.Errorf("--search=%d: the demo's ladder goes up to 16 cameras; want 16 up to %d", s, protocol.MaxCameraLevel)}
+	top := 0
+	for _, d := range simlab.Demo() {
+		top = max(top, slices.Max(d.Cameras))
+	}
+	if s := f.search.ceiling; s != 0 && s < top {
+		return f, usageError{fmt.Errorf("--search=%d: the demo's ladder goes up to %d cameras; want %d up to %d", s, top, top, protocol.MaxCameraLevel)}
 	}
 	intervals, err := listFlag("frame-interval", frameIntervals, f.frameInterval)
 	if err != nil {
