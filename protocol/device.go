@@ -45,6 +45,10 @@ type GPUFacts struct {
 	MemoryMB           int     `json:"memory_mb,omitempty"`
 	DefaultPowerLimitW float64 `json:"default_power_limit_w,omitempty"`
 	MaxPowerLimitW     float64 `json:"max_power_limit_w,omitempty"`
+	// PowerLimitW is the limit in force when the facts were read, and
+	// MinPowerLimitW the lowest the GPU allows.
+	PowerLimitW    float64 `json:"power_limit_w,omitempty"`
+	MinPowerLimitW float64 `json:"min_power_limit_w,omitempty"`
 	ComputeCap         string  `json:"compute_cap,omitempty"`
 }
 

@@ -137,7 +137,10 @@ func (h *Heartbeat) Validate() error {
 			return err
 		}
 	}
-	return nil
+	if err := checkFigure("power_limit_w", h.PowerLimitW); err != nil {
+		return err
+	}
+	return PowerSetting{Mode: h.PowerMode}.Validate("power")
 }
 
 // DecodeHeartbeat reads and validates a heartbeat.
@@ -150,7 +153,7 @@ func (r *Run) validateStrings() error {
 	if err := checkNames(MaxNameLen,
 		"job_id", r.JobID, "sweep_id", r.SweepID, "agent_id", r.AgentID, "source", r.Source,
 		"config.model", r.Config.Model, "config.quantization", r.Config.Quantization,
-		"config.engine", r.Config.Engine, "config.device", r.Config.Device,
+		"config.engine", r.Config.Engine, "config.device", r.Config.Device, "config.power_mode", r.Config.PowerMode,
 		"engine.kind", r.Engine.Kind, "engine.name", r.Engine.Name, "engine.version", r.Engine.Version,
 		"client.name", r.Client.Name, "client.version", r.Client.Version,
 		"client.image_set_hash", r.Client.ImageSetHash, "client.go", r.Client.Go,

@@ -37,6 +37,10 @@ type AgentHello struct {
 	// agent whose every entry is wrong still announces itself, so that the
 	// operator sees why on the controller rather than nothing at all.
 	BrokenDeployments []BrokenDeployment `json:"broken_deployments,omitempty"`
+
+	// Power is the device's power modes or GPU power-limit range, what it
+	// runs in, and whether the agent may switch; nil when it has none.
+	Power *PowerControl `json:"power,omitempty"`
 }
 
 // BrokenDeployment is a deployment an agent's configuration names but the
@@ -70,6 +74,11 @@ type Heartbeat struct {
 	// Drained says the agent takes no new jobs (a Drain on its control
 	// subject); the controller compares it with what it asked.
 	Drained bool `json:"drained,omitempty"`
+
+	// PowerMode and PowerLimitW are what the device runs in now (a job
+	// may have switched it), for the fleet page.
+	PowerMode   string  `json:"power_mode,omitempty"`
+	PowerLimitW float64 `json:"power_limit_w,omitempty"`
 }
 
 // Job asks one agent to measure one deployment over one workload.
@@ -81,6 +90,9 @@ type Job struct {
 	Deployment string    `json:"deployment"`
 	Workload   Workload  `json:"workload"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Power is the mode or limit the agent switches its device to before
+	// the job's combinations, and restores after; zero: as found.
+	Power PowerSetting `json:"power,omitzero"`
 }
 
 // JobState is where a job is in its life.
@@ -199,4 +211,13 @@ type Sweep struct {
 	// (their configuration's "labels"); with Agents, each named agent must
 	// carry them too.
 	AgentLabels map[string]string `json:"agent_labels,omitempty"`
+
+	// PowerModes and PowerLimitsW are the sweep's power axis
+	// (SweepPowerSettings): every selected agent is measured once per
+	// setting that applies to it, modes on a Jetson, limits on a GPU
+	// host. A setting an agent cannot take (a mode it does not list, a
+	// limit outside its range, an agent that may not switch) refuses the
+	// sweep before any job is published.
+	PowerModes   []string  `json:"power_modes,omitempty"`
+	PowerLimitsW []float64 `json:"power_limits_w,omitempty"`
 }

@@ -191,6 +191,13 @@ type Configuration struct {
 	Engine string `json:"engine"`
 	// Device is the device's display name ("Jetson AGX Orin", "RTX PRO 6000 Max-Q", ...).
 	Device string `json:"device"`
+	// PowerMode is the Jetson's nvpmodel mode the run measured in, and
+	// PowerLimitW the GPU power limit a job set: part of the row's
+	// identity, so that two modes of one model on one device are two
+	// rows, never a regression of one another. Empty: not known (a run
+	// from before the agent recorded it, an imported table).
+	PowerMode   string  `json:"power_mode,omitempty"`
+	PowerLimitW float64 `json:"power_limit_w,omitempty"`
 }
 
 // Run statuses.

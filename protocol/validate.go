@@ -195,6 +195,11 @@ func (h *AgentHello) validate() error {
 			return err
 		}
 	}
+	if h.Power != nil {
+		if err := h.Power.validate("power."); err != nil {
+			return err
+		}
+	}
 	return h.validateBroken()
 }
 
@@ -232,6 +237,9 @@ func (j *Job) Validate() error {
 	if err := checkNames(MaxNameLen, "deployment", j.Deployment, "sweep_id", j.SweepID); err != nil {
 		return err
 	}
+	if err := j.Power.Validate("power"); err != nil {
+		return err
+	}
 	return j.Workload.Validate()
 }
 
@@ -251,6 +259,9 @@ func (r *Run) validateHeader() error {
 		return err
 	}
 	if err := checkFigure("config.params_b", r.Config.ParamsB); err != nil {
+		return err
+	}
+	if err := checkFigure("config.power_limit_w", r.Config.PowerLimitW); err != nil {
 		return err
 	}
 	if err := checkFigure("sim_speedup", r.SimSpeedup); err != nil {

@@ -55,6 +55,11 @@ type Config struct {
 	SimQuantization string  `yaml:"sim_quantization" json:"sim_quantization,omitempty"`
 	SimEngine       string  `yaml:"sim_engine" json:"sim_engine,omitempty"`
 	SimSpeedup      float64 `yaml:"sim_speedup" json:"sim_speedup,omitempty"`
+	// SimPowerMode is the simulated Jetson's power mode the job runs in,
+	// set by the agent after it switched (never from YAML): the simulator
+	// scales its GPU-bound times by the mode's GPU clock cap. Empty: the
+	// profile's as published (MAXN).
+	SimPowerMode string `yaml:"-" json:"sim_power_mode,omitempty"`
 }
 
 // Validate reports the first setting that is wrong, naming the field and what

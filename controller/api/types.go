@@ -33,6 +33,14 @@ type AgentView struct {
 	Drained        bool      `json:"drained"`
 	DrainedAt      time.Time `json:"drained_at,omitzero"`
 	DrainConfirmed bool      `json:"drain_confirmed"`
+
+	// Power is the device's power modes or GPU power-limit range and
+	// whether the agent may switch (its hello's); PowerMode and
+	// PowerLimitW are what it runs in now, by its last heartbeat, or by
+	// its hello before the first.
+	Power       *protocol.PowerControl `json:"power,omitempty"`
+	PowerMode   string                 `json:"power_mode,omitempty"`
+	PowerLimitW float64                `json:"power_limit_w,omitempty"`
 }
 
 // JobView is a job as the API shows it.
