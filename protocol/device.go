@@ -49,7 +49,7 @@ type GPUFacts struct {
 	// MinPowerLimitW the lowest the GPU allows.
 	PowerLimitW    float64 `json:"power_limit_w,omitempty"`
 	MinPowerLimitW float64 `json:"min_power_limit_w,omitempty"`
-	ComputeCap         string  `json:"compute_cap,omitempty"`
+	ComputeCap     string  `json:"compute_cap,omitempty"`
 }
 
 // HostFacts come from gopsutil.
