@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
@@ -77,10 +75,5 @@ func (e *UntrustedError) Unwrap() error { return e.Err }
 // untrusted says whether err is the TLS handshake failing on the server's
 // certificate, or the server offering no TLS to an agent that wants it.
 func untrusted(err error) bool {
-	var cv *tls.CertificateVerificationError
-	var ua x509.UnknownAuthorityError
-	var he x509.HostnameError
-	var ci x509.CertificateInvalidError
-	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) ||
-		errors.Is(err, tlsca.ErrUntrusted) || errors.Is(err, nats.ErrSecureConnWanted)
+	return tlsca.VerificationFailed(err) || errors.Is(err, nats.ErrSecureConnWanted)
 }

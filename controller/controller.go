@@ -51,6 +51,11 @@ type Options struct {
 	// server with: an nkey seed or a .creds file. A user and password in
 	// NATSURL work too.
 	NATSCredentials string
+	// NATSCA is a file with the CA the external server's TLS certificate
+	// must be signed by; NATSCAPin instead trusts the CA whose
+	// fingerprint it is ("sha256:<hex>"), as the server presents it.
+	// Either makes the connection TLS.
+	NATSCA, NATSCAPin string
 	// NATSListen is the embedded server's client address ("127.0.0.1:4222"
 	// by default; port -1 or 0 picks a free port).
 	NATSListen string

@@ -95,12 +95,12 @@ func (c *Controller) startNATS(ctx context.Context) error {
 			}
 			connOpts = append(connOpts, nats.Nkey(pub, c.ctlKey.Sign))
 		}
-	} else if c.opt.NATSCredentials != "" {
-		creds, err := externalCredentials(c.opt.NATSCredentials)
+	} else {
+		ext, err := c.externalOptions()
 		if err != nil {
 			return err
 		}
-		connOpts = append(connOpts, creds)
+		connOpts = append(connOpts, ext...)
 	}
 	c.natsURL = url
 	c.ncClosed = make(chan struct{})
@@ -125,7 +125,13 @@ func (c *Controller) startNATS(ctx context.Context) error {
 			ev.Msg("nats error")
 		}),
 	)
-	nc, err := nats.Connect(connURL, connOpts...)
+	var nc *nats.Conn
+	var err error
+	if c.opt.NATSURL == "" {
+		nc, err = nats.Connect(connURL, connOpts...)
+	} else {
+		nc, err = c.connectExternal(ctx, connURL, connOpts)
+	}
 	if err != nil {
 		return fmt.Errorf("controller: connect to nats %s: %w", protocol.RedactURL(url), err)
 	}
@@ -145,6 +151,8 @@ func checkNATSOptions(opt Options) error {
 	switch {
 	case opt.NATSCredentials != "" && opt.NATSURL == "":
 		return fmt.Errorf("controller: NATS credentials are for an external server (--nats-url); the embedded server's controller key is %s in the data dir", ControllerSeedFile)
+	case (opt.NATSCA != "" || opt.NATSCAPin != "") && opt.NATSURL == "":
+		return errors.New("controller: --nats-ca and --nats-ca-pin are for an external server (--nats-url); the embedded server's TLS is the controller's own (--tls)")
 	case opt.Insecure && opt.NATSURL != "":
 		return errors.New("controller: --insecure is for the embedded NATS server; an external server's authentication is its own")
 	case opt.StreamReplicas < 1 || opt.StreamReplicas > MaxStreamReplicas:

@@ -44,6 +44,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		return nil
 	})
 	natsCreds := fs.String("nats-credentials", "", "with --nats-url: the controller's credentials there (an nkey seed or a .creds file)")
+	natsCA := fs.String("nats-ca", "", "with a tls:// --nats-url: the `FILE` of the CA the server's certificate must be signed by")
+	natsCAPin := fs.String("nats-ca-pin", "", "with a tls:// --nats-url: trust the CA whose fingerprint this is (sha256:..., as the server's CA prints it)")
 	insecure := fs.Bool("insecure", false, "run the embedded NATS server without authentication: anyone who reaches it can forge or delete results (loopback only)")
 	insecurePublic := fs.Bool("insecure-public", false, "allow --insecure on an address other hosts can reach")
 	tlsMode := fs.String("tls", controller.TLSAuto, "TLS for NATS and HTTP: auto (on each listener off loopback), on or off; without --tls-cert, a CA of the controller's own in <data-dir>/tls")
@@ -73,7 +75,7 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 	ctl, err := controller.New(controller.Options{
 		EventsStreamMaxBytes: *eventsMiB << 20, JobsStreamMaxBytes: *jobsMiB << 20,
 		DataDir: *dataDir, NATSURL: *natsURL, StreamReplicas: *streamReplicas, NATSListen: *natsListen, HTTPAddr: *httpAddr, PublicRead: *publicRead, HTTPHosts: hosts,
-		NATSCredentials: *natsCreds, Insecure: *insecure, InsecurePublic: *insecurePublic, TLS: *tlsMode, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey,
+		NATSCredentials: *natsCreds, NATSCA: *natsCA, NATSCAPin: *natsCAPin, Insecure: *insecure, InsecurePublic: *insecurePublic, TLS: *tlsMode, TLSCertFile: *tlsCert, TLSKeyFile: *tlsKey,
 		Log: c.log, Version: c.version, Explorer: explorerHandler(c.log),
 	})
 	if err != nil {

@@ -317,3 +317,14 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// VerificationFailed says whether err is a TLS handshake failing on the
+// server's certificate: not signed by the trusted or pinned CA, not
+// naming the host, expired.
+func VerificationFailed(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) || errors.Is(err, ErrUntrusted)
+}
