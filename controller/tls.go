@@ -45,12 +45,15 @@ type tlsState struct {
 	// embedded server is given the same natsConfig at every reload, so
 	// that it sees no change.
 	natsConfig, httpConfig *tls.Config
-	// fingerprint is the pin of the CA: the controller's own, or the
-	// last certificate of the operator's chain.
+	// fingerprint is the pin of the controller's own CA (the operator's
+	// is its chain's last certificate, read from operator).
 	fingerprint string
 	// caFile is the controller's own CA file; empty with an operator's
 	// certificate.
 	caFile string
+	// operator serves the operator's certificate, renewed on disk; nil
+	// with the controller's own.
+	operator *certReloader
 }
 
 // on says whether any listener has TLS.
@@ -99,13 +102,13 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 	if !st.on() {
 		return st, nil
 	}
-	var cert tls.Certificate
+	base := &tls.Config{MinVersion: tls.VersionTLS12}
 	if opt.TLSCertFile != "" {
-		var err error
-		if cert, err = tls.LoadX509KeyPair(opt.TLSCertFile, opt.TLSKeyFile); err != nil {
-			return nil, fmt.Errorf("controller: --tls-cert %s, --tls-key %s: %w", opt.TLSCertFile, opt.TLSKeyFile, err)
+		r, err := newCertReloader(opt.TLSCertFile, opt.TLSKeyFile, log)
+		if err != nil {
+			return nil, err
 		}
-		st.fingerprint = tlsca.Fingerprint(cert.Certificate[len(cert.Certificate)-1])
+		base.GetCertificate, st.operator = r.getCertificate, r
 	} else {
 		dir := filepath.Join(opt.DataDir, TLSDirName)
 		// tls/ in the data directory is the controller's own.
@@ -116,10 +119,9 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 		if err != nil {
 			return nil, fmt.Errorf("controller: %w", err)
 		}
-		cert = ca.ServerConfig().Certificates[0]
+		base.Certificates = ca.ServerConfig().Certificates[:1]
 		st.fingerprint, st.caFile = ca.Fingerprint(), ca.CAFile()
 	}
-	base := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
 	if st.nats {
 		st.natsConfig = base.Clone()
 	}
@@ -210,6 +212,9 @@ func (c *Controller) logTLS() {
 func (c *Controller) TLSFingerprint() string {
 	if !c.tls.on() {
 		return ""
+	}
+	if c.tls.operator != nil {
+		return c.tls.operator.fingerprint()
 	}
 	return c.tls.fingerprint
 }

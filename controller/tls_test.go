@@ -309,3 +309,52 @@ func TestConnectableURL(t *testing.T) {
 		}
 	}
 }
+
+// An operator's certificate renewed on disk is what both listeners present
+// from then on, without a restart.
+func TestTLSOperatorsCertificateRenewedOnDisk(t *testing.T) {
+	pki := t.TempDir()
+	ca, err := tlsca.Open(pki, []string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(pki, "server.pem"), filepath.Join(pki, "server-key.pem")
+	first, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startTLS(t, t.TempDir(), Options{TLSCertFile: certFile, TLSKeyFile: keyFile})
+	// Opening the CA for another name makes it sign a new server pair in
+	// place, as a renewal would.
+	if _, err := tlsca.Open(pki, []string{"127.0.0.1", "renewed.example"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(first.Certificate[0], renewed.Certificate[0]) {
+		t.Fatal("the renewal left the certificate as it was")
+	}
+	presents := func(leaf []byte) bool { return bytes.Equal(leaf, renewed.Certificate[0]) }
+	deadline := time.Now().Add(waitLimit)
+	for {
+		var httpLeaf, natsLeaf []byte
+		healthTLS(t, httpsClient(t, ca.CAFile(), "", &httpLeaf), c)
+		nc, err := nats.Connect(c.NATSURL(), testutil.NkeyFile(t, c.NATSSeedFile()), nats.Secure(clientTLS(t, ca.CAFile(), "", &natsLeaf)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Close()
+		if presents(httpLeaf) && presents(natsLeaf) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v the listeners still present the old certificate (HTTP renewed: %v, NATS renewed: %v)", waitLimit, presents(httpLeaf), presents(natsLeaf))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if c.TLSFingerprint() != ca.Fingerprint() {
+		t.Errorf("fingerprint %s, want the CA's %s", c.TLSFingerprint(), ca.Fingerprint())
+	}
+}
