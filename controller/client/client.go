@@ -392,6 +392,21 @@ func (c *Client) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sw
 	return call[protocol.Sweep](ctx, c, "submit sweep", http.MethodPost, "/api/sweeps", body, maxAnswer, http.StatusCreated)
 }
 
+// SubmitSweepYAML submits a sweep file in YAML as the controller reads it
+// (its defaults, its refusals); an error in it is an *APIError with the
+// line, column and field the controller names.
+func (c *Client) SubmitSweepYAML(ctx context.Context, yaml string) (protocol.Sweep, error) {
+	var out protocol.Sweep
+	body, err := json.Marshal(map[string]string{"yaml": yaml})
+	if err != nil {
+		return out, fmt.Errorf("submit sweep: encoding it: %w", err)
+	}
+	if len(body) > api.MaxSweepBody {
+		return out, fmt.Errorf("submit sweep: %d bytes, over the controller's %d", len(body), api.MaxSweepBody)
+	}
+	return call[protocol.Sweep](ctx, c, "submit sweep", http.MethodPost, "/api/sweeps", body, maxAnswer, http.StatusCreated)
+}
+
 // Sweep is one sweep with its status and every job.
 func (c *Client) Sweep(ctx context.Context, id string) (api.SweepView, error) {
 	return get[api.SweepView](ctx, c, "sweep "+id, "/api/sweeps/"+url.PathEscape(id), maxListAnswer)

@@ -180,6 +180,13 @@ func TestSubmitSweepRefusedCarriesTheMessage(t *testing.T) {
 	if !strings.Contains(err.Error(), "submit sweep: controller answered 400 Bad Request: workload.cameras[0]") {
 		t.Errorf("message %q", err)
 	}
+	if api.Field != "workload.cameras[0]" || api.Line != 0 {
+		t.Errorf("field %q line %d, want workload.cameras[0] and no line", api.Field, api.Line)
+	}
+	_, err = l.cl.SubmitSweepYAML(l.Ctx, "name: x\nworkload:\n  cameras: [1, 0]\n")
+	if !errors.As(err, &api) || api.Line != 3 || api.Column == 0 || api.Field != "workload.cameras[1]" {
+		t.Fatalf("a YAML sweep's error: %v (%#v), want line 3 and field workload.cameras[1]", err, api)
+	}
 	if _, err := l.cl.Sweep(l.Ctx, "sw-nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown sweep: %v", err)
 	}

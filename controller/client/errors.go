@@ -20,6 +20,12 @@ var ErrNotFound = errors.New("not found")
 type APIError struct {
 	Status  int
 	Message string
+	// Line, Column and Field say where a sweep's problem is, when the
+	// controller knows: the line and column (1-based) in the YAML sent,
+	// the field's path (workload.cameras[2], power_modes[1]). Zero and
+	// empty when it does not.
+	Line, Column int
+	Field        string
 }
 
 func (e *APIError) Error() string {
@@ -52,10 +58,13 @@ const maxOtherBody = 512
 // the body's start, made printable.
 func decodeError(status int, body []byte) *APIError {
 	var doc struct {
-		Error string `json:"error"`
+		Error  string `json:"error"`
+		Line   int    `json:"line"`
+		Column int    `json:"column"`
+		Field  string `json:"field"`
 	}
 	if json.Unmarshal(body, &doc) == nil && strings.TrimSpace(doc.Error) != "" {
-		return &APIError{Status: status, Message: doc.Error}
+		return &APIError{Status: status, Message: doc.Error, Line: max(doc.Line, 0), Column: max(doc.Column, 0), Field: doc.Field}
 	}
 	msg := bytes.TrimSpace(body)
 	cut := len(msg) > maxOtherBody
