@@ -54,14 +54,21 @@ func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord,
 		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Msg("asked the agent to cancel its job")
 		return rec, nil
 	}
+	reason := cancelReason
+	if rec.State != protocol.JobQueued {
+		reason += " while its agent was offline"
+	}
+	return c.endCancelled(ctx, rec, reason, now)
+}
+
+// endCancelled ends a job here, not by its agent: removed from the jobs
+// stream if it is still there, and stored as cancelled with the reason.
+func (c *Controller) endCancelled(ctx context.Context, rec store.JobRecord, reason string, now time.Time) (store.JobRecord, error) {
+	id := rec.Job.ID
 	if rec.Published && rec.StreamSeq != 0 {
 		if err := c.deleteQueuedJob(ctx, rec); err != nil {
 			return rec, fmt.Errorf("controller: cancel job %s: %w", id, err)
 		}
-	}
-	reason := cancelReason
-	if rec.State != protocol.JobQueued {
-		reason += " while its agent was offline"
 	}
 	ch := protocol.JobStateChange{
 		Schema: protocol.SchemaVersion, JobID: id, SweepID: rec.Job.SweepID, RunID: rec.RunID,
@@ -74,7 +81,7 @@ func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord,
 	if changed {
 		c.live.jobEnded(id)
 		c.emit(api.EventState, rec.Job.AgentID, ch)
-		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Msg("job cancelled")
+		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Str("reason", reason).Msg("job cancelled")
 	}
 	return after, nil
 }

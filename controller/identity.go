@@ -154,8 +154,10 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	if err := c.reloadAuth(ctx); err != nil {
 		return ident, err
 	}
-	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", c.disconnect(ident.PublicKey)).Msg("agent revoked")
-	return ident, nil
+	closed := c.disconnect(ident.PublicKey)
+	ended, err := c.endRevokedAgentsJobs(ctx, id, time.Now())
+	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
+	return ident, err
 }
 
 // reloadAuth gives the running server the users the store holds. The
