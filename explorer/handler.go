@@ -84,6 +84,7 @@ func (h *handler) build(ctx context.Context, gen uint64) (*snapshot, error) {
 	}
 	s := &snapshot{gen: gen, ds: Aggregate(runs, h.now())}
 	if load, ok := h.src.(RunLoader); ok {
+		h.regressions.forgetIfReplaced(h.src)
 		if err := h.regressions.flagRegressions(ctx, &s.ds, load); err != nil {
 			// The table is still right; only a marker may be missing, so
 			// this answer goes out but is not kept: the next request

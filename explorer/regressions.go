@@ -34,11 +34,37 @@ func ComparePage(a, b string) string {
 	return "/compare?" + url.Values{"a": {a}, "b": {b}}.Encode()
 }
 
+// Replacing is a RunSource that says when a run was replaced under its id
+// (the controller's store, when an import reuses a run id:
+// store.Store.RunsReplaced). The verdicts kept for pairs of runs are
+// forgotten when it moves.
+type Replacing interface {
+	RunsReplaced() uint64
+}
+
 // regressionCache keeps each pair's verdict: rows show completed runs,
-// whose records no longer change, so a pair is compared once.
+// whose records no longer change, so a pair is compared once, unless a
+// Replacing source says a run was replaced.
 type regressionCache struct {
 	mu   sync.Mutex
 	seen map[[2]string]*Regression
+	// replaced is the source's RunsReplaced when seen was started.
+	replaced uint64
+}
+
+// forgetIfReplaced empties the cache when a run was replaced since it
+// was started.
+func (rc *regressionCache) forgetIfReplaced(src any) {
+	r, ok := src.(Replacing)
+	if !ok {
+		return
+	}
+	n := r.RunsReplaced()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if n != rc.replaced {
+		rc.seen, rc.replaced = nil, n
+	}
 }
 
 // maxCachedPairs bounds the cache; past it, it starts again empty.

@@ -15,3 +15,14 @@ func (s *Store) RunsGeneration() uint64 { return s.runsGen.Load() }
 func (s *Store) runsChanged(tx *bolt.Tx) {
 	tx.OnCommit(func() { s.runsGen.Add(1) })
 }
+
+// RunsReplaced changes whenever an import that replaced a stored run (the
+// same run id imported again) commits: what was derived from that run's
+// records, such as a regression verdict, is stale, although a completed
+// run's records otherwise never change.
+func (s *Store) RunsReplaced() uint64 { return s.runsReplaced.Load() }
+
+// runReplaced moves RunsReplaced once tx commits.
+func (s *Store) runReplaced(tx *bolt.Tx) {
+	tx.OnCommit(func() { s.runsReplaced.Add(1) })
+}

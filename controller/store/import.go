@@ -76,6 +76,7 @@ func (s *Store) ImportRuns(entries []ImportEntry) ([]string, error) {
 				if err := deleteRunParts(tx, r.ID); err != nil {
 					return fail(err)
 				}
+				s.runReplaced(tx)
 			}
 			src := r.Source
 			r.Source = protocol.SourceImport

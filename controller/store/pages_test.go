@@ -440,3 +440,29 @@ func TestFirstStateIsTheJobsOwn(t *testing.T) {
 		t.Fatalf("firstState of %s: %q %v, want failed", v, st, ok)
 	}
 }
+
+// An import that replaces a run under its id says so (RunsReplaced); a
+// new run does not, nor a failed import.
+func TestRunsReplacedMovesOnlyWhenAnImportReplacesARun(t *testing.T) {
+	s := openTest(t)
+	importRuns(t, s, "r1")
+	if n := s.RunsReplaced(); n != 0 {
+		t.Fatalf("a first import: RunsReplaced %d, want 0", n)
+	}
+	importRuns(t, s, "r2")
+	if n := s.RunsReplaced(); n != 0 {
+		t.Fatalf("a new run: RunsReplaced %d, want 0", n)
+	}
+	bad := testRun("r1", "a1")
+	bad.Config.Model = ""
+	if _, err := s.ImportRuns([]ImportEntry{{Origin: "test", Run: testRun("r2", "a1")}, {Origin: "test", Run: bad}}); err == nil {
+		t.Fatal("an import with an invalid run was taken")
+	}
+	if n := s.RunsReplaced(); n != 0 {
+		t.Fatalf("a rolled-back import: RunsReplaced %d, want 0", n)
+	}
+	importRuns(t, s, "r1")
+	if n := s.RunsReplaced(); n != 1 {
+		t.Fatalf("r1 imported again: RunsReplaced %d, want 1", n)
+	}
+}

@@ -85,8 +85,8 @@ type Store struct {
 	db      *bolt.DB
 	path    string
 	pidPath string
-	// runsGen is RunsGeneration's counter.
-	runsGen atomic.Uint64
+	// runsGen is RunsGeneration's counter, runsReplaced RunsReplaced's.
+	runsGen, runsReplaced atomic.Uint64
 }
 
 // Options tune Open.

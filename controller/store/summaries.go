@@ -167,3 +167,7 @@ func (src SummarySource) LoadRun(ctx context.Context, id string) (r protocol.Run
 // RunsGeneration is the store's (Store.RunsGeneration): the explorer keeps
 // its aggregate of Runs until it moves.
 func (src SummarySource) RunsGeneration() uint64 { return src.s.RunsGeneration() }
+
+// RunsReplaced is the store's (Store.RunsReplaced): the explorer forgets
+// its regression verdicts when it moves.
+func (src SummarySource) RunsReplaced() uint64 { return src.s.RunsReplaced() }
