@@ -37,20 +37,24 @@ func Simulated(deviceName string) protocol.DeviceFacts {
 			L4T:   "36.4.3", JetPack: "6.2", PowerMode: "MAXN_SUPER", ClocksPinned: &pinned, MemoryMB: 7620,
 		}
 	case SimRTXPro6000:
-		f.GPUs = []protocol.GPUFacts{simRTX("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 600)}
+		f.GPUs = []protocol.GPUFacts{simRTX("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", simGPULimits()[SimRTXPro6000])}
 	case SimRTXPro6000MaxQ:
-		f.GPUs = []protocol.GPUFacts{simRTX("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 300)}
+		f.GPUs = []protocol.GPUFacts{simRTX("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", simGPULimits()[SimRTXPro6000MaxQ])}
 	default:
 		f.Warnings = append(f.Warnings, fmt.Sprintf("no simulated profile for %q: only host facts", deviceName))
 	}
 	return f
 }
 
-func simRTX(name string, watts float64) protocol.GPUFacts {
+// simRTX is a simulated board as found: its power limit at the default
+// (a job that sets another tells the simulator through the engine's
+// configuration, not through these facts).
+func simRTX(name string, l SimGPULimits) protocol.GPUFacts {
 	return protocol.GPUFacts{
 		Index: 0, Name: name, UUID: "GPU-00000000-0000-0000-0000-51m000000000",
 		Driver: "580.65.06", CUDA: "13.0", MemoryMB: 97887,
-		DefaultPowerLimitW: watts, MaxPowerLimitW: watts, ComputeCap: "12.0",
+		DefaultPowerLimitW: l.DefaultW, MaxPowerLimitW: l.MaxW, MinPowerLimitW: l.MinW, PowerLimitW: l.DefaultW,
+		ComputeCap: "12.0",
 	}
 }
 

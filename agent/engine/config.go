@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 )
 
@@ -57,9 +58,14 @@ type Config struct {
 	SimSpeedup      float64 `yaml:"sim_speedup" json:"sim_speedup,omitempty"`
 	// SimPowerMode is the simulated Jetson's power mode the job runs in,
 	// set by the agent after it switched (never from YAML): the simulator
-	// scales its GPU-bound times by the mode's GPU clock cap. Empty: the
-	// profile's as published (MAXN).
+	// scales its GPU-bound times by the mode's GPU throughput (clock cap ×
+	// powered TPCs) against the published mode's; see devicefacts.SimPowerFor.
+	// Empty: the profile as published (MAXN, MAXN_SUPER on the Orin Nano).
 	SimPowerMode string `yaml:"-" json:"sim_power_mode,omitempty"`
+	// SimPowerLimitW is the simulated GPU's power limit the job runs
+	// under, watts, set by the agent as SimPowerMode is: below the board's
+	// default it slows the GPU-bound times. 0: the board's default.
+	SimPowerLimitW float64 `yaml:"-" json:"sim_power_limit_w,omitempty"`
 }
 
 // Validate reports the first setting that is wrong, naming the field and what
@@ -79,6 +85,8 @@ type resolved struct {
 	served  string
 	timeout time.Duration
 	profile simengine.Profile
+	// simPower is what SimPowerMode / SimPowerLimitW do to the profile.
+	simPower devicefacts.SimPower
 }
 
 func (c Config) resolve(env Env) (*resolved, error) {

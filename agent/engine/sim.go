@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -48,7 +49,11 @@ func (simKind) resolve(r *resolved, _ Env) error {
 	if err != nil {
 		return fmt.Errorf("sim_device/sim_model/sim_quantization/sim_engine: %w", err)
 	}
-	r.profile = p
+	power, err := devicefacts.SimPowerFor(p.Device, protocol.PowerSetting{Mode: c.SimPowerMode, LimitW: c.SimPowerLimitW})
+	if err != nil {
+		return fmt.Errorf("sim_power_mode/sim_power_limit_w: %w", err)
+	}
+	r.profile, r.simPower = p, power
 	r.model = c.SimModel
 	r.served = c.ServedName
 	if r.served == "" {
@@ -106,6 +111,7 @@ func newSim(r *resolved, env Env) *simEngine {
 		},
 	}
 	Simulation{Simulated: true, Speedup: speedup, Device: r.profile.Device}.setProps(e.info.Props)
+	setPowerProps(e.info.Props, r)
 	return e
 }
 
@@ -122,7 +128,7 @@ func (e *simEngine) Start(ctx context.Context, _ Needs) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("sim: listen: %w", err)
 	}
 	root := "http://" + ln.Addr().String()
-	srv := simengine.New(e.r.profile, simengine.Options{ServedName: e.r.served, Speedup: e.r.SimSpeedup})
+	srv := simengine.New(e.r.profile, simengine.Options{ServedName: e.r.served, Speedup: e.r.SimSpeedup, GPUSlowdown: e.r.simPower.Slowdown})
 	sctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	e.mu.Lock()
@@ -203,5 +209,23 @@ func (e *simEngine) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("sim: stop: %w", ctx.Err())
+	}
+}
+
+// setPowerProps records the power the simulated device runs in, so that a
+// run shows it: the mode or the limit, and by how much it slows the
+// GPU-bound times (absent as published).
+func setPowerProps(props map[string]string, r *resolved) {
+	if r.SimPowerMode != "" {
+		props["sim_power_mode"] = r.SimPowerMode
+	}
+	if r.SimPowerLimitW != 0 {
+		props["sim_power_limit_w"] = strconv.FormatFloat(r.SimPowerLimitW, 'g', -1, 64)
+	}
+	if r.simPower.Slowdown != 1 {
+		props["sim_gpu_slowdown"] = strconv.FormatFloat(r.simPower.Slowdown, 'g', 6, 64)
+	}
+	if r.simPower.CeilingW != 0 {
+		props["sim_power_ceiling_w"] = strconv.FormatFloat(r.simPower.CeilingW, 'g', -1, 64)
 	}
 }

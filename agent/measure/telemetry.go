@@ -74,6 +74,7 @@ func (m *measurement) startTelemetry(ctx context.Context) *telemetryRecorder {
 		Path:      t.Path,
 		SimLoad:   m.load,
 		SimDevice: m.run.Device.Name,
+		SimPower:  m.run.Config.Power(),
 		Log:       m.spec.Log,
 	})
 	if err != nil {

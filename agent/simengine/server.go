@@ -28,6 +28,9 @@ type Options struct {
 	Seed int64
 	// Log receives one line per request at debug level; the zero value logs nothing.
 	Log zerolog.Logger
+	// GPUSlowdown multiplies the GPU-bound times of the profile (see
+	// Profile.WithGPUSlowdown): 0 or 1 serve it as published.
+	GPUSlowdown float64
 	// FailEvery, when above 0, answers every FailEvery-th chat request with
 	// a 500 error instead of serving it: fault injection for the failure
 	// path of a client.
@@ -60,6 +63,7 @@ func New(p Profile, opt Options) *Server {
 	if opt.ServedName == "" {
 		opt.ServedName = p.Model
 	}
+	p = p.WithGPUSlowdown(opt.GPUSlowdown)
 	sp := opt.Speedup
 	if sp <= 0 || math.IsNaN(sp) || math.IsInf(sp, 0) {
 		sp = 1

@@ -45,22 +45,36 @@ type simulator struct {
 	load func() float64
 	temp float64
 	rng  *rand.Rand
+	// speed scales the draw above idle: a GPU slowed s times by its power
+	// setting runs at a proportionally lower clock and draws 1/s of it.
+	speed float64
+	// ceilW is the most the device draws: the profile's maxW, or the power
+	// setting's budget or limit where that is lower; capped says which.
+	ceilW  float64
+	capped bool
 }
 
-func newSimulator(device string, load func() float64) *simulator {
+func newSimulator(device string, power devicefacts.SimPower, load func() float64) *simulator {
 	p := simProfileFor(device)
 	if load == nil {
 		load = func() float64 { return 0 }
 	}
-	return &simulator{p: p, load: load, temp: p.idleTempC, rng: rand.New(rand.NewPCG(1, 2))}
+	m := &simulator{p: p, load: load, temp: p.idleTempC, rng: rand.New(rand.NewPCG(1, 2)), speed: 1, ceilW: p.maxW}
+	if power.Slowdown > 1 {
+		m.speed = 1 / power.Slowdown
+	}
+	if power.CeilingW > 0 && power.CeilingW < p.maxW {
+		m.ceilW, m.capped = power.CeilingW, true
+	}
+	return m
 }
 
 func (m *simulator) sample(interval time.Duration) protocol.TelemetrySample {
 	l := min(1, max(0, m.load()))
 	jitter := func(scale float64) float64 { return (m.rng.Float64()*2 - 1) * scale }
 	util := min(100, max(0, l*100+jitter(3)*l))
-	power := max(0, m.p.idleW+(m.p.maxW-m.p.idleW)*l*(0.97+jitter(0.03)))
-	power = min(power, m.p.maxW)
+	power := max(0, m.p.idleW+(m.p.maxW-m.p.idleW)*m.speed*l*(0.97+jitter(0.03)))
+	power = min(power, m.ceilW)
 	// First-order lag towards the load's temperature, time constant ~10 s.
 	target := m.p.idleTempC + (m.p.hotC-m.p.idleTempC)*l
 	m.temp += (target - m.temp) * min(1, interval.Seconds()/10)
@@ -76,7 +90,10 @@ func (m *simulator) sample(interval time.Duration) protocol.TelemetrySample {
 		s.Rails = map[string]float64{"VDD_GPU_SOC": power * 0.5, "VDD_CPU_CV": power * 0.15,
 			"VIN_SYS_5V0": power * 0.35, "VDDQ_VDD2_1V8AO": power * 0.05}
 	}
-	if m.p.powerCapThrottled && l >= m.p.powerCapAtLoad {
+	// A GPU held at a lower limit reports the cap as nvidia-smi does; a
+	// Jetson's tegrastats has no such field.
+	atLimit := m.capped && m.p.jetson == "" && power >= m.ceilW
+	if atLimit || m.p.powerCapThrottled && l >= m.p.powerCapAtLoad {
 		s.Throttle = []string{"sw_power_cap"}
 	}
 	s.Extra = map[string]float64{"sim_load": l}

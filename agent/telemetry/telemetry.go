@@ -51,7 +51,11 @@ type Options struct {
 	SimLoad func() float64
 	// SimDevice names the simulated device ("Jetson AGX Orin", "RTX PRO 6000 Max-Q").
 	SimDevice string
-	Log       zerolog.Logger
+	// SimPower is the power setting the simulated device runs in (the
+	// run's mode or limit): its budget caps the draw, and a slower GPU
+	// draws less. The zero setting: the device as published.
+	SimPower protocol.PowerSetting
+	Log      zerolog.Logger
 	// RestartDelay is the first wait before restarting a tool that exited
 	// (default 1s); it doubles up to 30s while the tool keeps failing.
 	RestartDelay time.Duration
@@ -65,6 +69,8 @@ type Sampler struct {
 	opt    Options
 	source string
 	bin    string // the tool's absolute path, for tegrastats and nvidia-smi
+	// simPower is Options.SimPower resolved on the simulated device.
+	simPower devicefacts.SimPower
 }
 
 // New picks the source. An explicitly requested tool that is not on the
@@ -102,8 +108,14 @@ func New(opt Options) (*Sampler, error) {
 			return nil, fmt.Errorf("telemetry source %s: %w", opt.Source, err)
 		}
 		s.source, s.bin = opt.Source, bin
-	case SourceHost, SourceSimulated:
+	case SourceHost:
 		s.source = opt.Source
+	case SourceSimulated:
+		p, err := devicefacts.SimPowerFor(opt.SimDevice, opt.SimPower)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry source %s: %w", opt.Source, err)
+		}
+		s.source, s.simPower = opt.Source, p
 	case SourceOff:
 		return nil, fmt.Errorf("telemetry source %s: nothing to sample", SourceOff)
 	default:
@@ -134,7 +146,7 @@ func (s *Sampler) Run(ctx context.Context, sink func(protocol.TelemetrySample)) 
 	case SourceHost:
 		tick.Every(ctx, s.opt.Interval, func() { emit(protocol.TelemetrySample{}) })
 	case SourceSimulated:
-		sim := newSimulator(s.opt.SimDevice, s.opt.SimLoad)
+		sim := newSimulator(s.opt.SimDevice, s.simPower, s.opt.SimLoad)
 		tick.Every(ctx, s.opt.Interval, func() { emit(sim.sample(s.opt.Interval)) })
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
