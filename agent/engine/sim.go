@@ -112,6 +112,12 @@ func newSim(r *resolved, env Env) *simEngine {
 	}
 	Simulation{Simulated: true, Speedup: speedup, Device: r.profile.Device}.setProps(e.info.Props)
 	setPowerProps(e.info.Props, r)
+	if r.SimPowerMode != "" {
+		e.info.Command = append(e.info.Command, "--power-mode", r.SimPowerMode)
+	}
+	if r.SimPowerLimitW != 0 {
+		e.info.Command = append(e.info.Command, "--power-limit", strconv.FormatFloat(r.SimPowerLimitW, 'g', -1, 64))
+	}
 	return e
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // cmdSim serves one simulated engine profile on its own, for trying a client
@@ -25,6 +27,8 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 	speedup := fs.Float64("speedup", 1, "divide every delay by this (1: real time)")
 	seed := fs.Int64("seed", 1, "seed of the timing jitter")
 	list := fs.Bool("list", false, "print the calibrated profiles and exit")
+	powerMode := fs.String("power-mode", "", "a simulated Jetson's nvpmodel mode, e.g. 15W (default: the profile's, as published)")
+	powerLimit := fs.Float64("power-limit", 0, "a simulated GPU host's power limit in `WATTS` (default: the board's)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,13 +52,17 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	s := simengine.New(p, simengine.Options{ServedName: *served, Speedup: *speedup, Seed: *seed, Log: c.log})
+	power, err := devicefacts.SimPowerFor(p.Device, protocol.PowerSetting{Mode: *powerMode, LimitW: *powerLimit})
+	if err != nil {
+		return usageError{fmt.Errorf("--power-mode/--power-limit: %w", err)}
+	}
+	s := simengine.New(p, simengine.Options{ServedName: *served, Speedup: *speedup, Seed: *seed, Log: c.log, GPUSlowdown: power.Slowdown})
 	name := *served
 	if name == "" {
 		name = p.Model
 	}
 	c.log.Warn().Str("device", p.Device).Str("model", p.Model).Str("quantization", p.Quantization).
-		Str("engine", p.Engine).Float64("speedup", *speedup).Str("served_name", name).
+		Str("engine", p.Engine).Float64("speedup", *speedup).Str("served_name", name).Float64("gpu_slowdown", power.Slowdown).
 		Str("url", "http://"+ln.Addr().String()+"/v1").
 		Msg("SIMULATED engine serving: its timings are a model of the device, not a measurement")
 	if err := s.Serve(ctx, ln); err != nil {

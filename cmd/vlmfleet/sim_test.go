@@ -37,6 +37,8 @@ func TestSimBadInvocation(t *testing.T) {
 		{"sim", "--device", "Jetson Nano", "--model", "x"},
 		{"sim", "--device", "Jetson AGX Orin", "--model", "Qwen3-VL-4B-Instruct", "--quantization", "FP4"},
 		{"sim", "--device", "Jetson AGX Orin", "--model", "Cosmos3-Edge", "--speedup", "0.5"},
+		{"sim", "--device", "Jetson Orin NX", "--model", "Cosmos-Reason2-2B", "--power-mode", "30W"},
+		{"sim", "--device", "Jetson Orin NX", "--model", "Cosmos-Reason2-2B", "--power-limit", "300"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb, func(string) string { return "" }); code != 2 {
