@@ -48,13 +48,13 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	power, err := devicefacts.SimPowerFor(p.Device, protocol.PowerSetting{Mode: *powerMode, LimitW: *powerLimit})
 	if err != nil {
 		return usageError{fmt.Errorf("--power-mode/--power-limit: %w", err)}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
 	}
 	s := simengine.New(p, simengine.Options{ServedName: *served, Speedup: *speedup, Seed: *seed, Log: c.log, GPUSlowdown: power.Slowdown})
 	name := *served
