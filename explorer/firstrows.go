@@ -103,7 +103,10 @@ type energyCell struct{ Class, Text, Title string }
 // energyCells is app.js paintEnergy at the default view and the cost
 // inputs' defaults: "n/a" where a level kept up without power samples,
 // "—" where none did.
-func energyCells(v RowView) [4]energyCell {
+func energyCells(v RowView) [4]energyCell { return energyCellsAt(v, DefaultCost) }
+
+// energyCellsAt is energyCells at the cost inputs c.
+func energyCellsAt(v RowView, c Cost) [4]energyCell {
 	out := [4]energyCell{{Class: "c-power"}, {Class: "c-jpa"}, {Class: "c-wpc"}, {Class: "c-cost"}}
 	if v.PowerAtMaxW == nil {
 		text, title := "—", ""
@@ -122,7 +125,7 @@ func energyCells(v RowView) [4]energyCell {
 	if v.JoulesAtMax != nil {
 		out[1].Text = jsToFixed(*v.JoulesAtMax, 1)
 	}
-	out[3].Text = jsToFixed(CostPerCameraMonth(DefaultCost, *v.PowerAtMaxW, v.MaxCameras), 2)
+	out[3].Text = jsToFixed(CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras), 2)
 	if v.PowerSource == protocol.PowerSourceGPU {
 		for i := range 3 {
 			out[i].Title = "the GPU alone, not the whole host"
