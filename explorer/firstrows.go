@@ -42,6 +42,7 @@ type firstRowCells struct {
 	Simulated                     bool
 	Why, Setup                    string
 	Params, Quant, Engine, Device string
+	DeviceTitle                   string
 	RT, TPS, Max, MaxTitle        string
 	Result                        string
 	RowClass, ResultClass         string
@@ -55,7 +56,7 @@ func firstRowOf(v RowView) firstRowCells {
 		why = failureText(v.Failed, v.Error)
 	}
 	var setup []string
-	for _, s := range []string{jsFormatParams(v.ParamsB), v.Quantization, v.Engine, v.Device} {
+	for _, s := range []string{jsFormatParams(v.ParamsB), v.Quantization, v.Engine, DeviceLabel(v.RowConfig)} {
 		if s != "" && s != "—" {
 			setup = append(setup, s)
 		}
@@ -63,9 +64,13 @@ func firstRowOf(v RowView) firstRowCells {
 	c := firstRowCells{
 		ID: v.ID, Model: v.Model, Simulated: v.Simulated, Why: why,
 		Setup:  strings.Join(setup, " · "),
-		Params: jsFormatParams(v.ParamsB), Quant: v.Quantization, Engine: v.Engine, Device: v.Device,
+		Params: jsFormatParams(v.ParamsB), Quant: v.Quantization, Engine: v.Engine, Device: DeviceLabel(v.RowConfig),
 		RT: "all failed", TPS: jsFormatTPS(v.TPS), Max: "—",
 		Result: "—", RowClass: "row nodata", ResultClass: "result result-none",
+	}
+	if v.PowerMode != "" {
+		// app.js's title, word for word.
+		c.DeviceTitle = "Measured in the power setting " + v.PowerMode + ": each setting is its own row"
 	}
 	if why == "" {
 		c.RT = jsFormatSeconds(v.TTFT)
@@ -92,7 +97,7 @@ var firstRowsTemplate = template.Must(template.New("rows").Parse(`{{range $i, $r
 	`<td class="c-model"><button type="button" class="toggle" aria-expanded="false"><span class="chev" aria-hidden="true"></span><span class="name"{{if eq $i 0}} elementtiming="first-row"{{end}}>{{.Model}}</span></button>` +
 	`{{if .Simulated}}<span class="badge badge-sim" title="From a simulated run, not a measurement of real hardware">SIMULATED</span>{{end}}` +
 	`<span class="why"{{if not .Why}} hidden{{end}}>{{.Why}}</span><span class="setup">{{.Setup}}</span></td>` +
-	`<td class="num">{{.Params}}</td><td>{{.Quant}}</td><td>{{.Engine}}</td><td>{{.Device}}</td>` +
+	`<td class="num">{{.Params}}</td><td>{{.Quant}}</td><td>{{.Engine}}</td><td{{if .DeviceTitle}} title="{{.DeviceTitle}}"{{end}}>{{.Device}}</td>` +
 	`<td class="num c-rt"{{if .Why}} title="{{.Why}}"{{end}}>{{.RT}}</td><td class="num c-tps">{{.TPS}}</td><td class="num c-max"{{if .MaxTitle}} title="{{.MaxTitle}}"{{end}}>{{.Max}}</td>` +
 	`<td class="c-result"><span class="{{.ResultClass}}">{{.Result}}</span></td>` +
 	`{{range .Energy}}<td class="num {{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>{{end}}`))

@@ -1,7 +1,9 @@
 package explorer
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"net/http"
 	"testing"
 	"time"
@@ -115,5 +117,27 @@ func TestCompareEndpointPowerModes(t *testing.T) {
 	}
 	if c.NotARegression != "not comparable as a regression: measured in MAXN and 15W" || len(c.Combos) != 3 {
 		t.Errorf("comparison %q with %d combinations", c.NotARegression, len(c.Combos))
+	}
+}
+
+// A run's CSV ends with the power setting it measured in.
+func TestRunCSVEndsWithThePowerSetting(t *testing.T) {
+	run := poweredRuns()[1]
+	var buf bytes.Buffer
+	if err := WriteRunCSV(&buf, &run); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&buf).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("%v: %q", err, recs)
+	}
+	for i, rec := range recs {
+		want := "15W"
+		if i == 0 {
+			want = "power_mode"
+		}
+		if got := rec[len(rec)-1]; got != want {
+			t.Errorf("line %d ends with %q, want %q", i+1, got, want)
+		}
 	}
 }
