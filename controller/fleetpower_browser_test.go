@@ -39,7 +39,7 @@ func TestFleetPageShowsPower(t *testing.T) {
 	read := func(id string) power {
 		t.Helper()
 		p, err := chromedp.Run(ctx, chromedp.Evaluate[power](`(() => {
-			const d = document.querySelector('tr[data-agent="` + id + `"] .power');
+			const d = document.querySelector('tr[data-agent="`+id+`"] .power');
 			if (!d) return {Text: "", Now: "", Switch: "", Title: ""};
 			const s = d.querySelector('.switch');
 			return {Text: d.textContent, Now: d.dataset.power, Switch: s ? s.textContent : "", Title: s ? s.title : ""};

@@ -216,7 +216,9 @@ func TestServedRowsMatchTheExplorersFormats(t *testing.T) {
 	if len(first) != len(runs) {
 		t.Fatalf("%d rows in the served page, want %d: %+v", len(first), len(runs), first)
 	}
-	if !slices.ContainsFunc(first, func(r tableRow) bool { return len(r.Cells) > 4 && r.Cells[4] == "Jetson AGX Orin · 15W" && r.DeviceTitle != "" }) {
+	if !slices.ContainsFunc(first, func(r tableRow) bool {
+		return len(r.Cells) > 4 && r.Cells[4] == "Jetson AGX Orin · 15W" && r.DeviceTitle != ""
+	}) {
 		t.Errorf("no served row shows the device with its power setting 15W: %+v", first)
 	}
 	sameRows(t, first, explorerRows(t, ctx, release))
