@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/csv"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
@@ -14,15 +17,20 @@ import (
 	"github.com/vlmfleet/vlmfleet/explorer"
 )
 
-// servePowerModes serves one model on one Jetson measured in MAXN and in
-// 15W (slower at 720p, as a lower mode is).
-func servePowerModes(t *testing.T) string {
-	t.Helper()
+// powerModeRuns: one model on one Jetson measured in MAXN and in 15W
+// (slower at 720p, as a lower mode is).
+func powerModeRuns() compareStore {
 	maxn := comparedRun("maxn", 1, 0.25)
 	maxn.Config.PowerMode = "MAXN"
 	low := comparedRun("low", 2, 0.40)
 	low.Config.PowerMode = "15W"
-	srv := httptest.NewServer(explorer.NewHandler(compareStore{maxn, low}, zerolog.Nop()))
+	return compareStore{maxn, low}
+}
+
+// servePowerModes serves powerModeRuns as a controller does.
+func servePowerModes(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(explorer.NewHandler(powerModeRuns(), zerolog.Nop()))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -86,5 +94,27 @@ func TestComparePagePowerModes(t *testing.T) {
 	}
 	if !strings.Contains(got["runs"], "MAXN") || !strings.Contains(got["runs"], "15W") {
 		t.Errorf("runs %q, want each run's power mode", got["runs"])
+	}
+}
+
+// The exported file, offline, shows each power mode with its device too.
+func TestExportedFileShowsPowerModes(t *testing.T) {
+	var buf bytes.Buffer
+	if err := explorer.Export(&buf, explorer.Aggregate(powerModeRuns(), time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "explorer.html")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := newTab(t)
+	open(t, ctx, "file://"+path)
+	var devices []string
+	for _, r := range shownRows(t, ctx) {
+		devices = append(devices, r.Device)
+	}
+	slices.Sort(devices)
+	if want := []string{"Jetson AGX Orin · 15W", "Jetson AGX Orin · MAXN"}; !slices.Equal(devices, want) {
+		t.Errorf("the exported file shows devices %q, want %q", devices, want)
 	}
 }
