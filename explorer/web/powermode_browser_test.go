@@ -118,3 +118,22 @@ func TestExportedFileShowsPowerModes(t *testing.T) {
 		t.Errorf("the exported file shows devices %q, want %q", devices, want)
 	}
 }
+
+// The page's quantization and engine examples never pair rows of two
+// power settings: what differs must be the quantization or the engine
+// alone.
+func TestComparisonPairKeepsToOnePowerSetting(t *testing.T) {
+	ctx := newTab(t)
+	open(t, ctx, serve(t, mustJSON(t, testDataset())))
+	got := eval[[]string](t, ctx, `import('/static/logic.js').then(m => {
+		const row = (quantization, power_mode) => ({model: 'M', device: 'Jetson Orin NX', engine: 'llama.cpp', quantization, power_mode});
+		const show = (p) => p ? p.rows.map(r => r.quantization + '@' + (r.power_mode || '')).join(' ') : 'none';
+		return [
+			show(m.comparisonPair([row('Q8_0', '15W'), row('Q4_K_M', 'MAXN')], 'quantization')),
+			show(m.comparisonPair([row('Q8_0', '15W'), row('Q4_K_M', '15W'), row('Q8_0', 'MAXN')], 'quantization')),
+		];
+	})`)
+	if want := []string{"none", "Q4_K_M@15W Q8_0@15W"}; !slices.Equal(got, want) {
+		t.Errorf("pairs %q, want %q", got, want)
+	}
+}

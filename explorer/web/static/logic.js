@@ -643,7 +643,8 @@ export function comparisonPair(rows, vary, prefer) {
   for (const r of rows) {
     // Quantizations are compared under one engine; engines differ in
     // their formats too (llama.cpp serves GGUF, vLLM BF16 or FP8).
-    const k = `${r.model}\u0000${r.device}${vary === 'quantization' ? `\u0000${r.engine}` : ''}`;
+    // A power setting is part of the row: two settings are never a pair.
+    const k = `${r.model}\u0000${r.device}\u0000${r.power_mode || ''}${vary === 'quantization' ? `\u0000${r.engine}` : ''}`;
     if (!groups.has(k)) groups.set(k, []);
     groups.get(k).push(r);
   }
