@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,6 +57,11 @@ func TestPowerSettingMakesItsOwnRow(t *testing.T) {
 	for p, id := range want {
 		if modes[p] != id {
 			t.Errorf("the %q row shows run %q, want %q", p, modes[p], id)
+		}
+	}
+	for _, r := range ds.Rows {
+		if r.PowerMode != "" && !strings.Contains(r.Explanation[0], " on "+r.Device+" ("+r.PowerMode+"), ") {
+			t.Errorf("the %s row's explanation does not name its setting: %q", r.PowerMode, r.Explanation[0])
 		}
 	}
 	plain := Aggregate(storeRuns{runs[2]}, time.Now()).Rows[0]
