@@ -17,7 +17,11 @@ const maxPowerSettings = 32
 // from the agents' hellos.
 func validateSweepPower(modes []string, limits []float64) error {
 	if n := len(modes) + len(limits); n > maxPowerSettings {
-		return BadSweepf("power_modes: %d settings with power_limits_w, at most %d", n, maxPowerSettings)
+		field := "power_modes"
+		if len(limits) > 0 {
+			field = "power_limits_w" // the list written last takes it past
+		}
+		return BadSweepf("%s: %d settings in power_modes and power_limits_w together, at most %d", field, n, maxPowerSettings)
 	}
 	for i, m := range modes {
 		field := "power_modes[" + strconv.Itoa(i) + "]"

@@ -60,7 +60,7 @@ func TestDecodeSweepJSONPowerAxis(t *testing.T) {
 		t.Errorf("a negative limit: %v", err)
 	}
 	many := `{"power_limits_w": [` + strings.Repeat("1,", maxPowerSettings) + `2]}`
-	if _, err := DecodeSweep([]byte(many)); err == nil || !strings.Contains(err.Error(), "at most 32") {
+	if _, err := DecodeSweep([]byte(many)); err == nil || err.Error() != "power_limits_w: 33 settings in power_modes and power_limits_w together, at most 32" {
 		t.Errorf("%d settings: %v", maxPowerSettings+1, err)
 	}
 }
