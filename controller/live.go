@@ -36,6 +36,11 @@ type liveAgent struct {
 	online     bool
 	// drained is what the heartbeats say of the agent's drain.
 	drained bool
+	// powerMode and powerLimitW are what the heartbeats say the device
+	// runs in now; both empty until one says (an agent that does not
+	// report it), when the hello's stand.
+	powerMode   string
+	powerLimitW float64
 }
 
 // liveState is the in-memory view fed by core NATS: lost on restart, and
@@ -115,6 +120,19 @@ func (l *liveState) seen(id string, t time.Time, state, jobID string) (persist b
 		persist = true
 	}
 	return persist
+}
+
+// setPower records the power a heartbeat reports (a job may switch it);
+// a heartbeat that reports none leaves what was known.
+func (l *liveState) setPower(id, mode string, limitW float64) {
+	if mode == "" && limitW == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a := l.agents[id]; a != nil {
+		a.powerMode, a.powerLimitW = mode, limitW
+	}
 }
 
 func (l *liveState) agent(id string) (liveAgent, bool) {
@@ -357,6 +375,7 @@ func (c *Controller) onHeartbeat(hb protocol.Heartbeat) {
 	if persist := c.live.seen(hb.AgentID, now, state, hb.JobID); persist {
 		c.live.touch(hb.AgentID, now)
 	}
+	c.live.setPower(hb.AgentID, hb.PowerMode, hb.PowerLimitW)
 	c.reconcileDrain(hb)
 	c.emit(api.EventHeartbeat, hb.AgentID, hb)
 }

@@ -27,9 +27,10 @@ func newID(prefix string, now time.Time) string {
 	return prefix + "-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// SubmitSweep validates the sweep, makes one job per selected agent and
-// selected deployment that agent offers (by the agents' announcements),
-// stores them queued and publishes them. With no agents named, the agents
+// SubmitSweep validates the sweep, makes one job per selected agent,
+// selected deployment that agent offers and power setting of the sweep
+// that applies to it (by the agents' announcements; planJobs), stores them
+// queued and publishes them. With no agents named, the agents
 // online now are used; named agents get their jobs even when offline (the
 // jobs wait in JetStream). It fails when nothing selected is offered.
 func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
@@ -91,28 +92,34 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	return s, nil
 }
 
-// planJobs makes sweep s's jobs, one per chosen agent and deployment it
-// offers (of those s selects), and lists them in s. A deployment s names
-// that no chosen agent offers, or no job at all, is refused with why.
+// planJobs makes sweep s's jobs, one per chosen agent, deployment it
+// offers (of those s selects) and power setting that applies to it
+// (powerSettingsFor), and lists them in s: an agent's jobs go deployment
+// by deployment, each in the settings in the sweep's order, so that the
+// modes of one deployment are measured back to back. A deployment s names
+// that no chosen agent offers, a power setting an agent with a job cannot
+// take, or no job at all, is refused with why, before any job is stored.
 func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.JobRecord, error) {
 	var jobs []store.JobRecord
 	offered := map[string]bool{}
+	axis := sweepPowerAxis(s)
 	for _, a := range chosen {
+		var settings []protocol.PowerSetting
 		for _, d := range a.Deployments {
 			if len(s.Deployments) > 0 && !slices.Contains(s.Deployments, d.ID) {
 				continue
 			}
 			offered[d.ID] = true
-			id := fmt.Sprintf("%s-j%d", s.ID, len(jobs)+1)
-			jobs = append(jobs, store.JobRecord{
-				Job: protocol.Job{
-					Schema: protocol.SchemaVersion, ID: id, SweepID: s.ID, AgentID: a.ID,
-					Deployment: d.ID, Workload: s.Workload, CreatedAt: now,
-				},
-				State:     protocol.JobQueued,
-				UpdatedAt: now,
-			})
-			s.Jobs = append(s.Jobs, id)
+			if settings == nil {
+				var err error
+				if settings, err = powerSettingsFor(axis, a); err != nil {
+					return nil, err
+				}
+			}
+			for _, p := range settings {
+				jobs = append(jobs, newJob(s, len(jobs)+1, a.ID, d.ID, p, now))
+				s.Jobs = append(s.Jobs, jobs[len(jobs)-1].Job.ID)
+			}
 		}
 	}
 	for i, d := range s.Deployments {
@@ -130,6 +137,19 @@ func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.J
 		return nil, api.BadSweepf("the selected agents (%s) offer no deployment", agentIDs(chosen))
 	}
 	return jobs, nil
+}
+
+// newJob is the n-th job of sweep s, queued: deployment d on agent in
+// power setting p.
+func newJob(s *protocol.Sweep, n int, agent, d string, p protocol.PowerSetting, now time.Time) store.JobRecord {
+	return store.JobRecord{
+		Job: protocol.Job{
+			Schema: protocol.SchemaVersion, ID: fmt.Sprintf("%s-j%d", s.ID, n), SweepID: s.ID, AgentID: agent,
+			Deployment: d, Workload: s.Workload, CreatedAt: now, Power: p,
+		},
+		State:     protocol.JobQueued,
+		UpdatedAt: now,
+	}
 }
 
 // brokenReasons says why the agents cannot run deployment id (every broken

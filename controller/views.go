@@ -37,8 +37,11 @@ func (c *Controller) statusOf(a store.Agent, now time.Time) agentStatus {
 	v := agentStatus{AgentView: api.AgentView{
 		ID: h.AgentID, Hostname: h.Hostname, Version: h.Version, Simulated: h.Simulated,
 		Device: h.Device, Deployments: h.Deployments, LastSeen: a.LastSeen,
-		StartedAt: h.StartedAt, FirstSeen: a.FirstSeen,
+		StartedAt: h.StartedAt, FirstSeen: a.FirstSeen, Power: h.Power,
 	}}
+	if h.Power != nil {
+		v.PowerMode, v.PowerLimitW = h.Power.Mode, h.Power.LimitW
+	}
 	if v.Deployments == nil {
 		v.Deployments = []protocol.Deployment{}
 	}
@@ -57,6 +60,10 @@ func (c *Controller) statusOf(a store.Agent, now time.Time) agentStatus {
 		}
 		v.State, v.JobID, v.stateSince = l.state, l.jobID, l.stateSince
 		v.DrainConfirmed = a.Drained && l.drained
+		if l.powerMode != "" || l.powerLimitW != 0 {
+			// A job may have switched the device since the hello.
+			v.PowerMode, v.PowerLimitW = l.powerMode, l.powerLimitW
+		}
 	}
 	v.Online = !v.LastSeen.IsZero() && now.Sub(v.LastSeen) < c.opt.HeartbeatTimeout
 	if !v.Online {
@@ -181,7 +188,7 @@ func jobView(r store.JobRecord, agents map[string]agentStatus) api.JobView {
 		h[i] = api.JobHistoryEntry(e)
 	}
 	v := api.JobView{
-		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment,
+		ID: r.Job.ID, SweepID: r.Job.SweepID, AgentID: r.Job.AgentID, Deployment: r.Job.Deployment, Power: r.Job.Power,
 		State: r.State, Attempt: r.Attempt, Error: r.Error, RunID: r.RunID, Published: r.Published,
 		StreamSeq: r.StreamSeq, CancelRequested: r.CancelRequested,
 		CreatedAt: r.Job.CreatedAt, UpdatedAt: r.UpdatedAt, Workload: r.Job.Workload, History: h,

@@ -22,11 +22,14 @@ type RunSource interface {
 }
 
 // identity is what makes a row. Simulated is part of it so that a simulated
-// run never hides, or is hidden by, a real one.
+// run never hides, or is hidden by, a real one; power (runPower) so that
+// two power modes of one model on one device are two rows, never one
+// run replacing, or read as a regression of, the other.
 type identity struct {
 	model, quant, engine, device string
 	paramsB                      float64
 	simulated                    bool
+	power                        string
 }
 
 func identityOf(r *protocol.Run) identity {
@@ -37,13 +40,33 @@ func identityOf(r *protocol.Run) identity {
 		engine:    firstNonEmpty(r.Config.Engine, r.Engine.Name, r.Engine.Kind),
 		device:    firstNonEmpty(r.Config.Device, r.Device.Name, r.Device.Kind),
 		simulated: isSimulated(r),
+		power:     runPower(r),
 	}
 }
 
+// runPower is the power setting r was measured in, as shown: the job's
+// mode or limit its configuration records ("15W", "300 W limit"), else
+// for a Jetson the nvpmodel mode its device facts read; "" when unknown.
+func runPower(r *protocol.Run) string {
+	if p := r.Config.Power().String(); p != "" {
+		return p
+	}
+	if r.Device.Jetson != nil {
+		return strings.TrimSpace(r.Device.Jetson.PowerMode)
+	}
+	return ""
+}
+
 // id is stable across runs and builds: a hash of the identity's fields.
+// A row without a power setting hashes as before power was part of it, so
+// the ids of the runs recorded then (and the links to them) still hold.
 func (k identity) id() string {
 	h := sha256.New()
-	for _, s := range []string{"row/v1", k.model, strconv.FormatFloat(k.paramsB, 'g', -1, 64), k.quant, k.engine, k.device, strconv.FormatBool(k.simulated)} {
+	fields := []string{"row/v1", k.model, strconv.FormatFloat(k.paramsB, 'g', -1, 64), k.quant, k.engine, k.device, strconv.FormatBool(k.simulated)}
+	if k.power != "" {
+		fields = append(fields, "power", k.power)
+	}
+	for _, s := range fields {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -97,6 +120,7 @@ func Aggregate(runs []protocol.Run, now time.Time) Dataset {
 				Engine:       k.engine,
 				Device:       k.device,
 				Simulated:    k.simulated,
+				PowerMode:    k.power,
 				Source:       latest.Source,
 			},
 			Run:    runMeta(latest),
@@ -122,6 +146,7 @@ func compareRows(a, b Row) int {
 		cmp.Compare(a.ParamsB, b.ParamsB),
 		strings.Compare(a.Quantization, b.Quantization),
 		strings.Compare(a.Engine, b.Engine),
+		strings.Compare(a.PowerMode, b.PowerMode),
 		cmpBool(a.Simulated, b.Simulated),
 		strings.Compare(a.ID, b.ID),
 	)

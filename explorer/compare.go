@@ -70,6 +70,14 @@ type Comparison struct {
 	OnlyB []protocol.ComboKey `json:"only_b,omitempty"`
 	// Warnings: differences of workload that make the figures less comparable.
 	Warnings []string `json:"warnings,omitempty"`
+	// PowerA and PowerB are the power settings the runs were measured in
+	// ("15W", "300 W limit"; runPower), empty when unknown. Runs of two
+	// settings are shown side by side but judged neither worse nor better:
+	// NotARegression says so, Verdict is "not comparable", and each
+	// figure's verdict is empty.
+	PowerA         string `json:"power_a,omitempty"`
+	PowerB         string `json:"power_b,omitempty"`
+	NotARegression string `json:"not_a_regression,omitempty"`
 }
 
 // ComboChange is one combination's change from A to B. Combinations are
@@ -149,11 +157,47 @@ func configDiffs(a, b *protocol.Run) []ConfigDiff {
 
 // Compare sets run b against run a (a before, b after). Both need their
 // per-request records; runs of different configurations are refused with
-// a *ConfigMismatchError.
+// a *ConfigMismatchError. Runs of one configuration in two power settings
+// are set side by side but never judged (notARegression): one power mode
+// is not a regression of another.
 func Compare(a, b *protocol.Run) (Comparison, error) {
 	if d := configDiffs(a, b); len(d) > 0 {
 		return Comparison{}, &ConfigMismatchError{A: a.ID, B: b.ID, Parts: d}
 	}
+	c := compareFigures(a, b)
+	c.PowerA, c.PowerB = runPower(a), runPower(b)
+	if c.PowerA != c.PowerB {
+		notARegression(&c)
+	}
+	return c, nil
+}
+
+// notARegression takes the judgement out of a comparison of two power
+// settings, keeping its figures.
+func notARegression(c *Comparison) {
+	c.NotARegression = fmt.Sprintf("not comparable as a regression: measured in %s and %s", powerShown(c.PowerA), powerShown(c.PowerB))
+	c.Verdict, c.Worse, c.Better = VerdictUnknown, 0, 0
+	for i := range c.Combos {
+		cc := &c.Combos[i]
+		cc.Verdict = ""
+		for j := range cc.Metrics {
+			if cc.Metrics[j].Verdict != VerdictUnknown {
+				cc.Metrics[j].Verdict = ""
+			}
+		}
+	}
+}
+
+// powerShown names a run's power setting in a sentence.
+func powerShown(p string) string {
+	if p == "" {
+		return "an unrecorded power setting"
+	}
+	return p
+}
+
+// compareFigures compares the runs' combinations, figure by figure.
+func compareFigures(a, b *protocol.Run) Comparison {
 	k := identityOf(a)
 	c := Comparison{
 		Config:    protocol.Configuration{Model: k.model, ParamsB: k.paramsB, Quantization: k.quant, Engine: k.engine, Device: k.device},
@@ -199,7 +243,7 @@ func Compare(a, b *protocol.Run) (Comparison, error) {
 		}
 	}
 	c.Verdict = overall(c.Worse, c.Better, known)
-	return c, nil
+	return c
 }
 
 func overall(worse, better, known int) string {

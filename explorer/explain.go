@@ -54,6 +54,10 @@ func explainSingle(r Row) string {
 	}
 	if r.Device != "" {
 		served += " on " + r.Device
+		if r.PowerMode != "" {
+			// The setting is part of the row: say which one it speaks of.
+			served += " (" + r.PowerMode + ")"
+		}
 	}
 	if served != "" {
 		s += ", served" + served

@@ -42,6 +42,7 @@ type firstRowCells struct {
 	Simulated                     bool
 	Why, Setup                    string
 	Params, Quant, Engine, Device string
+	DeviceTitle                   string
 	RT, TPS, Max, MaxTitle        string
 	Result                        string
 	RowClass, ResultClass         string
@@ -55,7 +56,7 @@ func firstRowOf(v RowView) firstRowCells {
 		why = failureText(v.Failed, v.Error)
 	}
 	var setup []string
-	for _, s := range []string{jsFormatParams(v.ParamsB), v.Quantization, v.Engine, v.Device} {
+	for _, s := range []string{jsFormatParams(v.ParamsB), v.Quantization, v.Engine, DeviceLabel(v.RowConfig)} {
 		if s != "" && s != "—" {
 			setup = append(setup, s)
 		}
@@ -63,9 +64,13 @@ func firstRowOf(v RowView) firstRowCells {
 	c := firstRowCells{
 		ID: v.ID, Model: v.Model, Simulated: v.Simulated, Why: why,
 		Setup:  strings.Join(setup, " · "),
-		Params: jsFormatParams(v.ParamsB), Quant: v.Quantization, Engine: v.Engine, Device: v.Device,
+		Params: jsFormatParams(v.ParamsB), Quant: v.Quantization, Engine: v.Engine, Device: DeviceLabel(v.RowConfig),
 		RT: "all failed", TPS: jsFormatTPS(v.TPS), Max: "—",
 		Result: "—", RowClass: "row nodata", ResultClass: "result result-none",
+	}
+	if v.PowerMode != "" {
+		// app.js's title, word for word.
+		c.DeviceTitle = "Measured in the power setting " + v.PowerMode + ": each setting is its own row"
 	}
 	if why == "" {
 		c.RT = jsFormatSeconds(v.TTFT)
@@ -92,7 +97,7 @@ var firstRowsTemplate = template.Must(template.New("rows").Parse(`{{range $i, $r
 	`<td class="c-model"><button type="button" class="toggle" aria-expanded="false"><span class="chev" aria-hidden="true"></span><span class="name"{{if eq $i 0}} elementtiming="first-row"{{end}}>{{.Model}}</span></button>` +
 	`{{if .Simulated}}<span class="badge badge-sim" title="From a simulated run, not a measurement of real hardware">SIMULATED</span>{{end}}` +
 	`<span class="why"{{if not .Why}} hidden{{end}}>{{.Why}}</span><span class="setup">{{.Setup}}</span></td>` +
-	`<td class="num">{{.Params}}</td><td>{{.Quant}}</td><td>{{.Engine}}</td><td>{{.Device}}</td>` +
+	`<td class="num">{{.Params}}</td><td>{{.Quant}}</td><td>{{.Engine}}</td><td{{if .DeviceTitle}} title="{{.DeviceTitle}}"{{end}}>{{.Device}}</td>` +
 	`<td class="num c-rt"{{if .Why}} title="{{.Why}}"{{end}}>{{.RT}}</td><td class="num c-tps">{{.TPS}}</td><td class="num c-max"{{if .MaxTitle}} title="{{.MaxTitle}}"{{end}}>{{.Max}}</td>` +
 	`<td class="c-result"><span class="{{.ResultClass}}">{{.Result}}</span></td>` +
 	`{{range .Energy}}<td class="num {{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>{{end}}`))
@@ -103,7 +108,10 @@ type energyCell struct{ Class, Text, Title string }
 // energyCells is app.js paintEnergy at the default view and the cost
 // inputs' defaults: "n/a" where a level kept up without power samples,
 // "—" where none did.
-func energyCells(v RowView) [4]energyCell {
+func energyCells(v RowView) [4]energyCell { return energyCellsAt(v, DefaultCost) }
+
+// energyCellsAt is energyCells at the cost inputs c.
+func energyCellsAt(v RowView, c Cost) [4]energyCell {
 	out := [4]energyCell{{Class: "c-power"}, {Class: "c-jpa"}, {Class: "c-wpc"}, {Class: "c-cost"}}
 	if v.PowerAtMaxW == nil {
 		text, title := "—", ""
@@ -122,7 +130,7 @@ func energyCells(v RowView) [4]energyCell {
 	if v.JoulesAtMax != nil {
 		out[1].Text = jsToFixed(*v.JoulesAtMax, 1)
 	}
-	out[3].Text = jsToFixed(CostPerCameraMonth(DefaultCost, *v.PowerAtMaxW, v.MaxCameras), 2)
+	out[3].Text = jsToFixed(CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras), 2)
 	if v.PowerSource == protocol.PowerSourceGPU {
 		for i := range 3 {
 			out[i].Title = "the GPU alone, not the whole host"

@@ -29,6 +29,10 @@ type RowConfig struct {
 	Engine       string  `json:"engine"`
 	Device       string  `json:"device"`
 	Simulated    bool    `json:"simulated"`
+	// PowerMode is the power setting the row was measured in, as shown
+	// ("15W", "300 W limit"): part of the row's identity; empty when the
+	// runs do not say.
+	PowerMode string `json:"power_mode,omitempty"`
 	// Source is the source of the run the row shows.
 	Source string `json:"source"`
 }

@@ -93,7 +93,8 @@ func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 // still reads them: the frame interval (0 back to back), the search mark,
 // a paced level's frames, the TTFT tail that p90 and p95 judge by
 // (empty where it was not recorded), then what the level drew (empty
-// where it has no power samples: 0 W would misstate it).
+// where it has no power samples: 0 W would misstate it), and last the
+// power setting the run measured in (runPower; empty when unknown).
 func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
@@ -103,7 +104,8 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 		"warmup", "errors",
 		"frame_interval_sec", "search", "frames_due", "frames_sent", "frames_dropped",
 		"ttft_tail_due", "ttft_tail_unstarted", "ttft_tail_p90", "ttft_tail_p95",
-		"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer"})
+		"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer",
+		"power_mode"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, cb := range run.Combinations {
 		var errs []string
@@ -118,7 +120,8 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 			f(cb.RoleChunk.Mean), f(cb.PromptTokens.Mean), f(cb.CompletionTokens.Mean), f(cb.OutputTokensPerSec),
 			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")}
 		rec = append(rec, buyerColumns(&cb)...)
-		_ = cw.Write(append(rec, energyColumns(&cb)...))
+		rec = append(rec, energyColumns(&cb)...)
+		_ = cw.Write(append(rec, runPower(run)))
 	}
 	cw.Flush()
 	return cw.Error()

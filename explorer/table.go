@@ -54,8 +54,13 @@ func tpsOrZero(r RowView) float64 {
 func Plural(n int, word string) string { return plural(n, word) }
 
 // WriteTable prints the rows aligned, as `vlmfleet explorer table` does:
-// PASS/FAIL in words and simulated rows marked SIM.
+// PASS/FAIL in words and simulated rows marked SIM; no power columns.
 func WriteTable(w io.Writer, res RowsResponse) error {
+	return WriteTableWith(w, res, TableOptions{Cost: DefaultCost})
+}
+
+// WriteTableWith is WriteTable with the power columns when opt.Power says.
+func WriteTableWith(w io.Writer, res RowsResponse, opt TableOptions) error {
 	view := tableView(res.Query)
 	if len(res.Rows) == 0 {
 		_, err := fmt.Fprintf(w, "no configuration was measured at %s\n", view)
@@ -67,7 +72,7 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 	if st := res.Judgement().Stat(); st != protocol.StatisticMean {
 		ttftHead = "TTFT " + strings.ToUpper(st)
 	}
-	fmt.Fprintln(tw, "MODEL\tPARAMS\tQUANT\tENGINE\tDEVICE\t"+ttftHead+"\tTPS\tMAX CAMERAS\tRESULT\t")
+	fmt.Fprintln(tw, "MODEL\tPARAMS\tQUANT\tENGINE\tDEVICE\t"+ttftHead+"\tTPS\tMAX CAMERAS\tRESULT\t"+opt.powerHeads())
 	sim := 0
 	for _, r := range res.Rows {
 		params, mark := "", ""
@@ -79,8 +84,8 @@ func WriteTable(w io.Writer, res RowsResponse) error {
 			sim++
 		}
 		ttft, tps, result := tableFigures(r, res.Judgement().Stat())
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Model, params, r.Quantization, r.Engine, r.Device,
-			ttft, tps, r.MaxCamerasLabel, result, mark)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Model, params, r.Quantization, r.Engine, DeviceLabel(r.RowConfig),
+			ttft, tps, r.MaxCamerasLabel, result, opt.powerCells(r), mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -79,9 +79,14 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	device := fs.String("device", "", "only rows whose device contains this text (any case), e.g. \"AGX Orin\"")
 	model := fs.String("model", "", "only rows whose model contains this text (any case), e.g. qwen3")
 	asJSON := fs.Bool("json", false, "print the rows as GET /api/explorer/rows does")
+	costs := addCostFlags(fs)
 	files, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	cost, err := costs.cost()
+	if err != nil {
+		return usageError{err}
 	}
 	if err := q.Normalize(); err != nil {
 		return usageError{fmt.Errorf("--%w", err)}
@@ -108,7 +113,8 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return explorer.WriteTable(c.stdout, res)
+	// The power columns show when the dataset has power samples, as on the page.
+	return explorer.WriteTableWith(c.stdout, res, explorer.TableOptions{Power: explorer.HasPower(ds), Cost: cost})
 }
 
 // sortNamesText lists explorer.TableOrders for help and errors.

@@ -73,8 +73,8 @@ var helps = map[string]helpText{
 	"sweep": {
 		purpose: "submit a sweep to a controller: every selected deployment on every selected agent",
 		usage:   "vlmfleet sweep [--file sweep.yaml] [flags]\nvlmfleet sweep list | watch ID | cancel ID   (-h on each for more)",
-		details: "Flags override the --file sweep's fields. With --wait, it follows the jobs until all have ended and\nprints the answer table for the sweep's runs.",
-		example: "vlmfleet sweep --deployments qwen3-vl-4b-q8 --sizes 720p --cameras 1,2,4 --multi-sizes none --wait\nvlmfleet sweep --file sweeps/orin.yaml --agents orin1,orin2",
+		details: "Flags override the --file sweep's fields. With --wait, it follows the jobs until all have ended and\nprints the answer table for the sweep's runs. --power-modes and --power-limits measure each agent once\nper setting that applies to it (modes on a Jetson, limits on a GPU host).",
+		example: "vlmfleet sweep --deployments qwen3-vl-4b-q8 --sizes 720p --cameras 1,2,4 --multi-sizes none --wait\nvlmfleet sweep --file sweeps/orin.yaml --agents orin1,orin2\nvlmfleet sweep --agents orin1 --power-modes 15W,MAXN",
 	},
 	"sweep list": {
 		purpose: "list a controller's sweeps, newest first, with their progress and outcome",
@@ -135,7 +135,7 @@ every request of a combination failed. Logs go to standard error, the results to
 	"explorer table": {
 		purpose: "print the explorer's table at one view, for scripts",
 		usage:   "vlmfleet explorer table [--controller URL | --file run.json... | run.json...] [flags]",
-		details: "Only rows measured at the size and cameras are shown; --images reads the figures with that many\nimages per camera (the method measures 1, 3 and 5).",
+		details: "Only rows measured at the size and cameras are shown; --images reads the figures with that many\nimages per camera (the method measures 1, 3 and 5). Where the runs have power samples, the page's power\ncolumns follow, the cost at --price, --months, --kwh and --currency (example inputs by default).",
 		example: "vlmfleet explorer table --size 1080p --cameras 4 --sort tps\nvlmfleet explorer table --device \"AGX Orin\" --model qwen3 --json",
 	},
 	"explorer export": {

@@ -71,7 +71,12 @@ func printComparison(w io.Writer, cmp explorer.Comparison) {
 		}
 		fmt.Fprintf(w, "%s  %s\n", side.name, strings.Join(parts, " · "))
 	}
-	fmt.Fprintf(w, "\nB against A: %s (%d worse, %d better)\n\n", cmp.Verdict, cmp.Worse, cmp.Better)
+	if cmp.NotARegression != "" {
+		// Two power settings: the figures side by side, no verdict.
+		fmt.Fprintf(w, "\nB against A: %s\n\n", cmp.NotARegression)
+	} else {
+		fmt.Fprintf(w, "\nB against A: %s (%d worse, %d better)\n\n", cmp.Verdict, cmp.Worse, cmp.Better)
+	}
 	printChanges(w, cmp.Combos)
 	for _, only := range []struct {
 		side string
@@ -136,7 +141,7 @@ func metricCell(m explorer.MetricChange) string {
 	default:
 		s = fmt.Sprintf("%s → %s %s %s%%", explorer.FormatSeconds(m.A), explorer.FormatSeconds(m.B), m.Unit, signed(m.RelChange*100))
 	}
-	if m.Verdict != explorer.VerdictSame {
+	if m.Verdict != explorer.VerdictSame && m.Verdict != "" {
 		s += " " + m.Verdict
 	}
 	return s

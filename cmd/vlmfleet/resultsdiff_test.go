@@ -168,3 +168,33 @@ func TestResultsDiffPacedAndSearched(t *testing.T) {
 		t.Errorf("more frames dropped is worse:\n%s", out.String())
 	}
 }
+
+// Runs of two power modes: the figures side by side, the sentence instead
+// of a verdict, and --fail-on-worse does not fail on a slower mode.
+func TestResultsDiffPowerModes(t *testing.T) {
+	l := labtest.Start(t, controller.Options{Explorer: func(runs controller.RunSource) http.Handler {
+		return explorer.NewHandler(runs, zerolog.Nop())
+	}})
+	maxn, low := recordedRun("maxn", 0, 0.25), recordedRun("low", 1, 0.40)
+	maxn.Config.PowerMode, low.Config.PowerMode = "MAXN", "15W"
+	cl, err := client.New(l.Ctl.HTTPURL(), client.WithToken(l.Ctl.APIToken()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Import(context.Background(), []api.ImportEntry{{Origin: "t", Run: maxn}, {Origin: "t", Run: low}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cliRun(t, nil, "results", "diff", "--controller", l.Ctl.HTTPURL(), "--fail-on-worse", res.IDs[0], res.IDs[1])
+	if code != 0 || !strings.Contains(out, "B against A: not comparable as a regression: measured in MAXN and 15W") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "0.25 → 0.39 s +56%") {
+		t.Errorf("want TTFT's figures side by side:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "720p") && (strings.Contains(line, "worse") || strings.Contains(line, "better")) {
+			t.Errorf("a figure judged: %s", line)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 // sweepFlags are sweep's own flags besides the workload's.
 type sweepFlags struct {
 	controller, file, name, agents, deployments, cancel *string
-	tokenFile                                           *string
+	tokenFile, powerModes, powerLimits                  *string
 	wait                                                *bool
 	workload                                            *workloadFlags
 }
@@ -37,6 +37,8 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		name:        fs.String("name", "", "a name for the sweep"),
 		agents:      fs.String("agents", "", "comma-separated agent ids (default: every online agent)"),
 		deployments: fs.String("deployments", "", "comma-separated deployment ids (default: all the agents offer)"),
+		powerModes:  fs.String("power-modes", "", "comma-separated Jetson power modes to measure each agent in (nvpmodel names, e.g. 15W,MAXN)"),
+		powerLimits: fs.String("power-limits", "", "comma-separated GPU power limits in watts to measure each GPU host at (e.g. 300,450)"),
 		workload:    addWorkloadFlags(fs),
 		wait:        fs.Bool("wait", false, "follow progress until every job of the sweep has ended"),
 		cancel:      fs.String("cancel", "", "cancel the sweep (every job not ended) or the job with this id, instead of submitting"),
@@ -98,6 +100,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 	if err := f.workload.apply(fs, &s.Workload); err != nil {
 		return s, err
 	}
+	var err error
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "name":
@@ -106,8 +109,17 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 			s.Agents = protocol.SplitList(*f.agents)
 		case "deployments":
 			s.Deployments = protocol.SplitList(*f.deployments)
+		case "power-modes":
+			s.PowerModes = protocol.SplitList(*f.powerModes)
+		case "power-limits":
+			if s.PowerLimitsW, err = parsePowerLimits(*f.powerLimits); err != nil {
+				err = usageError{err}
+			}
 		}
 	})
+	if err != nil {
+		return s, err
+	}
 	if err := api.ValidateSweep(s); err != nil {
 		return s, usageError{pointAtFlag(fs, err)}
 	}
@@ -172,7 +184,7 @@ func waitSweep(ctx context.Context, c *cli, cl *client.Client, id string) error 
 	w := &sweepWatch{c: c, bars: termprogress.New(c.stderr, c.tty), who: map[string]string{}}
 	defer func() { w.bars.Close() }()
 	for _, j := range first.JobList {
-		w.who[j.ID] = j.AgentID + " " + j.Deployment
+		w.who[j.ID] = strings.TrimSpace(j.AgentID + " " + j.Deployment + " " + j.Power.String())
 	}
 	v, err := cl.WaitSweep(ctx, id, client.WaitOptions{
 		OnEvent: w.show,
@@ -187,6 +199,9 @@ func waitSweep(ctx context.Context, c *cli, cl *client.Client, id string) error 
 	slices.SortStableFunc(v.JobList, func(a, b api.JobView) int { return naturalLess(a.ID, b.ID) })
 	for _, j := range v.JobList {
 		line := fmt.Sprintf("  %s  %-10s agent %s  deployment %s", j.ID, j.State, j.AgentID, j.Deployment)
+		if p := j.Power.String(); p != "" {
+			line += "  power " + p
+		}
 		if j.RunID != "" {
 			line += "  run " + j.RunID
 		}

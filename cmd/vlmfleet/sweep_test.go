@@ -118,6 +118,10 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 		{[]string{"--file", lowCeiling}, "search.yaml:2: workload.search: ceiling 8, want 16"},
 		{[]string{"--controller", "127.0.0.1:8080"}, `--controller "127.0.0.1:8080": want a base URL`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--power-limits", "300,lots"}, `--power-limits: item 2, "lots", is not a number of watts; want e.g. --power-limits 300,450`},
+		{[]string{"--power-limits", "300,0"}, "--power-limits: power_limits_w[1]: 0 W; want a power limit above 0 and at most 5000 W"},
+		{[]string{"--power-modes", "15W,MAXN,15W"}, `--power-modes: power_modes[2]: "15W" is listed twice (power_modes[0] too)`},
+		{[]string{"--power-modes", "15 W"}, `--power-modes: power_modes[0]: "15 W" has ' '`},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"sweep"}, c.args...), &out, &errb, func(string) string { return "" })
@@ -200,4 +204,15 @@ func TestSweepWatchShowsEvents(t *testing.T) {
 // tokenEnv is an environment with only VLMFLEET_TOKEN set.
 func tokenEnv(token string) func(string) string {
 	return func(k string) string { return map[string]string{"VLMFLEET_TOKEN": token}[k] }
+}
+
+// --power-modes and --power-limits reach the controller, which refuses a
+// setting its agent cannot take, naming the field and the agent.
+func TestSweepPowerFlagsReachTheController(t *testing.T) {
+	l := labtest.Start(t, controller.Options{})
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--agents", "a1", "--power-modes", "MAXN,NO_SUCH_MODE"}, &out, &errb, tokenEnv(l.Ctl.APIToken()))
+	if code == 0 || !strings.Contains(errb.String(), `power_modes[`) || !strings.Contains(errb.String(), `agent "a1"`) {
+		t.Errorf("exit %d: %s; want the controller's refusal naming power_modes and agent a1", code, errb.String())
+	}
 }

@@ -243,6 +243,7 @@ func (f *workloadFlags) setJudgement(name string, w *protocol.Workload) error {
 // api.ValidateSweep name it, to the flag that sets it.
 var fieldFlags = map[string]string{
 	"name": "name", "agents": "agents", "deployments": "deployments",
+	"power_modes": "power-modes", "power_limits_w": "power-limits",
 	"workload.sizes": "sizes", "workload.cameras": "cameras", "workload.requests_per_level": "requests",
 	"workload.multi_image_sizes": "multi-sizes", "workload.images_per_request": "images",
 	"workload.multi_image_requests": "multi-requests", "workload.warmup_requests": "warmup",

@@ -77,5 +77,5 @@ func ValidateSweep(s protocol.Sweep) error {
 	if len(s.Name) > 200 {
 		return BadSweepf("name: %d characters, at most 200", len(s.Name))
 	}
-	return nil
+	return validateSweepPower(s.PowerModes, s.PowerLimitsW)
 }

@@ -45,15 +45,18 @@ type AgentView struct {
 
 // JobView is a job as the API shows it.
 type JobView struct {
-	ID         string            `json:"id"`
-	SweepID    string            `json:"sweep_id,omitempty"`
-	AgentID    string            `json:"agent_id"`
-	Deployment string            `json:"deployment"`
-	State      protocol.JobState `json:"state"`
-	Attempt    int               `json:"attempt"`
-	Error      string            `json:"error,omitempty"`
-	RunID      string            `json:"run_id,omitempty"`
-	Published  bool              `json:"published"`
+	ID         string `json:"id"`
+	SweepID    string `json:"sweep_id,omitempty"`
+	AgentID    string `json:"agent_id"`
+	Deployment string `json:"deployment"`
+	// Power is the mode or limit the job runs its device in; zero: as
+	// found.
+	Power     protocol.PowerSetting `json:"power,omitzero"`
+	State     protocol.JobState     `json:"state"`
+	Attempt   int                   `json:"attempt"`
+	Error     string                `json:"error,omitempty"`
+	RunID     string                `json:"run_id,omitempty"`
+	Published bool                  `json:"published"`
 	// StreamSeq is the job's message in the jobs stream once published.
 	StreamSeq uint64 `json:"stream_seq,omitempty"`
 	// CancelRequested is true once a user asked to cancel the job.

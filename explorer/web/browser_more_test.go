@@ -478,7 +478,7 @@ func TestLogicModule(t *testing.T) {
 	if got["defaultHash"] != "" {
 		t.Errorf("default view hash %q, want empty", got["defaultHash"])
 	}
-	if want := `"A, ""quoted"" model",2.4,Q8_0,llama.cpp,Jetson Orin NX,yes,720p,1,1,3,2.02,30.4,2,PASS,0,mean,no,,,,,,,,,`; got["csv"] != want {
+	if want := `"A, ""quoted"" model",2.4,Q8_0,llama.cpp,Jetson Orin NX,yes,720p,1,1,3,2.02,30.4,2,PASS,0,mean,no,,,,,,,,,,`; got["csv"] != want {
 		t.Errorf("CSV line %s, want %s", got["csv"], want)
 	}
 	if got["decoded"] != `["a b","x",null]` {

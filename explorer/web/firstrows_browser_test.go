@@ -85,6 +85,8 @@ type tableRow struct {
 	Badge string   `json:"badge"`
 	// MaxTitle says what makes a searched Max Cameras exact.
 	MaxTitle string `json:"maxTitle"`
+	// DeviceTitle says a row's power setting is part of it.
+	DeviceTitle string `json:"deviceTitle"`
 }
 
 const tableRowsJS = `[...document.querySelectorAll('#tbody tr.row')].map((tr) => {
@@ -92,7 +94,7 @@ const tableRowsJS = `[...document.querySelectorAll('#tbody tr.row')].map((tr) =>
   const badge = tr.querySelector('.badge-sim');
   return { id: tr.dataset.id, class: tr.className, cells: [...tr.children].map((td) => td.textContent),
     why: why && !why.hidden ? why.textContent : '', title: tr.querySelector('.c-rt').title || '', badge: badge ? badge.title : '',
-    maxTitle: tr.querySelector('.c-max').title || '' };
+    maxTitle: tr.querySelector('.c-max').title || '', deviceTitle: tr.children[4].title || '' };
 })`
 
 // served opens url with its data held back and returns the table's rows as
@@ -129,7 +131,7 @@ func sameRows(t *testing.T, server, js []tableRow) {
 	}
 	for i, s := range server {
 		j := js[i]
-		if s.ID != j.ID || s.Class != j.Class || s.Why != j.Why || s.Title != j.Title || s.Badge != j.Badge || s.MaxTitle != j.MaxTitle || len(s.Cells) != len(j.Cells) {
+		if s.ID != j.ID || s.Class != j.Class || s.Why != j.Why || s.Title != j.Title || s.Badge != j.Badge || s.MaxTitle != j.MaxTitle || s.DeviceTitle != j.DeviceTitle || len(s.Cells) != len(j.Cells) {
 			t.Errorf("row %d: the server wrote %+v, the explorer %+v", i, s, j)
 			continue
 		}
@@ -198,7 +200,10 @@ func TestServedRowsMatchTheExplorersFormats(t *testing.T) {
 	}
 	sim := run("sim", "Sim-<b>VL</b>", 12.5, 1.005, 9.95, 8, 0)
 	sim.Simulated = true
+	powered := run("powered", "Tie-VL", 2.45, 0.2, 12.25, 8, 0)
+	powered.Config.PowerMode = "15W"
 	runs := seedRuns{
+		powered,
 		run("ties", "Tie-VL", 2.45, 0.125, 12.25, 8, 0),
 		run("under", "Under-VL", 1.45, 1.455, 0.05, 8, 0),
 		run("failed", "Failed-VL", 26.4, 0, 0, 0, 8),
@@ -210,6 +215,11 @@ func TestServedRowsMatchTheExplorersFormats(t *testing.T) {
 	first := served(t, ctx, url)
 	if len(first) != len(runs) {
 		t.Fatalf("%d rows in the served page, want %d: %+v", len(first), len(runs), first)
+	}
+	if !slices.ContainsFunc(first, func(r tableRow) bool {
+		return len(r.Cells) > 4 && r.Cells[4] == "Jetson AGX Orin · 15W" && r.DeviceTitle != ""
+	}) {
+		t.Errorf("no served row shows the device with its power setting 15W: %+v", first)
 	}
 	sameRows(t, first, explorerRows(t, ctx, release))
 }

@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds each row once, when it is first displayed,
 // and then only updates text, classes, visibility and order, so a change
 // costs a few milliseconds even with a thousand rows.
-import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
+import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, deviceLabel, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 
 const DATA_URL = '/api/explorer/data';
@@ -170,12 +170,13 @@ function createExplorer(ds) {
     const why = el('span', { class: 'why' });
     why.hidden = true;
     td[0].append(why);
-    td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, r.device].filter((x) => x && x !== '—').join(' · ') }));
+    td[0].append(el('span', { class: 'setup', text: [formatParams(r.params_b), r.quantization, r.engine, deviceLabel(r)].filter((x) => x && x !== '—').join(' · ') }));
     td[1].className = 'num';
     td[1].textContent = formatParams(r.params_b);
     td[2].textContent = r.quantization;
     td[3].textContent = r.engine;
-    td[4].textContent = r.device;
+    td[4].textContent = deviceLabel(r);
+    if (r.power_mode) td[4].title = `Measured in the power setting ${r.power_mode}: each setting is its own row`;
     td[5].className = 'num c-rt';
     td[6].className = 'num c-tps';
     td[7].className = 'num c-max';

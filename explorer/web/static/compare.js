@@ -69,7 +69,8 @@ function metricCell(m) {
   }
   const change = m.metric === 'success' || m.metric === 'dropped' ? `${signed(m.change)} pt` : `${signed(m.rel_change * 100)}%`;
   td.append(`${figure(m, m.a)} → ${figure(m, m.b)} `, el('span', { class: 'change', text: change }));
-  td.append(el('span', { class: 'word', text: m.verdict === 'same' ? 'same within noise' : m.verdict }));
+  // Runs of two power settings are shown unjudged: no verdict word.
+  if (m.verdict) td.append(el('span', { class: 'word', text: m.verdict === 'same' ? 'same within noise' : m.verdict }));
   td.title = `Mann-Whitney p = ${m.p.toPrecision(2)}; ${m.n_a} and ${m.n_b} requests`;
   return td;
 }
@@ -94,7 +95,9 @@ function draw(c, a, b) {
   v.className = `verdict ${verdictClass[c.verdict] || ''}`;
   v.textContent = c.verdict === 'worse' ? `B is worse than A in ${c.worse} ${c.worse === 1 ? 'figure' : 'figures'}${c.better ? ` (better in ${c.better})` : ''}.`
     : c.verdict === 'better' ? `B is better than A in ${c.better} ${c.better === 1 ? 'figure' : 'figures'}, worse in none.`
-      : c.verdict === 'same' ? 'B is the same as A within noise.' : 'Nothing could be compared: too few request records.';
+      : c.verdict === 'same' ? 'B is the same as A within noise.'
+        : c.not_a_regression ? `Not comparable as a regression: measured in ${c.power_a || 'an unrecorded power setting'} and ${c.power_b || 'an unrecorded power setting'}. The figures are side by side; neither is judged worse or better.`
+          : 'Nothing could be compared: too few request records.';
   $('warnings').replaceChildren(...(c.warnings || []).map((w) => el('li', { text: w })));
   // Every combination's metrics have a column: a paced level's dropped
   // frames too, left empty on a back-to-back one.

@@ -478,17 +478,24 @@ function csvField(v) {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
+// deviceLabel is the device as a row shows it: with the power setting it
+// was measured in ("Jetson Orin NX · 15W"), which is part of the row.
+export function deviceLabel(row) {
+  return row.power_mode ? `${row.device} · ${row.power_mode}` : row.device;
+}
+
 // toCSV writes the rows as shown, in the order shown, with the selection
 // they were read at so the file stands on its own. The response time is
 // the one the statistic reads; the columns after result say how the
 // cameras sent, whether a search made Max Cameras exact and, on a frame
-// clock, the frames due and dropped at the selected cameras.
+// clock, the frames due and dropped at the selected cameras; the last,
+// the power setting the row was measured in (part of the row).
 export function toCSV(items, sel) {
   const head = ['model', 'parameters_b', 'quantization', 'engine', 'device', 'simulated', 'image_size', 'cameras',
     'images_per_camera', 'target_s', 'response_time_s', 'tps', 'max_cameras', 'result',
     'frame_interval_s', 'statistic', 'max_cameras_by_search', 'frames_due', 'frames_dropped',
     'power_at_max_w', 'joules_per_answer_at_max', 'above_idle_joules_per_answer_at_max', 'watts_per_camera', 'power_source',
-    'cost_per_camera_month', 'currency'];
+    'cost_per_camera_month', 'currency', 'power_mode'];
   const lines = [head.join(',')];
   for (const { row, view } of items) {
     lines.push([
@@ -500,7 +507,7 @@ export function toCSV(items, sel) {
       view.unknown ? 'n/a' : view.result == null ? '' : view.result ? 'PASS' : 'FAIL',
       sel.interval || 0, sel.statistic || 'mean', view.mc.search ? 'yes' : 'no',
       view.framesDue == null ? '' : view.framesDue, view.framesDropped == null ? '' : view.framesDropped,
-      ...energyCSV(view, sel),
+      ...energyCSV(view, sel), row.power_mode || '',
     ].map(csvField).join(','));
   }
   return lines.join('\r\n') + '\r\n';
@@ -636,7 +643,8 @@ export function comparisonPair(rows, vary, prefer) {
   for (const r of rows) {
     // Quantizations are compared under one engine; engines differ in
     // their formats too (llama.cpp serves GGUF, vLLM BF16 or FP8).
-    const k = `${r.model}\u0000${r.device}${vary === 'quantization' ? `\u0000${r.engine}` : ''}`;
+    // A power setting is part of the row: two settings are never a pair.
+    const k = `${r.model}\u0000${r.device}\u0000${r.power_mode || ''}${vary === 'quantization' ? `\u0000${r.engine}` : ''}`;
     if (!groups.has(k)) groups.set(k, []);
     groups.get(k).push(r);
   }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// powerRunFiles writes one model on one Jetson measured in 15W, with
+// 18.4 W and 9.6 J per answer at its Max Cameras (2), and in MAXN without
+// power samples.
+func powerRunFiles(t *testing.T) string {
+	t.Helper()
+	low := labtest.ResultDoc("low", "Qwen3-VL-4B-Instruct")
+	low.Config.PowerMode = "15W"
+	low.Combinations[1].Energy = &protocol.Energy{Source: protocol.PowerSourceModuleInput, Samples: 8, MeanPowerW: 18.4, WindowSec: 8, JoulesPerAnswer: 9.6}
+	maxn := labtest.ResultDoc("maxn", "Qwen3-VL-4B-Instruct")
+	maxn.Config.PowerMode = "MAXN"
+	return writeJSONFile(t, t.TempDir(), "power.json", []protocol.Run{low, maxn})
+}
+
+// The table has the page's power columns when the runs have power
+// samples, the cost at the page's example inputs or the flags', and each
+// power mode as its own row with the device.
+func TestExplorerTablePowerColumns(t *testing.T) {
+	file := powerRunFiles(t)
+	code, out, errOut := cliRun(t, nil, "explorer", "table", file, "--sort", "device")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 || !strings.Contains(lines[0], "POWER AT MAX W  J PER ANSWER  W PER CAMERA  COST PER CAMERA PER MONTH (USD)") {
+		t.Fatalf("head lacks the power columns:\n%s", out)
+	}
+	low, maxn := fields(lines[1]), fields(lines[2])
+	if want := []string{"2+", "PASS", "18.4", "9.6", "9.20", "15.90"}; !strings.Contains(lines[1], "Jetson AGX Orin · 15W") || !suffixIs(low, want) {
+		t.Errorf("the 15W row %q, want its device with 15W and ending %q", lines[1], want)
+	}
+	if want := []string{"2+", "PASS", "n/a", "n/a", "n/a", "n/a"}; !strings.Contains(lines[2], "Jetson AGX Orin · MAXN") || !suffixIs(maxn, want) {
+		t.Errorf("the MAXN row %q, want its device with MAXN and ending %q", lines[2], want)
+	}
+	_, out, _ = cliRun(t, nil, "explorer", "table", file, "--sort", "device", "--price", "720", "--months", "36", "--kwh", "0.5", "--currency", "EUR")
+	if !strings.Contains(out, "COST PER CAMERA PER MONTH (EUR)") || !strings.HasSuffix(strings.Split(out, "\n")[1], "13.36") {
+		t.Errorf("at 720 over 36 months and 0.5 a kWh, want 13.36 EUR:\n%s", out)
+	}
+	// Runs without power samples: no power columns, as on the page.
+	_, out, _ = cliRun(t, nil, "explorer", "table", seedRuns)
+	if strings.Contains(out, "POWER AT MAX") {
+		t.Errorf("the seed's table, which has no power samples, shows power columns:\n%s", out)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--months", "0", "--months 0: want more than 0 months"},
+		{"--price", "-1", "--price -1: want a device price of 0 or more"},
+		{"--kwh", "-0.2", "--kwh -0.2: want a price of a kWh of 0 or more"},
+		{"--currency", "", `--currency "": want a name of 1 to 12 characters`},
+	} {
+		if code, _, errOut := cliRun(t, nil, "explorer", "table", file, tc.flag, tc.value); code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s %q: exit %d: %s; want 2 and %q", tc.flag, tc.value, code, errOut, tc.want)
+		}
+	}
+}
+
+func fields(line string) []string { return strings.Fields(line) }
+
+func suffixIs(got, want []string) bool {
+	return len(got) >= len(want) && strings.Join(got[len(got)-len(want):], " ") == strings.Join(want, " ")
+}
