@@ -146,6 +146,11 @@ func TestDrainAgentAPI(t *testing.T) {
 	}
 	var sv api.SweepView
 	getJSON(t, base+"/api/sweeps/"+s.ID, &sv)
+	for what, skipped := range map[string][]protocol.SkippedAgent{"the answer": s.Skipped, "the record": sv.Skipped} {
+		if len(skipped) != 1 || skipped[0].AgentID != "a1" || !strings.HasPrefix(skipped[0].Reason, "drained") {
+			t.Errorf("%s says it skipped %+v, want a1 as drained", what, skipped)
+		}
+	}
 	for _, j := range sv.JobList {
 		if j.AgentID != "a2" {
 			t.Errorf("the sweep gave job %s to drained agent %s", j.ID, j.AgentID)
@@ -302,5 +307,36 @@ func TestIdleAgentHasNoLiveTelemetry(t *testing.T) {
 	getJSON(t, c.HTTPURL()+"/api/live", &idle)
 	if got := idle.Telemetry["a1"]; len(got) != 0 {
 		t.Fatalf("idle agent's telemetry: %d samples (%v W), want none", len(got), *got[len(got)-1].Sample.PowerW)
+	}
+}
+
+// A sweep over every online agent says which it passed over and why: one
+// whose configuration cannot serve the sweep's deployment, one that does
+// not offer it.
+func TestSweepSaysWhichAgentsItSkipped(t *testing.T) {
+	c := startFleetController(t)
+	helloLabelled(t, c, "a1", nil, "d1")
+	helloLabelled(t, c, "a2", nil, "d2")
+	ev := watchEvents(t, c)
+	broken := newFakeAgent(t, c, "a3")
+	h := protocol.AgentHello{
+		Schema: protocol.SchemaVersion, AgentID: "a3", Hostname: "host-a3", Version: "test", StartedAt: time.Now().UTC(),
+		Device:            protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceJetson},
+		BrokenDeployments: []protocol.BrokenDeployment{{ID: "d1", Engine: "llamacpp", Reason: "deployments[0].model: /models/x.gguf is not under the model roots"}},
+	}
+	broken.publish(t, protocol.KindHello, h, protocol.HelloMsgID("a3", h.StartedAt.UnixNano()))
+	ev.waitFor(t, 1, helloStored(h))
+
+	s := submit(t, c, protocol.Sweep{Deployments: []string{"d1"}, Workload: testWorkload()})
+	var sv api.SweepView
+	getJSON(t, c.HTTPURL()+"/api/sweeps/"+s.ID, &sv)
+	want := map[string]string{"a2": "offers none of the sweep's deployments", "a3": "not under the model roots"}
+	if len(sv.Skipped) != len(want) {
+		t.Fatalf("skipped %+v, want a2 and a3", sv.Skipped)
+	}
+	for _, sk := range sv.Skipped {
+		if !strings.Contains(sk.Reason, want[sk.AgentID]) {
+			t.Errorf("skipped %s because %q, want %q", sk.AgentID, sk.Reason, want[sk.AgentID])
+		}
 	}
 }

@@ -46,8 +46,9 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 		byID[a.ID] = a
 	}
 	var chosen []agentStatus
+	var skipped []protocol.SkippedAgent
 	if len(s.Agents) == 0 {
-		if chosen, err = c.selectOnline(agents, s.AgentLabels); err != nil {
+		if chosen, skipped, err = c.selectOnline(agents, s.AgentLabels); err != nil {
 			return protocol.Sweep{}, err
 		}
 	} else {
@@ -75,15 +76,16 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	now := time.Now().UTC()
 	s.ID = newID("sw", now)
 	s.CreatedAt = now
-	s.Jobs = nil
+	s.Jobs, s.Skipped = nil, skipped
 	jobs, err := planJobs(&s, chosen, now)
 	if err != nil {
 		return protocol.Sweep{}, err
 	}
+	skipIdle(&s, chosen, jobs)
 	if err := c.store.CreateSweep(s, jobs); err != nil {
 		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
 	}
-	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Msg("sweep submitted")
+	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Int("skipped_agents", len(s.Skipped)).Msg("sweep submitted")
 	if _, err := c.publishJobs(ctx, jobs); err != nil {
 		// Stored as unpublished: the publisher retries with backoff.
 		c.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")

@@ -5,14 +5,16 @@ import (
 	"strings"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // selectOnline picks the agents a sweep that names none runs on: those
-// online, carrying the sweep's agent_labels and not drained. When none is
-// left, the error says which step left none.
-func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string) ([]agentStatus, error) {
-	var online, labelled, chosen []agentStatus
+// online, carrying the sweep's agent_labels and not drained; the drained
+// ones it passed over are returned as skipped. When none is left, the
+// error says which step left none.
+func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string) (chosen []agentStatus, skipped []protocol.SkippedAgent, err error) {
+	var online, labelled []agentStatus
 	for _, a := range agents {
 		if !a.Online {
 			continue
@@ -24,23 +26,46 @@ func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string
 		labelled = append(labelled, a)
 		if a.Drained {
 			c.log.Info().Str("agent", a.ID).Msg("sweep skips a drained agent")
+			skipped = append(skipped, protocol.SkippedAgent{AgentID: a.ID, Reason: drainedSkip})
 			continue
 		}
 		chosen = append(chosen, a)
 	}
 	switch {
 	case len(online) == 0:
-		return nil, api.BadSweepf("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
+		return nil, nil, api.BadSweepf("agents: no agent is online (%d known); name agents to queue jobs for offline ones", len(agents))
 	case len(labelled) == 0:
 		have := make([]string, len(online))
 		for i, a := range online {
 			have[i] = a.ID + " " + formatLabels(a.Labels)
 		}
-		return nil, api.BadSweepf("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
+		return nil, nil, api.BadSweepf("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
 	case len(chosen) == 0:
-		return nil, api.BadSweepf("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
+		return nil, nil, api.BadSweepf("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
 	}
-	return chosen, nil
+	return chosen, skipped, nil
+}
+
+// drainedSkip is why a sweep passed over a drained agent.
+const drainedSkip = "drained: it takes no new jobs until taken back (DELETE /api/agents/{id}/drain)"
+
+// skipIdle lists the chosen agents that got no job, with why: a
+// configuration entry that is wrong, or none of the sweep's deployments.
+func skipIdle(s *protocol.Sweep, chosen []agentStatus, jobs []store.JobRecord) {
+	busy := map[string]bool{}
+	for _, j := range jobs {
+		busy[j.Job.AgentID] = true
+	}
+	for _, a := range chosen {
+		if busy[a.ID] {
+			continue
+		}
+		why := "it offers none of the sweep's deployments"
+		if b := brokenReasons([]agentStatus{a}, ""); b != "" {
+			why = "it cannot serve the sweep's deployments: " + b
+		}
+		s.Skipped = append(s.Skipped, protocol.SkippedAgent{AgentID: a.ID, Reason: why})
+	}
 }
 
 // formatLabels writes labels as {k=v, ...}, keys sorted, for errors.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // MaxLabels bounds how many labels an agent carries or a sweep selects by.
@@ -35,6 +36,28 @@ func ValidateLabels(field string, labels map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// ParseLabels reads labels written as on a command line, "k=v,k2=v2", and
+// validates them; field names them in errors ("--agent-labels"). An empty
+// string is no labels.
+func ParseLabels(field, s string) (map[string]string, error) {
+	out := map[string]string{}
+	for i, kv := range SplitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s: item %d, %q, is not key=value; want e.g. site=lab1,rack=3", field, i+1, kv)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("%s: key %q is given twice", field, k)
+		}
+		out[k] = v
+	}
+	if err := ValidateLabels(field, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // LabelsMatch reports whether have carries every label of want with the

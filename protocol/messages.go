@@ -220,4 +220,16 @@ type Sweep struct {
 	// sweep before any job is published.
 	PowerModes   []string  `json:"power_modes,omitempty"`
 	PowerLimitsW []float64 `json:"power_limits_w,omitempty"`
+
+	// Skipped are the agents the sweep's selection passed over, each with
+	// why: drained, or serving none of its deployments (a configuration
+	// entry that is wrong says so). The controller sets it; a sweep as
+	// submitted has none.
+	Skipped []SkippedAgent `json:"skipped,omitempty"`
+}
+
+// SkippedAgent is an agent a sweep's selection passed over, and why.
+type SkippedAgent struct {
+	AgentID string `json:"agent_id"`
+	Reason  string `json:"reason"`
 }

@@ -19,7 +19,7 @@ import (
 // sweepFlags are sweep's own flags besides the workload's.
 type sweepFlags struct {
 	controller, file, name, agents, deployments, cancel *string
-	tokenFile, powerModes, powerLimits                  *string
+	tokenFile, powerModes, powerLimits, agentLabels     *string
 	wait                                                *bool
 	workload                                            *workloadFlags
 }
@@ -36,6 +36,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		file:        fs.String("file", "", "sweep file (.yaml, .yml or .json); flags override its fields"),
 		name:        fs.String("name", "", "a name for the sweep"),
 		agents:      fs.String("agents", "", "comma-separated agent ids (default: every online agent)"),
+		agentLabels: fs.String("agent-labels", "", "only agents carrying every one of these labels, `k=v,...` (their configuration's labels)"),
 		deployments: fs.String("deployments", "", "comma-separated deployment ids (default: all the agents offer)"),
 		powerModes:  fs.String("power-modes", "", "comma-separated Jetson power modes to measure each agent in (nvpmodel names, e.g. 15W,MAXN)"),
 		powerLimits: fs.String("power-limits", "", "comma-separated GPU power limits in watts to measure each GPU host at (e.g. 300,450)"),
@@ -80,6 +81,9 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 	for _, j := range created.Jobs {
 		fmt.Fprintf(c.stdout, "  %s\n", j)
 	}
+	for _, sk := range created.Skipped {
+		fmt.Fprintf(c.stdout, "  skipped agent %s: %s\n", sk.AgentID, sk.Reason)
+	}
 	if !*f.wait {
 		fmt.Fprintf(c.stdout, "follow it at %s/live or with --wait; results: %s/api/runs?sweep=%s\n", cl.URL(), cl.URL(), created.ID)
 		return nil
@@ -107,6 +111,10 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 			s.Name = *f.name
 		case "agents":
 			s.Agents = protocol.SplitList(*f.agents)
+		case "agent-labels":
+			if s.AgentLabels, err = protocol.ParseLabels("--agent-labels", *f.agentLabels); err != nil {
+				err = usageError{err}
+			}
 		case "deployments":
 			s.Deployments = protocol.SplitList(*f.deployments)
 		case "power-modes":

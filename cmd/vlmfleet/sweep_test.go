@@ -122,6 +122,8 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 		{[]string{"--power-limits", "300,0"}, "--power-limits: power_limits_w[1]: 0 W; want a power limit above 0 and at most 5000 W"},
 		{[]string{"--power-modes", "15W,MAXN,15W"}, `--power-modes: power_modes[2]: "15W" is listed twice (power_modes[0] too)`},
 		{[]string{"--power-modes", "15 W"}, `--power-modes: power_modes[0]: "15 W" has ' '`},
+		{[]string{"--agent-labels", "site"}, `--agent-labels: item 1, "site", is not key=value; want e.g. site=lab1,rack=3`},
+		{[]string{"--agent-labels", "site=a,site=b"}, `--agent-labels: key "site" is given twice`},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"sweep"}, c.args...), &out, &errb, func(string) string { return "" })
@@ -214,5 +216,16 @@ func TestSweepPowerFlagsReachTheController(t *testing.T) {
 	code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--agents", "a1", "--power-modes", "MAXN,NO_SUCH_MODE"}, &out, &errb, tokenEnv(l.Ctl.APIToken()))
 	if code == 0 || !strings.Contains(errb.String(), `power_modes[`) || !strings.Contains(errb.String(), `agent "a1"`) {
 		t.Errorf("exit %d: %s; want the controller's refusal naming power_modes and agent a1", code, errb.String())
+	}
+}
+
+// --agent-labels selects the agents the controller sweeps: a1 carries no
+// label, so the controller answers that no online agent carries it.
+func TestSweepAgentLabelsReachTheController(t *testing.T) {
+	l := labtest.Start(t, controller.Options{})
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--agent-labels", "site=lab1", "--sizes", "720p", "--cameras", "1"}, &out, &errb, tokenEnv(l.Ctl.APIToken()))
+	if code != 1 || !strings.Contains(errb.String(), "agent_labels: no online agent carries {site=lab1} (online: a1 {})") {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }
