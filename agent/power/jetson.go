@@ -133,8 +133,7 @@ func (j *Jetson) Set(ctx context.Context, s protocol.PowerSetting) error {
 // clocks after it returns, and a measurement started before they hold
 // would measure the old mode.
 func (j *Jetson) settle(ctx context.Context, m protocol.PowerMode) error {
-	ctx, cancel := context.WithTimeout(ctx, j.opt.Settle)
-	defer cancel()
+	deadline := time.Now().Add(j.opt.Settle)
 	t := time.NewTicker(defaultPoll)
 	defer t.Stop()
 	for {
@@ -142,11 +141,11 @@ func (j *Jetson) settle(ctx context.Context, m protocol.PowerMode) error {
 		if why == "" {
 			return nil
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("switched to power mode %s, but after %s %s", m.Name, j.opt.Settle, why)
+		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("switched to power mode %s, but after %s %s", m.Name, j.opt.Settle, why)
-			}
 			return fmt.Errorf("waiting for power mode %s to hold: %w (%s)", m.Name, ctx.Err(), why)
 		case <-t.C:
 		}
