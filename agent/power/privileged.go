@@ -93,14 +93,14 @@ func (c Command) Do(ctx context.Context, args ...string) error {
 	return answer(last, args)
 }
 
-// answer reads the helper's "ok" or "error: why".
+// answer reads the helper's "ok" or "error: why"; the caller's error
+// names the request.
 func answer(line string, args []string) error {
-	req := strings.Join(args, " ")
 	switch {
 	case line == "ok":
 		return nil
 	case strings.HasPrefix(line, "error:"):
-		return fmt.Errorf("%s: %s", req, strings.TrimSpace(strings.TrimPrefix(line, "error:")))
+		return errors.New(strings.TrimSpace(strings.TrimPrefix(line, "error:")))
 	}
-	return fmt.Errorf("%s: the power helper answered %q, want \"ok\" or \"error: ...\"", req, clip(line))
+	return fmt.Errorf("%s: the power helper answered %q, want \"ok\" or \"error: ...\"", strings.Join(args, " "), clip(line))
 }

@@ -78,7 +78,7 @@ func TestCommandAnswers(t *testing.T) {
 		script, want string
 	}{
 		{"echo ok", ""},
-		{"echo 'error: no such mode'; exit 1", "mode X: no such mode"},
+		{"echo 'error: no such mode'; exit 1", "no such mode"},
 		{"echo hello", `the power helper answered "hello"`},
 		{"echo boom >&2; exit 3", "exit status 3: boom"},
 	} {
