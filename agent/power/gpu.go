@@ -31,7 +31,7 @@ func NewGPU(opt GPUOptions) *GPU { return &GPU{opt: opt} }
 
 // gpuLimits are one GPU's power limits, watts.
 type gpuLimits struct {
-	index              int
+	index               int
 	limit, lower, upper float64
 }
 
