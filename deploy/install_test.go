@@ -241,7 +241,7 @@ func TestScriptsAreShellcheckClean(t *testing.T) {
 	if err != nil {
 		t.Skip("shellcheck is not installed here (Debian package shellcheck)")
 	}
-	out, err := exec.Command(sc, "install.sh", "../scripts/release").CombinedOutput()
+	out, err := exec.Command(sc, "install.sh", "vlmfleet-power", "../scripts/release").CombinedOutput()
 	if err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
 	}
