@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +35,43 @@ func runPowerAgent(t *testing.T, ctx context.Context, rig *jetsonRig, lab *fakeL
 		Deployments:       []agent.DeploymentConfig{simDeployment(t, 200)},
 		Power:             agent.PowerConfig{Switch: true, Command: rig.helper},
 	}
-	getenv := func(k string) string {
+	startAgent(t, ctx, cfg, pathOnly(rig.fakes))
+}
+
+// pathOnly is an environment whose PATH holds only dir.
+func pathOnly(dir string) func(string) string {
+	return func(k string) string {
 		if k == "PATH" {
-			return rig.fakes
+			return dir
 		}
 		return os.Getenv(k)
 	}
+}
+
+// waitPower waits for a heartbeat sent after since that reports the
+// agent idle in mode.
+func (l *fakeLab) waitPower(t *testing.T, ctx context.Context, since time.Time, mode string) {
+	t.Helper()
+	l.waitBeat(t, ctx, since, "idle in "+mode, func(hb protocol.Heartbeat) bool { return hb.PowerMode == mode })
+}
+
+func (l *fakeLab) waitBeat(t *testing.T, ctx context.Context, since time.Time, what string, ok func(protocol.Heartbeat) bool) {
+	t.Helper()
+	for {
+		select {
+		case hb := <-l.beats:
+			if hb.Time.After(since) && hb.State == protocol.AgentIdle && ok(hb) {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no heartbeat reported the agent %s", what)
+		}
+	}
+}
+
+// startAgent runs an agent until the test ends.
+func startAgent(t *testing.T, ctx context.Context, cfg agent.Config, getenv func(string) string) {
+	t.Helper()
 	a, err := agent.New(cfg, agent.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Version: "test", Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
@@ -53,21 +85,6 @@ func runPowerAgent(t *testing.T, ctx context.Context, rig *jetsonRig, lab *fakeL
 			t.Errorf("agent: %v", err)
 		}
 	})
-}
-
-// waitPower waits for a heartbeat sent after since that reports mode.
-func (l *fakeLab) waitPower(t *testing.T, ctx context.Context, since time.Time, mode string) {
-	t.Helper()
-	for {
-		select {
-		case hb := <-l.beats:
-			if hb.Time.After(since) && hb.PowerMode == mode && hb.State == protocol.AgentIdle {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("no heartbeat reported the device idle in %s", mode)
-		}
-	}
 }
 
 // A sweep over two modes: the agent switches for the first job, switches
@@ -162,5 +179,73 @@ func TestAgentRestoresAfterACancel(t *testing.T) {
 	lab.waitPower(t, ctx, time.Now(), "MAXN")
 	if got, want := rig.switches(t), []string{"-m 2 15W", "-m 0 MAXN"}; joined(got) != joined(want) {
 		t.Errorf("nvpmodel switches %s, want %s", joined(got), joined(want))
+	}
+}
+
+// A simulated Jetson (--simulate, the demo) switches in memory, with no
+// configuration to allow it, and records the mode it measured in.
+func TestSimulatedAgentSwitchesItsModes(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	const id = "sim-orin"
+	lab := startFakeLab(t, ctx, id)
+	deps, err := agent.SimulatedDeployments("Jetson Orin NX", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAgent(t, ctx, agent.Config{ID: id, NATSURL: lab.url, LogDir: t.TempDir(), Simulate: "Jetson Orin NX", SimSpeedup: 200,
+		HeartbeatInterval: engine.Duration(50 * time.Millisecond), Deployments: deps[:1]}, nil)
+	hello := <-lab.hellos
+	if p := hello.Power; p == nil || !p.Switchable || !p.HasMode("10W") || p.Mode == "10W" {
+		t.Fatalf("hello's power: %+v", hello.Power)
+	}
+	found := hello.Power.Mode
+	lab.submit(t, ctx, protocol.Job{ID: "j1", AgentID: id, Deployment: deps[0].ID, Workload: smallWorkload(1), Power: protocol.PowerSetting{Mode: "10W"}})
+	if st := lab.ended(t, ctx, "j1"); st.State != protocol.JobCompleted {
+		t.Fatalf("j1: %s %s", st.State, st.Error)
+	}
+	if run := <-lab.runs; run.Config.PowerMode != "10W" || run.Device.Jetson == nil || run.Device.Jetson.PowerMode != "10W" || !run.Simulated {
+		t.Errorf("the run: power mode %q, device %+v", run.Config.PowerMode, run.Device.Jetson)
+	}
+	lab.waitPower(t, ctx, time.Now(), found)
+}
+
+// On an NVIDIA host a job's power limit is set on the GPU through the
+// helper, recorded with the run, and put back.
+func TestAgentSetsAGPUPowerLimit(t *testing.T) {
+	ctx := testCtx(t, 90*time.Second)
+	const id = "rtx1"
+	fake := buildOnce(t, "fakehw", "github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw/cmd/fakehw")
+	root, fakes := fakehw.Scenario(t, fake, "x86-workstation", fakehw.RTXPro6000MaxQ())
+	t.Setenv("PATH", fakes+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rig := newJetsonRig(t, nil) // for the helper's path
+	lab := startFakeLab(t, ctx, id)
+	deps, err := agent.SimulatedDeployments("RTX PRO 6000 Max-Q", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deps[0]
+	d.ID = "d1"
+	startAgent(t, ctx, agent.Config{ID: id, NATSURL: lab.url, SysRoot: root, LogDir: t.TempDir(),
+		Telemetry: agent.TelemetryConfig{Source: "off"}, HeartbeatInterval: engine.Duration(50 * time.Millisecond),
+		Deployments: []agent.DeploymentConfig{d}, Power: agent.PowerConfig{Switch: true, Command: rig.helper}}, pathOnly(fakes))
+	hello := <-lab.hellos
+	if p := hello.Power; p == nil || p.LimitW != 300 || p.MinLimitW != 150 || p.MaxLimitW != 300 || !p.Switchable || len(p.Modes) != 0 {
+		t.Fatalf("hello's power: %+v", hello.Power)
+	}
+	lab.submit(t, ctx, protocol.Job{ID: "j1", AgentID: id, Deployment: "d1", Workload: smallWorkload(1), Power: protocol.PowerSetting{LimitW: 200}})
+	if st := lab.ended(t, ctx, "j1"); st.State != protocol.JobCompleted {
+		t.Fatalf("j1: %s %s", st.State, st.Error)
+	}
+	if run := <-lab.runs; run.Config.PowerLimitW != 200 || run.Config.PowerMode != "" {
+		t.Errorf("the run: power limit %g, mode %q", run.Config.PowerLimitW, run.Config.PowerMode)
+	}
+	lab.waitBeat(t, ctx, time.Now(), "idle at 300 W", func(hb protocol.Heartbeat) bool { return hb.PowerLimitW == 300 })
+	b, err := os.ReadFile(filepath.Join(fakes, fakehw.SMILog))
+	if err != nil || string(b) != "-i 0 -pl 200\n-i 0 -pl 300\n" {
+		t.Errorf("nvidia-smi -pl calls %q, %v", b, err)
+	}
+	lab.submit(t, ctx, protocol.Job{ID: "j2", AgentID: id, Deployment: "d1", Workload: smallWorkload(1), Power: protocol.PowerSetting{LimitW: 100}})
+	if st := lab.ended(t, ctx, "j2"); st.State != protocol.JobRejected || !strings.Contains(st.Error, "power limit 100 W is outside its GPU's range 150-300 W") {
+		t.Errorf("j2: %s %q", st.State, st.Error)
 	}
 }
