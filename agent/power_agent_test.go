@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent"
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -69,10 +71,28 @@ func (l *fakeLab) waitBeat(t *testing.T, ctx context.Context, since time.Time, w
 	}
 }
 
+// The built-in pictures, drawn once for the tests' agents (slow under
+// the race detector).
+var (
+	imagesOnce sync.Once
+	images     *imageset.Set
+	imagesErr  error
+)
+
+func builtinImages(t *testing.T) *imageset.Set {
+	t.Helper()
+	imagesOnce.Do(func() { images, imagesErr = imageset.Builtin() })
+	if imagesErr != nil {
+		t.Fatal(imagesErr)
+	}
+	return images
+}
+
 // startAgent runs an agent until the test ends.
 func startAgent(t *testing.T, ctx context.Context, cfg agent.Config, getenv func(string) string) {
 	t.Helper()
-	a, err := agent.New(cfg, agent.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Version: "test", Getenv: getenv})
+	a, err := agent.New(cfg, agent.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Version: "test", Getenv: getenv,
+		Images: builtinImages(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
