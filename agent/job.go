@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -167,12 +168,19 @@ func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, now protocol.Pow
 // powerFacts are the device's facts and the configuration's power as the
 // job measures in now: a Jetson's mode always (set or found), since it
 // is part of what the result is filed under; a GPU's limit only when the
-// job set it, as a GPU host's results were filed before limits were set.
+// job set it, so that a run as found keeps the identity GPU hosts' rows
+// always had.
 func (j *jobRun) powerFacts(now protocol.PowerSetting) (protocol.DeviceFacts, protocol.Configuration) {
 	device := j.a.device
 	var cfg protocol.Configuration
 	if j.job.Power.LimitW != 0 {
 		cfg.PowerLimitW = now.LimitW
+		device.GPUs = slices.Clone(device.GPUs)
+		for i, g := range device.GPUs {
+			if len(j.a.cfg.Power.GPUs) == 0 || slices.Contains(j.a.cfg.Power.GPUs, g.Index) {
+				device.GPUs[i].PowerLimitW = now.LimitW
+			}
+		}
 	}
 	if device.Jetson == nil {
 		cfg.PowerMode = now.Mode

@@ -256,8 +256,8 @@ func TestAgentSetsAGPUPowerLimit(t *testing.T) {
 	if st := lab.ended(t, ctx, "j1"); st.State != protocol.JobCompleted {
 		t.Fatalf("j1: %s %s", st.State, st.Error)
 	}
-	if run := <-lab.runs; run.Config.PowerLimitW != 200 || run.Config.PowerMode != "" {
-		t.Errorf("the run: power limit %g, mode %q", run.Config.PowerLimitW, run.Config.PowerMode)
+	if run := <-lab.runs; run.Config.PowerLimitW != 200 || run.Config.PowerMode != "" || len(run.Device.GPUs) != 1 || run.Device.GPUs[0].PowerLimitW != 200 {
+		t.Errorf("the run: power limit %g, mode %q, GPUs %+v", run.Config.PowerLimitW, run.Config.PowerMode, run.Device.GPUs)
 	}
 	lab.waitBeat(t, ctx, time.Now(), "idle at 300 W", func(hb protocol.Heartbeat) bool { return hb.PowerLimitW == 300 })
 	b, err := os.ReadFile(filepath.Join(fakes, fakehw.SMILog))
