@@ -71,6 +71,11 @@ func (a *Agent) startPower(ctx context.Context) {
 		}
 		return
 	}
+	if s, ok := a.cfg.Power.helper().(power.Socket); ok {
+		if _, err := os.Stat(s.Path); err != nil {
+			a.log.Warn().Err(err).Msg("power.switch is on but the power helper's socket is missing: jobs that set the power will fail (deploy/install.sh agent --power-switch)")
+		}
+	}
 	a.power.guard = power.NewGuard(a.cfg.SpoolDir, sw)
 	if a.power.guard.Pending() {
 		a.log.Warn().Str("guard", a.power.guard.Path()).Msg("a previous run switched the device's power and did not put it back; restoring before announcing")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
@@ -81,6 +82,9 @@ func (g *Guard) Switch(ctx context.Context, s protocol.PowerSetting) error {
 	restored, rerr := g.Restore(rctx)
 	if rerr != nil {
 		return fmt.Errorf("%w; putting the device back failed too: %v", err, rerr)
+	}
+	if strings.Contains(err.Error(), "stays in "+restored.String()) {
+		return err // the switcher said so already
 	}
 	return fmt.Errorf("%w; the device is back in %s", err, restored)
 }

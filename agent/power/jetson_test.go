@@ -126,7 +126,7 @@ func TestJetsonRefusesWhatItCannotSwitchTo(t *testing.T) {
 	j := NewJetson(opt)
 	g := NewGuard(t.TempDir(), j)
 	for _, tc := range []struct{ mode, want string }{
-		{"25W", "mode 25W (id 3) needs a reboot; not switched; the device stays in MAXN; the device is back in MAXN"},
+		{"25W", "switch to power mode 25W: mode 25W (id 3) needs a reboot; not switched; the device stays in MAXN"},
 		{"10W", "simulated failure; the device stays in MAXN"},
 		{"20W", `power mode "20W": this device's modes are MAXN, 10W, 15W, 25W`},
 	} {
