@@ -71,6 +71,11 @@ type Agent struct {
 	imagesMu sync.Mutex
 	images   *imageset.Set
 
+	// power switches the device for jobs that ask and puts it back;
+	// powerControl is what the hello says of it (nil: nothing to say).
+	power        *powerHold
+	powerControl *protocol.PowerControl
+
 	mu    sync.Mutex
 	state string
 	jobID string
@@ -300,6 +305,10 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	}
 	defer out.Close()
 	a.out = out
+	// Before the announcement: what a killed run left switched is put
+	// back, and the hello tells the power the device is in.
+	a.startPower(ctx)
+	defer a.power.close(ctx)
 	nc, err := a.connect(ctx, refuse)
 	if err != nil {
 		var refused *RefusedError
@@ -371,6 +380,7 @@ func (a *Agent) announce(ctx context.Context) error {
 		// What the configuration names but the agent cannot serve, and
 		// why: one typo does not take a device out of the lab unseen.
 		BrokenDeployments: a.BrokenDeployments(),
+		Power:             a.powerControl,
 	}
 	seq, err := a.spool(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
 		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)
@@ -437,6 +447,8 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			State: a.state, JobID: a.jobID, Seq: a.seq, Drained: a.drained,
 		}
 		a.mu.Unlock()
+		now := a.power.current()
+		hb.PowerMode, hb.PowerLimitW = now.Mode, now.LimitW
 		a.publishLive(protocol.KindHeartbeat, hb)
 		select {
 		case <-ctx.Done():

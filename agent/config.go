@@ -16,6 +16,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts"
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/outbox"
+	"github.com/vlmfleet/vlmfleet/agent/power"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -66,6 +67,10 @@ type Config struct {
 	HeartbeatInterval engine.Duration `yaml:"heartbeat_interval"`
 
 	Deployments []DeploymentConfig `yaml:"deployments"`
+
+	// Power says whether jobs may switch the device's power mode or GPU
+	// power limit, and through which privileged path.
+	Power PowerConfig `yaml:"power"`
 
 	// Labels describe the agent to the lab ("site: lab1", "rack: 3"); they
 	// are announced in its hello, shown on /fleet and selectable in a
@@ -156,6 +161,12 @@ func (c Config) withDefaults(hostname string) Config {
 	if c.SpoolMaxMiB == 0 {
 		c.SpoolMaxMiB = outbox.DefaultMaxBytes >> 20
 	}
+	if c.Power.SettleTimeout == 0 {
+		c.Power.SettleTimeout = engine.Duration(power.DefaultSettle)
+	}
+	if c.Power.RestoreAfter == 0 {
+		c.Power.RestoreAfter = defaultRestoreAfter
+	}
 	return c
 }
 
@@ -193,6 +204,9 @@ func (c Config) validateAgent() error {
 	}
 	if fi, err := os.Stat(c.SpoolDir); err == nil && !fi.IsDir() {
 		return fmt.Errorf("spool_dir: %s is a file, want a directory (made if missing)", c.SpoolDir)
+	}
+	if err := c.Power.validate(); err != nil {
+		return err
 	}
 	return protocol.ValidateLabels("labels", c.Labels)
 }

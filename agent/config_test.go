@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/agent/engine"
+	"github.com/vlmfleet/vlmfleet/agent/power"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -22,6 +23,9 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 	if cfg.Deployments[0].Engine.Kind != "llamacpp" || cfg.Deployments[1].Engine.Kind != "vllm" {
 		t.Fatalf("engines %+v", cfg.Deployments)
+	}
+	if cfg.Power.Switch || cfg.Power.helper() != nil {
+		t.Fatalf("the example switches power: %+v", cfg.Power)
 	}
 	cfg = cfg.withDefaults("host")
 	if err := cfg.Validate(engine.Env{ModelRoots: cfg.ModelRoots}); err != nil {
@@ -64,6 +68,16 @@ func TestConfigValidation(t *testing.T) {
 		"label key":  {func(c *Config) { c.Labels = map[string]string{"my site": "x"} }, `labels: key "my site": want 1-63 letters`},
 		"label value": {func(c *Config) { c.Labels = map[string]string{"site": strings.Repeat("x", 300)} },
 			"labels.site: 300 bytes, at most 256"},
+		"power both": {func(c *Config) {
+			c.Power = PowerConfig{Switch: true, Socket: "/run/p.sock", Command: []string{"/bin/x"}}
+		},
+			"power: socket and command at once"},
+		"power socket":  {func(c *Config) { c.Power.Socket = "power.sock" }, `power.socket: "power.sock", want an absolute path`},
+		"power command": {func(c *Config) { c.Power.Command = []string{"vlmfleet-power"} }, `power.command[0]: "vlmfleet-power", want the helper's absolute path`},
+		"power conf":    {func(c *Config) { c.Power.Conf = "nvpmodel.conf" }, `power.nvpmodel_conf: "nvpmodel.conf", want an absolute path`},
+		"power gpus":    {func(c *Config) { c.Power.GPUs = []int{0, 1, 0} }, "power.gpus[2]: GPU 0 twice"},
+		"power gpu":     {func(c *Config) { c.Power.GPUs = []int{-1} }, "power.gpus[0]: -1, want a GPU index"},
+		"power settle":  {func(c *Config) { c.Power.SettleTimeout = -1 }, "power.settle_timeout: -1ns is negative"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -74,6 +88,36 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if err := base().Validate(engine.Env{}); err != nil {
 		t.Fatalf("valid config refused: %v", err)
+	}
+}
+
+// The example's power block, uncommented, is valid and names the socket.
+func TestExamplePowerBlockParses(t *testing.T) {
+	b, err := os.ReadFile("../deploy/agent.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "# power:") || len(block) > 0 && strings.HasPrefix(line, "#   ") {
+			block = append(block, strings.TrimPrefix(line, "# "))
+		} else if len(block) > 0 {
+			break
+		}
+	}
+	cfg, err := ParseConfig([]byte(strings.Join(block, "\n")))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, strings.Join(block, "\n"))
+	}
+	if err := cfg.Power.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := cfg.Power.helper().(power.Socket); !ok || h.Path != DefaultPowerSocket {
+		t.Errorf("helper %v", cfg.Power.helper())
+	}
+	off := PowerConfig{}
+	if r := off.switchReason(); !strings.Contains(r, "power.switch is off") {
+		t.Errorf("reason %q", r)
 	}
 }
 

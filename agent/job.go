@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -79,8 +80,21 @@ func (j *jobRun) measure() (protocol.Run, error) {
 		log.Error().Err(err).Msg("rejecting job")
 		return protocol.Run{}, j.state(ctx, protocol.JobRejected, "", err.Error())
 	}
-	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Msg("measuring")
-	run, err := measure.Run(ctx, j.spec(dep, imgs, log), measure.Hooks{
+	if err := a.powerControl.Check(job.Power); err != nil {
+		msg := fmt.Sprintf("power %q on agent %s: %v", job.Power, a.cfg.ID, err)
+		log.Error().Msg(msg)
+		return protocol.Run{}, j.state(ctx, protocol.JobRejected, "", msg)
+	}
+	now, err := a.power.begin(ctx, job.Power)
+	if err != nil {
+		if ctx.Err() != nil {
+			return protocol.Run{}, err // cancelled, or the agent stops: the device is back
+		}
+		log.Error().Err(err).Msg("job failed: the device's power could not be set")
+		return protocol.Run{}, j.state(ctx, protocol.JobFailed, "", err.Error())
+	}
+	log.Info().Str("deployment", dep.ID).Str("engine", dep.Engine.Kind).Str("power", now.String()).Msg("measuring")
+	run, err := measure.Run(ctx, j.spec(dep, imgs, now, log), measure.Hooks{
 		Opened:      j.opened,
 		Starting:    j.starting,
 		Running:     j.running,
@@ -108,8 +122,13 @@ func (j *jobRun) measure() (protocol.Run, error) {
 // spec is the measurement the job asks of the deployment. An engine
 // configuration refused here (the deployment was checked when the agent
 // started; its model may have gone since) fails the run in measure.Run.
-func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, log zerolog.Logger) measure.Spec {
+func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, now protocol.PowerSetting, log zerolog.Logger) measure.Spec {
 	a, job := j.a, j.job
+	device, cfg := j.powerFacts(now)
+	if a.cfg.Simulate != "" {
+		// The simulator scales its times by the mode's GPU clock cap.
+		dep.Engine.SimPowerMode = cfg.PowerMode
+	}
 	eng, refused := engine.New(dep.Engine, a.env)
 	return measure.Spec{
 		Run: protocol.Run{
@@ -124,14 +143,16 @@ func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, log zerolog.Logg
 				Quantization: dep.Quantization,
 				// The engine's own display name once it exists; the
 				// adapter kind until then.
-				Engine: dep.Engine.Kind,
+				Engine:      dep.Engine.Kind,
+				PowerMode:   cfg.PowerMode,
+				PowerLimitW: cfg.PowerLimitW,
 			},
 			Workload: job.Workload,
 		},
 		Engine:    eng,
 		Refused:   refused,
 		Images:    imgs,
-		Device:    a.device,
+		Device:    device,
 		Simulated: a.cfg.Simulate != "",
 		Version:   a.opt.Version,
 		Telemetry: measure.Telemetry{
@@ -142,6 +163,36 @@ func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, log zerolog.Logg
 		},
 		Log: log,
 	}
+}
+
+// powerFacts are the device's facts and the configuration's power as the
+// job measures in now: a Jetson's mode always (set or found), since it
+// is part of what the result is filed under; a GPU's limit only when the
+// job set it, so that a run as found keeps the identity GPU hosts' rows
+// always had.
+func (j *jobRun) powerFacts(now protocol.PowerSetting) (protocol.DeviceFacts, protocol.Configuration) {
+	device := j.a.device
+	var cfg protocol.Configuration
+	if j.job.Power.LimitW != 0 {
+		cfg.PowerLimitW = now.LimitW
+		device.GPUs = slices.Clone(device.GPUs)
+		for i, g := range device.GPUs {
+			if len(j.a.cfg.Power.GPUs) == 0 || slices.Contains(j.a.cfg.Power.GPUs, g.Index) {
+				device.GPUs[i].PowerLimitW = now.LimitW
+			}
+		}
+	}
+	if device.Jetson == nil {
+		cfg.PowerMode = now.Mode
+		return device, cfg
+	}
+	jf := *device.Jetson
+	if now.Mode != "" {
+		jf.PowerMode = now.Mode
+	}
+	device.Jetson = &jf
+	cfg.PowerMode = jf.PowerMode
+	return device, cfg
 }
 
 // opened closes the previous attempt's run, if any, before this one goes

@@ -356,6 +356,29 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	}
 	q.end(job.ID)
 	a.ackWhenSent(ctx, msg, job.ID)
+	if job.Power.IsZero() && !a.power.pending() {
+		return
+	}
+	a.power.end(ctx, q.queued(ctx))
+}
+
+// queued says whether the server holds another job for the agent, not yet
+// delivered or delivered and not yet taken: asked once the job that ended
+// is acknowledged, so the answer counts only what comes after it. A server
+// that does not answer counts as none: the device is then put back.
+func (q *jobQueue) queued(ctx context.Context) bool {
+	cons := q.consumer()
+	if cons == nil {
+		return false
+	}
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := cons.Info(ictx)
+	if err != nil {
+		q.a.log.Debug().Err(err).Msg("cannot tell whether another job is queued; counting none")
+		return false
+	}
+	return info.NumPending > 0 || info.NumAckPending > 0
 }
 
 // ackWhenSent acknowledges an ended job once the stream has acknowledged

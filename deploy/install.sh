@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR]
+# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch]
 #
 # Installs the vlmfleet agent or controller as a systemd service: the system
 # user vlmfleet, its directories, the binary, a configuration skeleton (an
@@ -13,12 +13,17 @@
 #   --prefix DIR   write the files under DIR instead of / (a staging tree, an
 #                  image being built); the user, ownership and systemctl
 #                  steps act on the running system, so they are only printed
+#   --power-switch (agent) also install the root helper that lets the agent
+#                  switch the power mode or GPU power limit a job asks for:
+#                  vlmfleet-power.socket, vlmfleet-power@.service and
+#                  /usr/local/libexec/vlmfleet-power; then set
+#                  power: {switch: true} in the agent's configuration
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
-  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR]" >&2
+  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch]" >&2
   exit 2
 }
 
@@ -32,15 +37,21 @@ esac
 binary="$here/../vlmfleet"
 dry=0
 prefix=/
+power=0
 while [ $# -gt 0 ]; do
   case $1 in
     --binary) [ $# -ge 2 ] || { echo "install.sh: --binary needs a PATH" >&2; usage; }; binary=$2; shift 2 ;;
     --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a DIR" >&2; usage; }; prefix=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
+    --power-switch) power=1; shift ;;
     *) echo "install.sh: unknown argument $1" >&2; usage ;;
   esac
 done
 
+if [ "$power" = 1 ] && [ "$role" != agent ]; then
+  echo "install.sh: --power-switch is for the agent (it switches the device the agent measures)" >&2
+  exit 2
+fi
 if [ ! -f "$binary" ] || [ ! -x "$binary" ]; then
   echo "install.sh: --binary $binary: no executable file there (give the vlmfleet binary of the release with --binary PATH)" >&2
   exit 1
@@ -150,7 +161,23 @@ fi
 # drop-in (systemctl edit $unit), which an install leaves alone.
 act install -m 0644 "$here/$unit" "$root/etc/systemd/system/$unit"
 
+# The power switch: a root helper the agent reaches through a socket of
+# group vlmfleet, one request per connection; it only switches among the
+# modes /etc/nvpmodel.conf lists and the limits nvidia-smi allows. Why not
+# sudo or capabilities: docs/operations.md, "Power modes".
+if [ "$power" = 1 ]; then
+  act mkdir -p "$root/usr/local/libexec"
+  act install -m 0755 "$here/vlmfleet-power" "$root/usr/local/libexec/vlmfleet-power"
+  sys chown root:root /usr/local/libexec/vlmfleet-power
+  act install -m 0644 "$here/vlmfleet-power.socket" "$root/etc/systemd/system/vlmfleet-power.socket"
+  act install -m 0644 "$here/vlmfleet-power@.service" "$root/etc/systemd/system/vlmfleet-power@.service"
+fi
+
 sys systemctl daemon-reload
+if [ "$power" = 1 ]; then
+  sys systemctl enable --now vlmfleet-power.socket
+  note "set power: {switch: true} in $config to let jobs switch the power"
+fi
 sys systemctl enable "$unit"
 if [ "$had_config" = 1 ]; then
   sys systemctl restart "$unit"

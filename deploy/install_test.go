@@ -241,7 +241,7 @@ func TestScriptsAreShellcheckClean(t *testing.T) {
 	if err != nil {
 		t.Skip("shellcheck is not installed here (Debian package shellcheck)")
 	}
-	out, err := exec.Command(sc, "install.sh", "../scripts/release").CombinedOutput()
+	out, err := exec.Command(sc, "install.sh", "vlmfleet-power", "../scripts/release").CombinedOutput()
 	if err != nil {
 		t.Errorf("shellcheck: %v\n%s", err, out)
 	}
@@ -260,5 +260,46 @@ func sameFile(t *testing.T, want, got string) {
 	}
 	if string(a) != string(b) {
 		t.Errorf("%s differs from %s", got, want)
+	}
+}
+
+// --power-switch installs the root helper and its socket units, and says
+// what to set in the agent's configuration; it is refused for the controller.
+func TestInstallPowerSwitch(t *testing.T) {
+	bin := fakeBinary(t)
+	prefix := t.TempDir()
+	out := mustInstall(t, "agent", "--binary", bin, "--prefix", prefix, "--power-switch")
+	wantLines(t, out,
+		"+ chown root:root /usr/local/libexec/vlmfleet-power # not run: --prefix",
+		"+ systemctl enable --now vlmfleet-power.socket # not run: --prefix",
+		"# set power: {switch: true} in /etc/vlmfleet/agent.yaml to let jobs switch the power",
+	)
+	for p, want := range map[string]os.FileMode{
+		"usr/local/libexec/vlmfleet-power":           0o755,
+		"etc/systemd/system/vlmfleet-power.socket":   0o644,
+		"etc/systemd/system/vlmfleet-power@.service": 0o644,
+		"etc/systemd/system/vlmfleet-agent.service":  0o644,
+	} {
+		fi, err := os.Stat(filepath.Join(prefix, p))
+		if err != nil {
+			t.Errorf("not installed: %v", err)
+			continue
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
+		}
+	}
+	sameFile(t, "vlmfleet-power", filepath.Join(prefix, "usr/local/libexec/vlmfleet-power"))
+	sameFile(t, "vlmfleet-power.socket", filepath.Join(prefix, "etc/systemd/system/vlmfleet-power.socket"))
+	sameFile(t, "vlmfleet-power@.service", filepath.Join(prefix, "etc/systemd/system/vlmfleet-power@.service"))
+	verifyUnits(t, prefix, "vlmfleet-power.socket")
+
+	// Without the flag nothing of it is installed.
+	plain := t.TempDir()
+	if out := mustInstall(t, "agent", "--binary", bin, "--prefix", plain); strings.Contains(out, "vlmfleet-power") {
+		t.Errorf("an install without --power-switch installs the helper:\n%s", out)
+	}
+	if out, code := install(t, "controller", "--binary", bin, "--dry-run", "--power-switch"); code != 2 || !strings.Contains(out, "--power-switch is for the agent") {
+		t.Errorf("controller --power-switch: exit %d: %s", code, out)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // ConfigFile is the scenario file the fakes read from their own directory.
@@ -49,11 +51,33 @@ type SMI struct {
 	ExitAfter int `json:"exit_after,omitempty"`
 }
 
-// NVPModel answers `nvpmodel -q`.
+// NVPModel answers `nvpmodel -q` and switches with `nvpmodel -m ID`: the
+// mode it switched to is kept in NVPModelState next to it, and every
+// switch is appended to NVPModelLog ("-m 2 15W"), so a test sees each.
 type NVPModel struct {
+	// Mode and ID are the mode before any switch.
 	Mode string `json:"mode"`
 	ID   int    `json:"id"`
+	// Modes are what -m switches among; none: -m fails.
+	Modes []protocol.PowerMode `json:"modes,omitempty"`
+	// MaxFreqFile is the GPU devfreq max_freq file -m writes the mode's
+	// cap to (UncappedHz for a mode without one); "" none.
+	MaxFreqFile string `json:"max_freq_file,omitempty"`
+	UncappedHz  int64  `json:"uncapped_hz,omitempty"`
+	// FailIDs fail -m (exit 1, the mode unchanged); RebootIDs ask for a
+	// reboot first and switch only when answered yes.
+	FailIDs   []int `json:"fail_ids,omitempty"`
+	RebootIDs []int `json:"reboot_ids,omitempty"`
 }
+
+// Files the fakes keep next to themselves: the state they were switched
+// to and the log of every switch.
+const (
+	NVPModelState = "nvpmodel.state"
+	NVPModelLog   = "nvpmodel.log"
+	SMIState      = "nvidia-smi.limits"
+	SMILog        = "nvidia-smi.log"
+)
 
 // Build compiles the fake into dir and returns its path. Tests call it once
 // (in TestMain) and Install copies of it per scenario.

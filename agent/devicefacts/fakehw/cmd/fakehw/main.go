@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/devicefacts/fakehw"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 func main() {
@@ -35,9 +36,9 @@ func main() {
 	case "tegrastats":
 		tegrastats(cfg.Tegrastats, args)
 	case "nvidia-smi":
-		nvidiaSMI(cfg.SMI, args)
+		nvidiaSMI(cfg.SMI, filepath.Dir(exe), args)
 	case "nvpmodel":
-		nvpmodel(cfg.NVPModel, args)
+		nvpmodel(cfg.NVPModel, filepath.Dir(exe), args)
 	default:
 		fail(1, "fakehw: run me as one of %v", fakehw.Tools())
 	}
@@ -97,11 +98,12 @@ func knownFields() []string {
 		"clocks_throttle_reasons.active", "fan.speed", "vbios_version"}
 }
 
-func nvidiaSMI(c *fakehw.SMI, args []string) {
+func nvidiaSMI(c *fakehw.SMI, dir string, args []string) {
 	if c == nil {
 		fail(9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
 	}
-	var query, format string
+	loadLimits(c, dir)
+	var query, format, id, limit string
 	loopMS := 0
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -132,6 +134,10 @@ func nvidiaSMI(c *fakehw.SMI, args []string) {
 				fail(2, "Invalid loop interval.")
 			}
 			loopMS = n * 1000
+		case a == "-i" || a == "--id" || strings.HasPrefix(a, "--id="):
+			id = val()
+		case a == "-pl" || a == "--power-limit" || strings.HasPrefix(a, "--power-limit="):
+			limit = val()
 		case a == "--help-query-gpu":
 			for _, f := range knownFields() {
 				if !slices.Contains(c.Unsupported, f) {
@@ -142,6 +148,10 @@ func nvidiaSMI(c *fakehw.SMI, args []string) {
 		default:
 			fail(2, "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.")
 		}
+	}
+	if limit != "" {
+		setLimit(c, dir, id, limit)
+		return
 	}
 	if query == "" {
 		banner(c)
@@ -220,13 +230,125 @@ func banner(c *fakehw.SMI) {
 	fmt.Println("+-----------------------------------------------------------------------------------------+")
 }
 
-// nvpmodel -q [--verbose]: the current power mode and its number.
-func nvpmodel(c *fakehw.NVPModel, args []string) {
-	if len(args) == 0 || args[0] != "-q" {
-		fail(1, "nvpmodel: this fake only answers -q")
-	}
+// nvpmodel -q: the current power mode and its number; nvpmodel -m ID:
+// switch, as the real one does, asking first where the mode needs a reboot.
+func nvpmodel(c *fakehw.NVPModel, dir string, args []string) {
 	if c == nil {
 		fail(1, "NVPM ERROR: failed to read config")
 	}
-	fmt.Printf("NV Power Mode: %s\n%d\n", c.Mode, c.ID)
+	switch {
+	case len(args) >= 1 && args[0] == "-q":
+		mode, id := c.Mode, c.ID
+		if b, err := os.ReadFile(filepath.Join(dir, fakehw.NVPModelState)); err == nil {
+			if n, err := fmt.Sscanf(string(b), "%d %s", &id, &mode); n != 2 || err != nil {
+				fail(1, "nvpmodel: bad state file %q", b)
+			}
+		}
+		fmt.Printf("NV Power Mode: %s\n%d\n", mode, id)
+	case len(args) == 2 && args[0] == "-m":
+		switchMode(c, dir, args[1])
+	default:
+		fail(1, "nvpmodel: this fake answers -q and -m ID")
+	}
+}
+
+func switchMode(c *fakehw.NVPModel, dir, arg string) {
+	id, err := strconv.Atoi(arg)
+	i := slices.IndexFunc(c.Modes, func(m protocol.PowerMode) bool { return m.ID == id })
+	if err != nil || i < 0 {
+		fail(1, "NVPM ERROR: Invalid power mode id %s", arg)
+	}
+	m := c.Modes[i]
+	if slices.Contains(c.FailIDs, id) {
+		logLine(dir, fakehw.NVPModelLog, "-m %d %s failed", id, m.Name)
+		fail(1, "NVPM ERROR: failed to set power mode %d: simulated failure", id)
+	}
+	if slices.Contains(c.RebootIDs, id) {
+		fmt.Printf("NVPM WARN: Reboot required for changing to this power mode: %d\n", id)
+		fmt.Print("NVPM WARN: DO YOU WANT TO REBOOT NOW? enter YES/yes to confirm:\n")
+		answer, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		if a := strings.TrimSpace(answer); a != "YES" && a != "yes" {
+			logLine(dir, fakehw.NVPModelLog, "-m %d %s declined reboot", id, m.Name)
+			return
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, fakehw.NVPModelState), []byte(fmt.Sprintf("%d %s\n", id, m.Name)), 0o644); err != nil {
+		fail(1, "nvpmodel: %v", err)
+	}
+	if c.MaxFreqFile != "" {
+		hz := m.GPUMaxFreqHz
+		if hz == 0 {
+			hz = c.UncappedHz
+		}
+		if err := os.WriteFile(c.MaxFreqFile, []byte(strconv.FormatInt(hz, 10)+"\n"), 0o644); err != nil {
+			fail(1, "nvpmodel: %v", err)
+		}
+	}
+	logLine(dir, fakehw.NVPModelLog, "-m %d %s", id, m.Name)
+}
+
+// logLine appends one line to a log next to the fake, whole: tests wait
+// on its lines.
+func logLine(dir, name, format string, args ...any) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fail(1, "fakehw: %v", err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, format+"\n", args...); err != nil {
+		fail(1, "fakehw: %v", err)
+	}
+}
+
+// loadLimits applies the power limits -pl set before.
+func loadLimits(c *fakehw.SMI, dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, fakehw.SMIState))
+	if err != nil {
+		return
+	}
+	var limits map[string]string
+	if err := json.Unmarshal(b, &limits); err != nil {
+		fail(1, "nvidia-smi: bad state file: %v", err)
+	}
+	for _, g := range c.GPUs {
+		if v, ok := limits[g["index"]]; ok {
+			g["power.limit"] = v
+		}
+	}
+}
+
+// setLimit is nvidia-smi [-i N] -pl W: every GPU, or GPU N, within the
+// range each allows, kept in SMIState and logged.
+func setLimit(c *fakehw.SMI, dir, id, limit string) {
+	w, err := strconv.ParseFloat(limit, 64)
+	if err != nil {
+		fail(2, "Invalid power limit %q.", limit)
+	}
+	limits := map[string]string{}
+	for _, g := range c.GPUs {
+		limits[g["index"]] = g["power.limit"]
+	}
+	n := 0
+	for _, g := range c.GPUs {
+		if id != "" && g["index"] != id {
+			continue
+		}
+		lo, _ := strconv.ParseFloat(g["power.min_limit"], 64)
+		hi, _ := strconv.ParseFloat(g["power.max_limit"], 64)
+		if w < lo || w > hi {
+			fail(2, "Provided power limit %.2f W is not a valid power limit which should be between %.2f W and %.2f W for GPU %s", w, lo, hi, g["pci.bus_id"])
+		}
+		fmt.Printf("Power limit for GPU %s was set to %.2f W from %s W.\n", g["pci.bus_id"], w, g["power.limit"])
+		limits[g["index"]] = strconv.FormatFloat(w, 'f', 2, 64)
+		n++
+	}
+	if n == 0 {
+		fail(6, "No devices were found")
+	}
+	b, _ := json.Marshal(limits)
+	if err := os.WriteFile(filepath.Join(dir, fakehw.SMIState), b, 0o644); err != nil {
+		fail(1, "nvidia-smi: %v", err)
+	}
+	logLine(dir, fakehw.SMILog, "-i %s -pl %s", id, limit)
+	fmt.Println("All done.")
 }
