@@ -126,8 +126,9 @@ func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, now protocol.Pow
 	a, job := j.a, j.job
 	device, cfg := j.powerFacts(now)
 	if a.cfg.Simulate != "" {
-		// The simulator scales its times by the mode's GPU clock cap.
-		dep.Engine.SimPowerMode = cfg.PowerMode
+		// The simulator scales its times by the mode's GPU clock cap, or
+		// by the limit a job set.
+		dep.Engine.SimPowerMode, dep.Engine.SimPowerLimitW = cfg.PowerMode, cfg.PowerLimitW
 	}
 	eng, refused := engine.New(dep.Engine, a.env)
 	return measure.Spec{

@@ -19,7 +19,8 @@ import (
 func (a *Agent) newSwitcher() (power.Switcher, string) {
 	p := a.cfg.Power
 	if a.cfg.Simulate != "" {
-		if modes, _ := devicefacts.SimPowerModes(a.cfg.Simulate); len(modes) > 0 {
+		_, isGPU := devicefacts.SimGPULimitsFor(a.cfg.Simulate)
+		if modes, _ := devicefacts.SimPowerModes(a.cfg.Simulate); len(modes) > 0 || isGPU {
 			return power.NewSimulated(a.cfg.Simulate), ""
 		}
 		return nil, ""

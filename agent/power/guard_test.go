@@ -33,11 +33,21 @@ func TestSimulatedSwitchesAndAGuardFileRestores(t *testing.T) {
 	if cur, _ := sim.Current(ctx); cur.Mode != found {
 		t.Errorf("after the restore: %s, want %s", cur.Mode, found)
 	}
-	if err := sim.Set(ctx, protocol.PowerSetting{Mode: "99W"}); err == nil || !strings.Contains(err.Error(), "modes are "+modes[0].Name) {
+	if err := sim.Set(ctx, protocol.PowerSetting{Mode: "99W"}); err == nil || !strings.Contains(err.Error(), "its modes: "+modes[0].Name) {
 		t.Errorf("unknown mode: %v", err)
 	}
-	if pc, _ := NewSimulated("RTX PRO 6000").Control(ctx); len(pc.Modes) != 0 || pc.Switchable {
-		t.Errorf("a simulated GPU host: %+v", pc)
+	gpu := NewSimulated("RTX PRO 6000")
+	if pc, _ := gpu.Control(ctx); len(pc.Modes) != 0 || !pc.Switchable || pc.LimitW != 600 || pc.MinLimitW != 150 {
+		t.Errorf("a simulated GPU host: %+v, want its 150-600 W limit, switchable", pc)
+	}
+	if err := gpu.Set(ctx, protocol.PowerSetting{LimitW: 450}); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := gpu.Current(ctx); cur.LimitW != 450 {
+		t.Errorf("a simulated GPU host after setting 450 W: %+v", cur)
+	}
+	if err := gpu.Set(ctx, protocol.PowerSetting{LimitW: 700}); err == nil || !strings.Contains(err.Error(), "150-600 W") {
+		t.Errorf("a limit out of range: %v", err)
 	}
 }
 
