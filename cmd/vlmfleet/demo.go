@@ -154,7 +154,7 @@ func startDemoLab(ctx context.Context, c *cli, f demoFlags) (*simlab.Lab, error)
 // sweepDemo sweeps every demo device and draws the progress until all is measured.
 func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error {
 	// Nothing else writes to the terminal while the bars are drawn.
-	c.log.Info().Msg("sweeping 3 simulated devices: Jetson Orin NX, Jetson AGX Orin, RTX PRO 6000")
+	c.log.Info().Msg("sweeping 3 simulated devices: Jetson Orin NX, Jetson AGX Orin (in MAXN, and one model in MODE_30W too), RTX PRO 6000")
 	bars := termprogress.New(c.stderr, c.tty)
 	stop := lab.Controller().OnEvent(drawProgress(ctx, lab.Controller(), bars))
 	defer stop()
@@ -167,12 +167,19 @@ func sweepDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error 
 			w.RequestsPerLevel = f.requests
 		}
 		w.Search, w.FrameIntervalSec = f.search.ceiling, f.intervals
-		s, err := lab.Submit(ctx, protocol.Sweep{Name: "demo " + d.Device.Device, Agents: []string{d.ID}, Workload: w})
+		planned, err := d.Sweeps(w)
 		if err != nil {
 			bars.Close()
 			return err
 		}
-		sweeps = append(sweeps, s)
+		for _, p := range planned {
+			s, err := lab.Submit(ctx, p)
+			if err != nil {
+				bars.Close()
+				return err
+			}
+			sweeps = append(sweeps, s)
+		}
 	}
 	started := time.Now()
 	err := lab.Wait(ctx, sweeps...)
