@@ -243,6 +243,19 @@ func TestJoinRealProcesses(t *testing.T) {
 		t.Errorf("refused joins left files: %v", files)
 	}
 
+	code, out, errs := cliProc(t, ctx, l.cliEnv, "join-token", "list")
+	for _, want := range []string{js.TokenID + "  used-up", "2/2", "site=lab1", other.TokenID + "  revoked"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("join-token list lacks %q: exit %d\n%s%s", want, code, out, errs)
+		}
+	}
+	if !strings.Contains(out, "j1,j2") && !strings.Contains(out, "j2,j1") { // they joined at once
+		t.Errorf("join-token list lacks the agents the token enrolled:\n%s", out)
+	}
+	if strings.Contains(out, js.Secret) {
+		t.Error("join-token list shows the secret")
+	}
+
 	// Restarted without the join string, j1 signs in with what it wrote.
 	agents["j1"].stop()
 	restarted := time.Now()
