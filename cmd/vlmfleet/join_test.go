@@ -195,13 +195,18 @@ func TestJoinRealProcesses(t *testing.T) {
 	js := l.createToken(t, ctx, "--uses", "2", "--labels", "site=lab1")
 
 	dirs := map[string]string{"j1": filepath.Join(l.root, "agent-j1"), "j2": filepath.Join(l.root, "agent-j2")}
-	agents := map[string]*proc{
-		// One takes the join string as a flag, the other from the environment.
-		"j1": startProc(t, l.logs, "agent-j1", nil, agentArgs("j1", dirs["j1"], "--join", js.String())...),
-		"j2": startProc(t, l.logs, "agent-j2", []string{envJoin + "=" + js.String()}, agentArgs("j2", dirs["j2"])...),
-	}
-	for id, p := range agents {
-		p.waitLogged(ctx, "joined: later starts use these credentials")
+	// One takes the join string as a flag, the other from the environment.
+	// The second starts once the first is online: a join reloads the NATS
+	// server's users, during which it may refuse a key it knows for a
+	// moment, and the first agent's sign-in should not depend on that.
+	agents := map[string]*proc{}
+	for id, env := range map[string][]string{"j1": nil, "j2": {envJoin + "=" + js.String()}} {
+		args := agentArgs(id, dirs[id])
+		if env == nil {
+			args = append(args, "--join", js.String())
+		}
+		agents[id] = startProc(t, l.logs, "agent-"+id, env, args...)
+		agents[id].waitLogged(ctx, "joined: later starts use these credentials")
 		waitOnline(t, ctx, l.cl, id, time.Time{})
 	}
 	views, err := l.cl.Agents(ctx)
