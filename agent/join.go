@@ -60,6 +60,9 @@ func Join(ctx context.Context, cfg Config, join string, log zerolog.Logger) (Con
 	}
 	log.Info().Str("controller", js.URL).Str("join_token", js.TokenID).Str("agent_id", id).Msg("joining the controller")
 	ans, err := postJoin(ctx, js, protocol.JoinRequest{TokenID: js.TokenID, Secret: js.Secret, AgentID: id, PublicKey: pub})
+	if err == nil && (ans.AgentID != id || ans.PublicKey != pub) {
+		err = fmt.Errorf("the controller at %s answered the join for agent %s, key %s: not this one's (%s, %s)", js.URL, ans.AgentID, ans.PublicKey, id, pub)
+	}
 	if err != nil {
 		return cfg, err
 	}
