@@ -120,7 +120,7 @@ func (e *RefusedError) Error() string {
 	if e.Credentials == "" {
 		return fmt.Sprintf("NATS at %s refused agent %s (%v): the controller requires credentials: create them with "+
 			"`vlmfleet agent-creds create %s` where the controller's API is reachable, then start the agent with "+
-			"--nats-credentials %s (or nats_credentials: in its config)",
+			"--nats-credentials %s (or nats_credentials: in its config); or enrol it with a join string: vlmfleet agent --join STRING (vlmfleet join-token create)",
 			protocol.RedactURL(e.URL), e.AgentID, e.Err, e.AgentID, CredentialsFile(e.AgentID))
 	}
 	return fmt.Sprintf("NATS at %s refused agent %s's credentials %s (%v): they were revoked or replaced, or belong to "+

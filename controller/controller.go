@@ -171,6 +171,8 @@ type Controller struct {
 
 	// answering runs the answers to agents' requests (agentanswer.go).
 	answering *answering
+	// joinLimit rate-limits devices' joins (joinlimit.go).
+	joinLimit *joinLimiter
 }
 
 // New checks the options and opens the store. Nothing listens until Start.
@@ -239,6 +241,7 @@ func New(opt Options) (*Controller, error) {
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
 		answering:   newAnswering(),
+		joinLimit:   newJoinLimiter(),
 		done:        make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)

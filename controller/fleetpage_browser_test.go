@@ -53,7 +53,7 @@ func TestFleetPageInBrowser(t *testing.T) {
 	row := func(id string) string { return `tr[data-agent="` + id + `"]` }
 	poll(`document.getElementById("conn").textContent === "live"`)
 	for id, wants := range map[string][]string{
-		"orin-1": {"orin-1", "SIMULATED", "site=lab1", "Jetson AGX Orin", "qwen-q8", "idle", "Drain"},
+		"orin-1": {"orin-1", "SIMULATED", "site=lab1", "enrolled ", "with agent-creds", "Jetson AGX Orin", "qwen-q8", "idle", "Drain"},
 		"orin-2": {"orin-2", "Jetson Orin NX", "power mode MAXN", "BROKEN", "big", "not found under the model roots", "offers no deployment"},
 	} {
 		got := text(row(id))

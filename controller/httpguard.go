@@ -92,7 +92,8 @@ func (s *httpSecurity) listening(a net.Addr) {
 // checks, in this order, for every request: the Host header (421
 // unless one this controller serves: DNS rebinding); for a change (any
 // method but GET, HEAD and OPTIONS) the origin (403 from another site:
-// cross-site request forgery), the token (401) and a JSON body (415), and
+// cross-site request forgery), the token (401; POST /api/join carries a
+// join token's secret instead) and a JSON body (415), and
 // gives the body its read deadline (deadlineBody); for
 // a read on a controller off loopback without --public-read, the token
 // from the header or the /login cookie (401). GET /login?token= sets
@@ -119,7 +120,8 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusForbidden, err)
 				return
 			}
-			if !s.bearerOK(r) {
+			// A join is authenticated by its join token's secret instead.
+			if !s.bearerOK(r) && !isJoin(r) {
 				s.unauthorized(w, r, "a change needs the controller's API token")
 				return
 			}

@@ -103,6 +103,10 @@ func TestChangesNeedTheToken(t *testing.T) {
 		{http.MethodDelete, "/api/sweeps/s1", ""},
 		{http.MethodDelete, "/api/jobs/j1", ""},
 		{http.MethodPost, "/api/agents/a1/credentials", `{}`}, // routes added later are covered too
+		{http.MethodPost, "/api/join-tokens", `{}`},
+		{http.MethodDelete, "/api/join-tokens/0123456789ab", ""},
+		{http.MethodPost, "/api/joins", `{}`}, // only POST /api/join goes without the token
+		{http.MethodPut, "/api/join", `{}`},
 		{http.MethodPut, "/api/sweeps/s1", `{}`},
 		{http.MethodPatch, "/api/runs/r1", `{}`},
 		{http.MethodPost, "/", `{}`},

@@ -81,11 +81,8 @@ func (c *Controller) EnrolAgent(ctx context.Context, id string) (seed string, er
 }
 
 func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCredentials, error) {
-	if err := protocol.ValidateAgentID(id); err != nil {
-		return api.AgentCredentials{}, &BadAgentIDError{err}
-	}
-	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
-		return api.AgentCredentials{}, &NoNATSAuthorityError{Auth: auth}
+	if err := c.canEnrol(id); err != nil {
+		return api.AgentCredentials{}, err
 	}
 	fail := func(err error) (api.AgentCredentials, error) {
 		return api.AgentCredentials{}, fmt.Errorf("controller: enrol %s: %w", id, err)
@@ -103,31 +100,65 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCreden
 	if err != nil {
 		return fail(err)
 	}
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.ns == nil {
-		return fail(errors.New("the controller has not started"))
-	}
-	prev, err := c.store.Identity(id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	err = c.enrolKey(ctx, id, pub, "agent-creds", func() (store.Identity, error) {
+		prev, err := c.store.Identity(id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return store.Identity{}, err
+		}
+		_, err = c.store.PutIdentity(id, pub, time.Now().UTC())
+		return prev, err
+	})
+	if err != nil {
 		return fail(err)
 	}
-	if _, err := c.store.PutIdentity(id, pub, time.Now().UTC()); err != nil {
-		return fail(err)
-	}
-	if err := c.reloadAuth(ctx); err != nil {
-		return api.AgentCredentials{}, err
-	}
-	ev := c.log.Info().Str("agent", id).Str("nkey", pub)
-	if prev.PublicKey != "" && prev.Active() {
-		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
-	}
-	ev.Msg("agent enrolled")
 	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
 	if c.tls.nats {
 		creds.CAFingerprint = c.tls.fingerprint
 	}
 	return creds, nil
+}
+
+// canEnrol says whether agent id may be enrolled here: a *BadAgentIDError
+// for an id that is not one, a *NoNATSAuthorityError when the controller
+// issues no NATS identities.
+func (c *Controller) canEnrol(id string) error {
+	if err := protocol.ValidateAgentID(id); err != nil {
+		return &BadAgentIDError{err}
+	}
+	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
+		return &NoNATSAuthorityError{Auth: auth}
+	}
+	return nil
+}
+
+// enrolKey makes public key pub agent id's NATS user, confined to the
+// agent's own subjects, on the running server: record stores the
+// identity and returns the one the agent had (zero when none), whose
+// connections are then closed. Both ways of enrolling come here: a key
+// the controller made (agent-creds) and one a device made (a join), by
+// names which. record's error is returned as it is, nothing applied.
+func (c *Controller) enrolKey(ctx context.Context, id, pub, by string, record func() (store.Identity, error)) error {
+	if err := c.canEnrol(id); err != nil {
+		return err
+	}
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if c.ns == nil {
+		return errors.New("the controller has not started")
+	}
+	prev, err := record()
+	if err != nil {
+		return err
+	}
+	if err := c.reloadAuth(ctx); err != nil {
+		return err
+	}
+	ev := c.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
+	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() {
+		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
+	}
+	ev.Msg("agent enrolled")
+	return nil
 }
 
 // RevokeAgent removes agent id's NATS user from the running server and

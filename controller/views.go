@@ -54,6 +54,7 @@ func (c *Controller) statusOf(a store.Agent, now time.Time) agentStatus {
 		v.Labels = map[string]string{}
 	}
 	v.Drained, v.DrainedAt = a.Drained, a.DrainedAt
+	v.EnrolledAt, v.EnrolledByToken = a.EnrolledAt, a.EnrolledByToken
 	if l, ok := c.live.agent(h.AgentID); ok {
 		if l.lastSeen.After(v.LastSeen) {
 			v.LastSeen = l.lastSeen

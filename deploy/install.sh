@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch]
+# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch] [--join STRING]
 #
 # Installs the vlmfleet agent or controller as a systemd service: the system
 # user vlmfleet, its directories, the binary, a configuration skeleton (an
@@ -18,12 +18,15 @@
 #                  vlmfleet-power.socket, vlmfleet-power@.service and
 #                  /usr/local/libexec/vlmfleet-power; then set
 #                  power: {switch: true} in the agent's configuration
+#   --join STRING  (agent) enrol this device with the controller the join
+#                  string names (vlmfleet join-token create), as the agent's
+#                  user; the string is never printed (docs/security.md)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
-  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch]" >&2
+  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch] [--join STRING]" >&2
   exit 2
 }
 
@@ -38,12 +41,14 @@ binary="$here/../vlmfleet"
 dry=0
 prefix=/
 power=0
+join=""
 while [ $# -gt 0 ]; do
   case $1 in
     --binary) [ $# -ge 2 ] || { echo "install.sh: --binary needs a PATH" >&2; usage; }; binary=$2; shift 2 ;;
     --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a DIR" >&2; usage; }; prefix=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
     --power-switch) power=1; shift ;;
+    --join) [ $# -ge 2 ] || { echo "install.sh: --join needs the join string" >&2; usage; }; join=$2; shift 2 ;;
     *) echo "install.sh: unknown argument $1" >&2; usage ;;
   esac
 done
@@ -155,6 +160,36 @@ if [ -e "$root$config" ]; then
 else
   act install -m 0640 "$skeleton" "$root$config"
   sys chown "root:$user" "$config"
+fi
+
+# --join: the device enrols itself with the controller the join string
+# names. A configuration installed now is the skeleton: its id and NATS
+# settings are examples, so they are commented out, and the agent takes its
+# id from the host name and its NATS settings from the join. The join runs
+# as the agent's user, so that the credentials it writes (beside the spool,
+# under /var/lib/vlmfleet) are the agent's own; the join string travels in
+# the environment, never on a command line or in this output.
+if [ -n "$join" ]; then
+  if [ "$role" != agent ]; then
+    echo "install.sh: --join is for an agent: the controller makes join strings (vlmfleet join-token create)" >&2
+    exit 2
+  fi
+  case $join in
+    vlmfleet-join:*) ;;
+    *) echo "install.sh: --join: not a join string (vlmfleet-join:...): copy it whole, as vlmfleet join-token create printed it" >&2; exit 2 ;;
+  esac
+  if [ "$had_config" = 0 ]; then
+    act sed -i -E 's/^(id|nats_url|nats_credentials|nats_ca_pin|nats_ca):/# &/' "$root$config"
+  fi
+  join_cmd=(runuser -u "$user" -- "$bin" agent --config "$config" --join-only)
+  if [ "$system" = 0 ] || [ "$dry" = 1 ]; then
+    show "${join_cmd[@]}"
+    echo " # the join string in \$VLMFLEET_JOIN$([ "$system" = 0 ] && echo '; not run: --prefix')"
+  else
+    show "${join_cmd[@]}"
+    echo " # the join string in \$VLMFLEET_JOIN"
+    VLMFLEET_JOIN=$join "${join_cmd[@]}"
+  fi
 fi
 
 # The unit is ours: replaced on every install. Local changes go in a

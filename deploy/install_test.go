@@ -303,3 +303,39 @@ func TestInstallPowerSwitch(t *testing.T) {
 		t.Errorf("controller --power-switch: exit %d: %s", code, out)
 	}
 }
+
+// install.sh agent --join enrols the device as the agent's user, with the
+// join string in the environment: it is never printed. A skeleton
+// installed with it has its example id and NATS settings commented out,
+// which the join replaces.
+func TestInstallAgentJoin(t *testing.T) {
+	bin := fakeBinary(t)
+	const secret = "s3cr3tS3CR3Ts3cr3tS3CR3Ts3cr3tS3CR3Ts3cr3t"
+	join := "vlmfleet-join:1:0123456789ab:" + secret + ":sha256:" + strings.Repeat("0", 64) + ":https://ctl.lab:8080"
+	out := mustInstall(t, "agent", "--binary", bin, "--dry-run", "--join", join)
+	wantLines(t, out, "+ runuser -u vlmfleet -- /usr/local/bin/vlmfleet agent --config /etc/vlmfleet/agent.yaml --join-only # the join string in $VLMFLEET_JOIN")
+	prefix := t.TempDir()
+	out = mustInstall(t, "agent", "--binary", bin, "--prefix", prefix, "--join", join)
+	wantLines(t, out, "+ runuser -u vlmfleet -- /usr/local/bin/vlmfleet agent --config /etc/vlmfleet/agent.yaml --join-only # the join string in $VLMFLEET_JOIN; not run: --prefix")
+	if strings.Contains(out, secret) {
+		t.Errorf("install.sh printed the join string:\n%s", out)
+	}
+	cfg, err := os.ReadFile(filepath.Join(prefix, "etc/vlmfleet/agent.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"# id: agx-orin-01\n", "# nats_url: tls://controller.lab:4222\n", "# nats_credentials: /etc/vlmfleet/agx-orin-01.nk\n"} {
+		if !strings.Contains(string(cfg), l) {
+			t.Errorf("the installed configuration lacks %q:\n%s", l, cfg)
+		}
+	}
+	for msg, args := range map[string][]string{
+		"install.sh: --join is for an agent":    {"controller", "--binary", bin, "--dry-run", "--join", join},
+		"install.sh: --join: not a join string": {"agent", "--binary", bin, "--dry-run", "--join", "hello"},
+	} {
+		out, code := install(t, args...)
+		if code != 2 || !strings.Contains(out, msg) {
+			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+}

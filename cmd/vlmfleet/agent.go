@@ -21,6 +21,8 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	simModels := fs.String("sim-models", "", "with --simulate: comma-separated model names to offer (default: every calibrated profile)")
 	speedup := fs.Float64("sim-speedup", 1, "with --simulate: run the simulated engine this many times faster than the device (times are scaled back and recorded)")
 	logDir := fs.String("log-dir", "", "directory for engine logs (default: the system temp dir)")
+	join := fs.String("join", "", "join the controller with this join string from `vlmfleet join-token create` (or $"+envJoin+"): enrol, write the credentials, then run; later starts need it no more")
+	joinOnly := fs.Bool("join-only", false, "with --join: enrol and write the credentials, then exit instead of running (deploy/install.sh agent --join does this)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -70,6 +72,10 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	}
 	if *logDir != "" {
 		cfg.LogDir = *logDir
+	}
+	cfg, err := joinOrApply(ctx, c, cfg, cmp.Or(*join, c.getenv(envJoin)), *joinOnly)
+	if err != nil || *joinOnly {
+		return err
 	}
 	a, err := agent.New(cfg, agent.Options{Log: c.log, Version: c.version, Getenv: c.getenv})
 	if err != nil {

@@ -44,6 +44,11 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{args: []string{"results", "export"}, code: 2, stderr: []string{"--format is required: csv or json"}},
 		{args: []string{"results", "export", "--format", "xml"}, code: 2, stderr: []string{`--format "xml": want csv or json`}},
 		{args: []string{"agents", "x"}, code: 2, stderr: []string{`unexpected argument "x"`}},
+		{args: []string{"join-token", "create", "--labels", "site"}, code: 2, stderr: []string{`--labels "site": want k=v,k=v`}},
+		{args: []string{"join-token", "create", "--ttl", "10s"}, code: 2, stderr: []string{"--ttl 10s: want 1m to 720h0m0s"}},
+		{args: []string{"join-token", "revoke"}, code: 2, stderr: []string{"want one join token id"}},
+		{args: []string{"join-token", "-h"}, code: 0, stdout: []string{"vlmfleet join-token create", "vlmfleet join-token list", "vlmfleet join-token revoke"}},
+		{args: []string{"agent", "--simulate", "Jetson AGX Orin", "--join-only"}, code: 2, stderr: []string{"--join-only needs --join STRING"}},
 		{args: []string{"sweep", "-h"}, code: 0, stdout: []string{"submit a sweep", "Usage:", "-deployments", "Example:\n  vlmfleet sweep "}},
 		{args: []string{"explorer", "--help"}, code: 0, stdout: []string{"vlmfleet explorer table", "vlmfleet explorer export"}},
 		{args: []string{"results", "-h"}, code: 0, stdout: []string{"vlmfleet results import", "vlmfleet results export"}},
@@ -76,7 +81,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 	}
 	for name := range commands() {
-		if _, ok := helps[name]; !ok && !slices.Contains([]string{"explorer", "results", "agent-creds"}, name) {
+		if _, ok := helps[name]; !ok && !slices.Contains([]string{"explorer", "results", "agent-creds", "join-token"}, name) {
 			t.Errorf("command %s has no help text", name)
 		}
 	}

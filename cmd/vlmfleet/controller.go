@@ -89,7 +89,8 @@ func cmdController(ctx context.Context, c *cli, args []string) error {
 		Str("api", ctl.HTTPURL()+"/api/health").Str("api_token_file", ctl.APITokenFile()).Str("nats", protocol.RedactURL(ctl.NATSURL())).
 		Str("nats_auth", ctl.NATSAuth()).Msg("controller ready; agents connect with: vlmfleet agent --config agent.yaml --nats-url " +
 		protocol.RedactURL(ctl.NATSURL()) + map[bool]string{true: " --nats-credentials ID.nk (from: vlmfleet agent-creds create ID)"}[ctl.NATSAuth() == api.NATSAuthNkeys] +
-		map[bool]string{true: " --nats-ca-pin " + ctl.TLSFingerprint()}[strings.HasPrefix(ctl.NATSURL(), "tls://")])
+		map[bool]string{true: " --nats-ca-pin " + ctl.TLSFingerprint()}[strings.HasPrefix(ctl.NATSURL(), "tls://")] +
+		map[bool]string{true: "; or, simpler, make a join string (vlmfleet join-token create) and run on each device: vlmfleet agent --config agent.yaml --join STRING"}[ctl.NATSAuth() == api.NATSAuthNkeys && strings.HasPrefix(ctl.HTTPURL(), "https://")])
 	<-ctx.Done()
 	c.log.Info().Msg("shutting down")
 	return ctl.Close()

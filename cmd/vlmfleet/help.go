@@ -50,8 +50,9 @@ var helps = map[string]helpText{
 	},
 	"agent": {
 		purpose: "run an agent that measures the engines of this device for a controller",
-		usage:   "vlmfleet agent --config agent.yaml [flags]\nvlmfleet agent --simulate DEVICE --nats-url URL [flags]",
-		example: "vlmfleet agent --config agent.yaml --nats-url nats://controller:4222 --nats-credentials orin1.nk\nvlmfleet agent --simulate \"Jetson AGX Orin\" --sim-speedup 40 --nats-url nats://127.0.0.1:4222 --nats-credentials sim1.nk",
+		usage:   "vlmfleet agent --config agent.yaml [--join STRING] [flags]\nvlmfleet agent --simulate DEVICE --nats-url URL [flags]",
+		details: "--join STRING (or $VLMFLEET_JOIN) enrols the device with the controller the join string names (vlmfleet join-token create):\nthe agent makes its key here, writes its credentials (nats_credentials, default <dir of spool_dir>/ID.nk) and\nID.join.json beside them, which later starts use without the join string. See docs/security.md.",
+		example: "vlmfleet agent --config agent.yaml --join 'vlmfleet-join:1:...'\nvlmfleet agent --config agent.yaml --nats-url nats://controller:4222 --nats-credentials orin1.nk\nvlmfleet agent --simulate \"Jetson AGX Orin\" --sim-speedup 40 --nats-url nats://127.0.0.1:4222 --nats-credentials sim1.nk",
 	},
 	"agent-creds create": {
 		purpose: "issue agent ID's NATS credentials (replacing, and disconnecting, any it had)",
@@ -63,6 +64,22 @@ var helps = map[string]helpText{
 		purpose: "disconnect agent ID and admit it no more",
 		usage:   "vlmfleet agent-creds revoke ID [--controller URL] [--token-file FILE]",
 		example: "vlmfleet agent-creds revoke orin1",
+	},
+	"join-token create": {
+		purpose: "make a join token: prints ONE join string (address, secret, CA pin) that devices join with",
+		usage:   "vlmfleet join-token create [--ttl 24h] [--uses N] [--labels k=v,...] [--reenrol] [--url https://HOST:PORT] [--controller URL] [--token-file FILE]",
+		details: "The join string is shown this once; the controller keeps only a hash of its secret. Each device then runs\n`vlmfleet agent --join STRING` (or deploy/install.sh agent --join STRING). See docs/security.md.",
+		example: "vlmfleet join-token create --uses 10 --ttl 2h --labels site=lab1",
+	},
+	"join-token list": {
+		purpose: "list join tokens: id, state, expiry, uses, labels and the agents each enrolled (never secrets)",
+		usage:   "vlmfleet join-token list [--json] [--controller URL] [--token-file FILE]",
+		example: "vlmfleet join-token list",
+	},
+	"join-token revoke": {
+		purpose: "make join token ID refuse every join from now on",
+		usage:   "vlmfleet join-token revoke ID [--controller URL] [--token-file FILE]",
+		example: "vlmfleet join-token revoke 3f9a0c12d4e5",
 	},
 	"agents": {
 		purpose: "list a controller's agents: device, state, current job and deployments",

@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"controller":  {"run the controller: embedded NATS, store, scheduler, API and explorer", cmdController},
 		"agent":       {"run an agent that measures the engines of this device", cmdAgent},
 		"agent-creds": {"create | revoke ID: issue or revoke an agent's NATS credentials", cmdAgentCreds},
+		"join-token":  {"create | list | revoke ID: join strings with which devices enrol themselves", cmdJoinToken},
 		"sweep":       {"sweep [list | watch ID | cancel ID]: submit, list, follow or cancel sweeps", cmdSweep},
 		"agents":      {"list a controller's agents, their state and deployments", cmdAgents},
 		"bench":       {"measure an endpoint you already run (no lab needed)", cmdBench},

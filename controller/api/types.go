@@ -41,6 +41,12 @@ type AgentView struct {
 	Power       *protocol.PowerControl `json:"power,omitempty"`
 	PowerMode   string                 `json:"power_mode,omitempty"`
 	PowerLimitW float64                `json:"power_limit_w,omitempty"`
+
+	// EnrolledAt is when the agent's NATS identity was made, and
+	// EnrolledByToken the join token it enrolled with (empty for
+	// credentials made with agent-creds create).
+	EnrolledAt      time.Time `json:"enrolled_at,omitzero"`
+	EnrolledByToken string    `json:"enrolled_by_token,omitempty"`
 }
 
 // JobView is a job as the API shows it.

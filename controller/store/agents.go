@@ -22,6 +22,11 @@ type Agent struct {
 	// agent gets no new jobs and is told to fetch none; a new hello keeps it.
 	Drained   bool      `json:"drained,omitempty"`
 	DrainedAt time.Time `json:"drained_at,omitzero"`
+
+	// EnrolledAt and EnrolledByToken are read from the agent's identity
+	// (withEnrolment), never stored here.
+	EnrolledAt      time.Time `json:"-"`
+	EnrolledByToken string    `json:"-"`
 }
 
 // MaxHelloAhead is how far after its receipt a hello's started_at may
@@ -101,16 +106,33 @@ func (s *Store) TouchAgents(seen map[string]time.Time) error {
 	return nil
 }
 
-// Agent returns one agent or ErrNotFound.
+// Agent returns one agent, with its enrolment (withEnrolment), or
+// ErrNotFound.
 func (s *Store) Agent(id string) (Agent, error) {
-	return getOne[Agent](s, bucketAgents, "agent", id)
+	var a Agent
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if err := getExisting(tx.Bucket(bucketAgents), id, &a); err != nil {
+			return err
+		}
+		return withEnrolment(tx, &a)
+	})
+	if err != nil {
+		return Agent{}, fmt.Errorf("store: agent %s: %w", id, err)
+	}
+	return a, nil
 }
 
-// Agents lists every agent by id.
+// Agents lists every agent, with its enrolment (withEnrolment), by id.
 func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
-	out, err := getAll[Agent](ctx, s, bucketAgents, "agents", nil)
+	var out []Agent
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return forEachJSON(ctx, tx.Bucket(bucketAgents), func(_ string, a *Agent) error {
+			out = append(out, *a)
+			return withEnrolment(tx, &out[len(out)-1])
+		})
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: agents: %w", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Hello.AgentID < out[j].Hello.AgentID })
 	return out, nil

@@ -20,6 +20,12 @@ type Identity struct {
 	// RevokedAt is set once the identity is revoked; the agent can no
 	// longer connect until it is enrolled again.
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+	// Token is the join token the agent enrolled with (its id); empty
+	// for credentials made on the controller (agent-creds create).
+	Token string `json:"token,omitempty"`
+	// Labels are the token's, applied to the agent over those it
+	// announces (Agent, Agents).
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Active says whether the identity lets its agent connect.

@@ -41,10 +41,12 @@ var (
 	bucketMeta     = []byte("meta")
 	// identities: agent id → Identity (identities.go).
 	bucketIdentities = []byte("identities")
+	// join_tokens: token id → JoinToken (jointokens.go).
+	bucketJoinTokens = []byte("join_tokens")
 )
 
 func allBuckets() [][]byte {
-	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta, bucketIdentities}
+	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta, bucketIdentities, bucketJoinTokens}
 }
 
 // ErrNotFound is returned when a record with the given id does not exist.

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// JoinRefusedError is a join the controller refuses, with the status it
+// answers and the one line the device shows.
+type JoinRefusedError struct {
+	Status int
+	Msg    string
+}
+
+func (e *JoinRefusedError) Error() string { return e.Msg }
+
+// errJoinUnknown is the answer to a token this controller does not know
+// and to a wrong secret alike, so that the endpoint cannot tell which
+// token ids exist.
+var errJoinUnknown = &JoinRefusedError{http.StatusUnauthorized,
+	"the join token is unknown to this controller or its secret is wrong (a join string for another controller, or mistyped): " +
+		"ask the controller's operator for a new one (vlmfleet join-token create)"}
+
+// Join enrols the device that req describes with the join token it names:
+// the agent id gets the device's public key as its NATS user, and the
+// answer says how the device reaches NATS. host is the controller's
+// address as the device reached it (its Host header), remote the
+// device's address, both for the record. A refusal changes nothing.
+func (c *Controller) Join(ctx context.Context, req protocol.JoinRequest, host, remote string) (protocol.JoinAnswer, error) {
+	if err := c.canEnrol(req.AgentID); err != nil {
+		return protocol.JoinAnswer{}, err
+	}
+	now := time.Now().UTC()
+	e := store.Enrolment{AgentID: req.AgentID, PublicKey: req.PublicKey, At: now, TokenID: req.TokenID, RemoteAddr: remote}
+	var labels map[string]string
+	err := c.enrolKey(ctx, req.AgentID, req.PublicKey, "join token "+req.TokenID, func() (store.Identity, error) {
+		prev, err := c.store.Join(e, func(t store.JoinToken, prev store.Identity) error {
+			if err := admitJoin(t, prev, req, now); err != nil {
+				return err
+			}
+			labels = t.Labels
+			return nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			secretMatches(req.Secret, "") // as long as a wrong secret takes
+			return prev, errJoinUnknown
+		}
+		return prev, err
+	})
+	if err != nil {
+		var refused *JoinRefusedError
+		if errors.As(err, &refused) {
+			c.log.Warn().Str("join_token", req.TokenID).Str("agent", req.AgentID).Str("remote", remote).Str("reason", refused.Msg).Msg("join refused")
+		}
+		return protocol.JoinAnswer{}, err
+	}
+	a := protocol.JoinAnswer{AgentID: req.AgentID, PublicKey: req.PublicKey, NATSURL: c.natsURLFor(host), Labels: labels}
+	if c.tls.nats {
+		a.CAFingerprint = c.TLSFingerprint()
+	}
+	return a, nil
+}
+
+// admitJoin decides a join: the secret first, so that nothing about a
+// token is told to whoever lacks it, then the token's state, then the
+// agent id's key.
+func admitJoin(t store.JoinToken, prev store.Identity, req protocol.JoinRequest, now time.Time) error {
+	if !secretMatches(req.Secret, t.SecretSHA256) {
+		return errJoinUnknown
+	}
+	refuse := func(status int, format string, args ...any) error {
+		return &JoinRefusedError{status, fmt.Sprintf(format, args...)}
+	}
+	switch joinTokenState(t, now) {
+	case api.JoinTokenRevoked:
+		return refuse(http.StatusForbidden, "join token %s was revoked at %s: ask the controller's operator for a new join string (vlmfleet join-token create)",
+			t.ID, t.RevokedAt.Format(time.RFC3339))
+	case api.JoinTokenExpired:
+		return refuse(http.StatusForbidden, "join token %s expired at %s: ask the controller's operator for a new join string (vlmfleet join-token create --ttl ...)",
+			t.ID, t.ExpiresAt.Format(time.RFC3339))
+	case api.JoinTokenUsedUp:
+		return refuse(http.StatusForbidden, "join token %s is used up (%d of %d enrolments): ask the controller's operator for a new join string (vlmfleet join-token create --uses N)",
+			t.ID, t.Used, t.Uses)
+	}
+	if prev.AgentID != "" && prev.PublicKey != req.PublicKey && !t.Reenrol {
+		return refuse(http.StatusConflict, "agent id %s is already enrolled (since %s) under another key: start this device with another --id, "+
+			"or, to replace that agent's key, join with a token made by `vlmfleet join-token create --reenrol`", req.AgentID, prev.CreatedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// dummySecretSum stands in for an unknown token's hash.
+var dummySecretSum = sha256.Sum256([]byte("vlmfleet: no such join token"))
+
+// secretMatches compares the secret's SHA-256 with sumHex in constant
+// time; an empty or malformed sumHex compares with a stand-in and fails.
+func secretMatches(secret, sumHex string) bool {
+	want, err := hex.DecodeString(sumHex)
+	ok := err == nil && len(want) == sha256.Size
+	if !ok {
+		want = dummySecretSum[:]
+	}
+	got := sha256.Sum256([]byte(secret))
+	return subtle.ConstantTimeCompare(got[:], want) == 1 && ok
+}
+
+// natsURLFor is the NATS URL to give a device that reached the API at
+// host: the embedded server's, with the device's name for the controller
+// when the server listens on every address (its own URL then says
+// 127.0.0.1, which is the device itself). The certificate names the
+// host, since the device's TLS check of the API passed with it.
+func (c *Controller) natsURLFor(host string) string {
+	ip := net.ParseIP(c.natsHost)
+	if c.natsHost != "" && (ip == nil || !ip.IsUnspecified()) {
+		return c.natsURL
+	}
+	u, err := url.Parse(c.natsURL)
+	if err != nil || hostOnly(host) == "" {
+		return c.natsURL
+	}
+	u.Host = net.JoinHostPort(hostOnly(normalHost(host)), u.Port())
+	return u.String()
+}

@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/internal/loopback"
+	"github.com/vlmfleet/vlmfleet/protocol"
+)
+
+// joinPath is the one change the API takes without its token: a device
+// joining proves itself with the join token's secret instead (guard).
+const joinPath = "/api/join"
+
+// isJoin says whether r is a device's join.
+func isJoin(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == joinPath }
+
+// handleJoin enrols a device (POST /api/join): 201 with how it reaches
+// NATS; 401 for an unknown token or a wrong secret alike; 403 for a
+// token revoked, expired or used up; 409 for an agent id enrolled under
+// another key, or a controller that issues no NATS identities; 400 for a
+// malformed request; 429 past the rate limit. The secret is never logged.
+func (c *Controller) handleJoin(w http.ResponseWriter, r *http.Request) {
+	if ok, retry := c.joinLimit.allow(r); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retry.Seconds(), 1)))))
+		writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many joins from this address: try again in %s", retry.Round(1e9)))
+		return
+	}
+	req, err := readRequest(w, r, protocol.MaxJoinRequest, protocol.DecodeJoinRequest)
+	var ans protocol.JoinAnswer
+	if err == nil {
+		ans, err = c.Join(r.Context(), req, r.Host, r.RemoteAddr)
+	}
+	if err != nil {
+		writeError(w, joinStatus(err), err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, ans)
+}
+
+func joinStatus(err error) int {
+	var refused *JoinRefusedError
+	if errors.As(err, &refused) {
+		return refused.Status
+	}
+	return identityStatus(err)
+}
+
+// handleCreateJoinToken makes a join token (POST /api/join-tokens) and
+// answers 201 with its join string, shown this once.
+func (c *Controller) handleCreateJoinToken(w http.ResponseWriter, r *http.Request) {
+	req, err := readRequest(w, r, api.MaxJoinTokenBody, api.DecodeJoinTokenRequest)
+	var t api.JoinTokenCreated
+	if err == nil {
+		t, err = c.CreateJoinToken(r.Context(), req, c.joinURL(r, req.URL))
+	}
+	if err != nil {
+		status := identityStatus(err)
+		var noTLS *NoJoinTLSError
+		if errors.As(err, &noTLS) {
+			status = http.StatusConflict
+		}
+		writeError(w, status, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, t)
+}
+
+func (c *Controller) handleJoinTokens(r *http.Request) ([]api.JoinTokenView, error) {
+	return c.JoinTokens(r.Context())
+}
+
+func (c *Controller) handleRevokeJoinToken(r *http.Request) (api.JoinTokenView, error) {
+	return c.RevokeJoinToken(r.Context(), r.PathValue("id"))
+}
+
+// joinURL is the controller's address for a join string: the one asked
+// for; else the one the request reached, unless that is loopback, which
+// a device cannot use (but for an API listening on loopback only); else the first configured host name (--http-host),
+// the address the API listens on, or this host's name, all of which the
+// controller's own certificate names.
+func (c *Controller) joinURL(r *http.Request, asked string) string {
+	if asked != "" {
+		return asked
+	}
+	host := normalHost(r.Host)
+	if !loopback.Host(hostOnly(host)) || loopback.Addr(c.opt.HTTPAddr) {
+		// An API on loopback only is reached by devices on this host alone.
+		return "https://" + host
+	}
+	_, port, _ := net.SplitHostPort(host)
+	if ln, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		port = strconv.Itoa(ln.Port)
+	}
+	if len(c.sec.hosts) > 0 {
+		h := c.sec.hosts[0]
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			return "https://" + h
+		}
+		return "https://" + net.JoinHostPort(h, port)
+	}
+	if h, _, err := net.SplitHostPort(c.opt.HTTPAddr); err == nil && h != "" && !loopback.Host(h) {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			return "https://" + net.JoinHostPort(h, port)
+		}
+	}
+	if h, err := os.Hostname(); err == nil && certName(h) {
+		return "https://" + net.JoinHostPort(h, port)
+	}
+	return "https://" + host
+}

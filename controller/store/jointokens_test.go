@@ -1,0 +1,61 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Devices joining at once cannot use a token more often than it allows:
+// the use is counted in the transaction that enrols.
+func TestJoinCountsUsesAtomically(t *testing.T) {
+	s := openTest(t)
+	now := time.Now().UTC()
+	if err := s.PutJoinToken(JoinToken{ID: "0123456789ab", SecretSHA256: "00", CreatedAt: now, ExpiresAt: now.Add(time.Hour), Uses: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutJoinToken(JoinToken{ID: "0123456789ab"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("a second token with the id: %v, want ErrExists", err)
+	}
+	errFull := errors.New("used up")
+	var wg sync.WaitGroup
+	results := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := Enrolment{AgentID: fmt.Sprintf("d%d", i), PublicKey: fmt.Sprintf("U%d", i), At: now, TokenID: "0123456789ab"}
+			_, err := s.Join(e, func(tk JoinToken, _ Identity) error {
+				if tk.Used >= tk.Uses {
+					return errFull
+				}
+				return nil
+			})
+			results <- err
+		}()
+	}
+	wg.Wait()
+	close(results)
+	ok := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, errFull):
+			t.Fatal(err)
+		}
+	}
+	tk, err := s.JoinToken("0123456789ab")
+	if ok != 2 || err != nil || tk.Used != 2 || len(tk.Enrolled) != 2 {
+		t.Fatalf("%d joins succeeded; token %+v, %v", ok, tk, err)
+	}
+	idents, err := s.Identities(t.Context())
+	if err != nil || len(idents) != 2 || idents[0].Token != "0123456789ab" {
+		t.Fatalf("identities %+v, %v", idents, err)
+	}
+	if _, err := s.Join(Enrolment{AgentID: "d9", TokenID: "ffffffffffff"}, func(JoinToken, Identity) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown token: %v, want ErrNotFound", err)
+	}
+}
