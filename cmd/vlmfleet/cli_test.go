@@ -44,7 +44,7 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{args: []string{"results", "export"}, code: 2, stderr: []string{"--format is required: csv or json"}},
 		{args: []string{"results", "export", "--format", "xml"}, code: 2, stderr: []string{`--format "xml": want csv or json`}},
 		{args: []string{"agents", "x"}, code: 2, stderr: []string{`unexpected argument "x"`}},
-		{args: []string{"join-token", "create", "--labels", "site"}, code: 2, stderr: []string{`--labels "site": want k=v,k=v`}},
+		{args: []string{"join-token", "create", "--labels", "site"}, code: 2, stderr: []string{`--labels: item 1, "site", is not key=value`}},
 		{args: []string{"join-token", "create", "--ttl", "10s"}, code: 2, stderr: []string{"--ttl 10s: want 1m to 720h0m0s"}},
 		{args: []string{"join-token", "revoke"}, code: 2, stderr: []string{"want one join token id"}},
 		{args: []string{"join-token", "-h"}, code: 0, stdout: []string{"vlmfleet join-token create", "vlmfleet join-token list", "vlmfleet join-token revoke"}},

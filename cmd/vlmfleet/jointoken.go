@@ -38,8 +38,11 @@ func joinTokenCreate(ctx context.Context, c *cli, args []string) error {
 	}
 	req := api.JoinTokenRequest{TTLSeconds: int64(ttl.Seconds()), Uses: *uses, Reenrol: *reenrol, URL: *joinURL}
 	var err error
-	if req.Labels, err = parseLabelList(*labels); err != nil {
+	if req.Labels, err = protocol.ParseLabels("--labels", *labels); err != nil {
 		return usageError{err}
+	}
+	if len(req.Labels) == 0 {
+		req.Labels = nil
 	}
 	if *ttl < time.Minute || *ttl > api.MaxJoinTokenTTL {
 		return usageError{fmt.Errorf("--ttl %s: want 1m to %s", *ttl, api.MaxJoinTokenTTL)}
@@ -57,28 +60,6 @@ func joinTokenCreate(ctx context.Context, c *cli, args []string) error {
 		"On each device: vlmfleet agent --join '<the line above>' --config agent.yaml  (or deploy/install.sh agent --join '...')\n",
 		t.ID, t.Uses, t.ExpiresAt.Local().Format("2006-01-02 15:04 MST"), t.URL)
 	return nil
-}
-
-// parseLabelList reads k=v,k=v.
-func parseLabelList(s string) (map[string]string, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--labels %q: want k=v,k=v", s)
-		}
-		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("--labels: %s is given twice", k)
-		}
-		out[k] = v
-	}
-	if err := protocol.ValidateLabels("--labels", out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func joinTokenList(ctx context.Context, c *cli, args []string) error {
