@@ -5,6 +5,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/outbox"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
+	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -60,7 +62,10 @@ type Agent struct {
 	// auth signs the connection in with the agent's credentials (nil: none).
 	auth nats.Option
 	// tls makes the connection TLS with the CA the agent trusts (nil: none given).
-	tls nats.Option
+	tls *tls.Config
+	// refuse ends Run with the cause: credentials refused or not the
+	// agent's own, a server no longer trusted. Set by Run.
+	refuse context.CancelCauseFunc
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
@@ -144,13 +149,13 @@ func New(cfg Config, opt Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)
 	}
-	tlsOpt, err := cfg.natsTLS()
+	tlsCfg, err := cfg.natsTLS()
 	if err != nil {
 		return nil, fmt.Errorf("agent config: %w", err)
 	}
 	return &Agent{
 		auth:   auth,
-		tls:    tlsOpt,
+		tls:    tlsCfg,
 		cfg:    cfg,
 		opt:    opt,
 		log:    log,
@@ -201,10 +206,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	ctx, refuse := context.WithCancelCause(ctx)
 	defer refuse(nil)
+	a.refuse = refuse
 	err := a.run(ctx, refuse)
 	var refused *RefusedError
-	if errors.As(context.Cause(ctx), &refused) {
+	var untrusted *UntrustedError
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &refused):
 		return refused
+	case errors.As(cause, &untrusted):
+		return untrusted
 	}
 	return err
 }
@@ -235,10 +245,20 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 			}
 		}),
 	}
-	for _, o := range []nats.Option{a.auth, a.tls} {
-		if o != nil {
-			opts = append(opts, o)
-		}
+	if a.auth != nil {
+		opts = append(opts, a.auth)
+	}
+	var connected atomic.Bool
+	if a.tls != nil {
+		// A certificate that stops being trusted while the agent
+		// reconnects (the controller's CA replaced, or another server at
+		// its address) ends the agent as it would at its first
+		// connection; nats.go would otherwise retry it in silence.
+		opts = append(opts, nats.Secure(tlsca.ReportFailures(a.tls, func(err error) {
+			if connected.Load() {
+				refuse(a.untrustedError(err))
+			}
+		})))
 	}
 	var nc *nats.Conn
 	refusals := 0
@@ -256,7 +276,7 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 			return err
 		}
 		if untrusted(err) {
-			return backoff.Permanent(&UntrustedError{AgentID: a.cfg.ID, URL: a.cfg.NATSURL, CAFile: a.cfg.NATSCA, Pin: a.cfg.NATSCAPin, Err: err})
+			return backoff.Permanent(a.untrustedError(err))
 		}
 		if err != nil && (attempt == 1 || attempt%10 == 0) {
 			a.log.Warn().Err(err).Str("url", protocol.RedactURL(a.cfg.NATSURL)).Int("attempt", attempt).
@@ -275,7 +295,13 @@ func (a *Agent) connect(ctx context.Context, refuse context.CancelCauseFunc) (*n
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", protocol.RedactURL(a.cfg.NATSURL), err)
 	}
+	connected.Store(true)
 	return nc, nil
+}
+
+// untrustedError is the stop of an agent that does not trust the server.
+func (a *Agent) untrustedError(err error) *UntrustedError {
+	return &UntrustedError{AgentID: a.cfg.ID, URL: a.cfg.NATSURL, CAFile: a.cfg.NATSCA, Pin: a.cfg.NATSCAPin, Err: err}
 }
 
 // connectRefusals is how many refusals in a row of the agent's credentials
@@ -289,6 +315,11 @@ func (a *Agent) onNATSError(_ *nats.Conn, sub *nats.Subscription, err error) {
 	ev := a.log.Warn().Err(err)
 	if errors.Is(err, nats.ErrPermissionViolation) {
 		ev = a.log.Error().Err(err).Str("hint", "credentials work only for the agent id they were created for; are these agent "+a.cfg.ID+"'s?")
+		if a.ownSubjectRefused(err) && a.refuse != nil {
+			// Its own subjects refused: the credentials are another
+			// agent's, and nothing it does can succeed.
+			a.refuse(&RefusedError{AgentID: a.cfg.ID, URL: a.cfg.NATSURL, Credentials: a.cfg.credentialsName(), Err: err})
+		}
 	}
 	if sub != nil {
 		ev = ev.Str("subject", sub.Subject)

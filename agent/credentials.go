@@ -117,6 +117,11 @@ func (e *RefusedError) Error() string {
 		return fmt.Sprintf("NATS at %s takes no credentials (a controller started with --insecure?); start agent %s without --nats-credentials",
 			protocol.RedactURL(e.URL), e.AgentID)
 	}
+	if errors.Is(e.Err, nats.ErrPermissionViolation) {
+		return fmt.Sprintf("NATS at %s refused agent %s its own subjects (%v): the credentials %s are another agent's, and work only for the id "+
+			"they were created for; start this agent with that id, or create credentials for %s (vlmfleet agent-creds create %s, or join with --id %s)",
+			protocol.RedactURL(e.URL), e.AgentID, e.Err, e.Credentials, e.AgentID, e.AgentID, e.AgentID)
+	}
 	if e.Credentials == "" {
 		return fmt.Sprintf("NATS at %s refused agent %s (%v): the controller requires credentials: create them with "+
 			"`vlmfleet agent-creds create %s` where the controller's API is reachable, then start the agent with "+
@@ -135,4 +140,12 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 func authError(err error) bool {
 	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
 		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrNkeysNotSupported)
+}
+
+// ownSubjectRefused says whether err is the server refusing the agent one
+// of its own subjects (its messages, its control subject): what only
+// another agent's credentials bring about.
+func (a *Agent) ownSubjectRefused(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, `"`+protocol.AgentSubject(a.cfg.ID, "")) || strings.Contains(msg, `"`+protocol.ControlSubject(a.cfg.ID)+`"`)
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -12,11 +13,11 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// natsTLS is the option that makes the connection TLS, trusting the CA in
+// natsTLS is the TLS configuration of the connection, trusting the CA in
 // nats_ca or the CA whose fingerprint nats_ca_pin is, for the host the
 // NATS URL names; nil with neither (a tls:// URL, or a server that asks
 // for TLS, is then checked against the system's roots).
-func (c Config) natsTLS() (nats.Option, error) {
+func (c Config) natsTLS() (*tls.Config, error) {
 	if c.NATSCA == "" && c.NATSCAPin == "" {
 		return nil, nil
 	}
@@ -24,7 +25,7 @@ func (c Config) natsTLS() (nats.Option, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats_ca / nats_ca_pin: %w", err)
 	}
-	return nats.Secure(cfg), nil
+	return cfg, nil
 }
 
 // natsServerName is the host of the (first) server in a NATS URL, which
