@@ -37,14 +37,17 @@ type handler struct {
 // RunLoader) and hands everything else (the pages and their static files)
 // to web.Handler. When src is Generational, the aggregate and the encoded
 // answers are kept until its generation moves.
-func NewHandler(src RunSource, log zerolog.Logger) http.Handler {
+//
+// pageOpts are the pages' own options: web.WithLab when a controller
+// serves them among its other pages.
+func NewHandler(src RunSource, log zerolog.Logger, pageOpts ...web.Option) http.Handler {
 	h := &handler{src: src, log: log.With().Str("component", "explorer").Logger(), now: time.Now}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathData, h.data)
 	mux.HandleFunc("GET "+PathRows, h.rows)
 	mux.HandleFunc("GET "+PathCompare, h.compare)
 	mux.HandleFunc("/api/explorer/", h.other)
-	mux.Handle("/", web.Handler(web.WithTableRows(h.firstRows)))
+	mux.Handle("/", web.Handler(append(pageOpts, web.WithTableRows(h.firstRows))...))
 	return mux
 }
 

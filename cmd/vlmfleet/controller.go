@@ -14,13 +14,14 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/explorer/web"
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // explorerHandler makes the web explorer mounted at "/" of the controller.
 func explorerHandler(log zerolog.Logger) func(controller.RunSource) http.Handler {
-	return func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) }
+	return func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log, web.WithLab()) }
 }
 
 func cmdController(ctx context.Context, c *cli, args []string) error {

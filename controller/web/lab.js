@@ -1,6 +1,8 @@
 // lab.js: the code the controller's pages (/live, /fleet, /sweeps,
 // /sweeps/{id}) share. A classic script, loaded before each page's own, so
-// that its functions are the page's globals.
+// that its functions are the page's globals. Every page has the same
+// header (links, the API token field, the health mark) and the health
+// banner under it, which this script keeps current.
 "use strict";
 
 // The states after which a job does nothing more (protocol.JobState).
@@ -90,4 +92,39 @@ function follow(query, handlers, onopen) {
   es.onerror = () => { if (conn) conn.textContent = "reconnecting…"; };
   for (const [kind, fn] of Object.entries(handlers)) es.addEventListener(kind, e => fn(JSON.parse(e.data)));
   return es;
+}
+
+// The controller's own health (GET /api/health, 503 when not ok): what is
+// broken is shown above everything else, so a full disk or a lost consumer
+// is not mistaken for a quiet lab.
+async function checkHealth() {
+  const box = document.getElementById("health"), ok = document.getElementById("health-ok");
+  let h;
+  try {
+    const r = await fetch("/api/health");
+    h = await r.json();
+  } catch (err) {
+    h = {status: "unreachable", problems: [{component: "controller", error: String(err)}]};
+  }
+  if (h.status === "ok") {
+    box.style.display = "none"; ok.textContent = "health ok";
+    return;
+  }
+  ok.textContent = "";
+  const list = el("ul", {});
+  for (const p of h.problems || []) {
+    list.append(el("li", {}, el("strong", {}, p.component), ": " + p.error + (p.since ? " (since " + ago(p.since) + ")" : "")));
+  }
+  box.replaceChildren(el("strong", {}, "Controller " + String(h.status).toUpperCase()), list);
+  box.style.display = "block";
+}
+
+// The header's token field is filled with the kept token on every page,
+// so that it is typed once for all of them.
+if (document.getElementById("token")) tokenField(document.getElementById("token"));
+
+// Every page shows the controller's health, checked every 5 s.
+if (document.getElementById("health")) {
+  checkHealth();
+  setInterval(checkHealth, 5000);
 }

@@ -26,7 +26,7 @@ const (
 
 // moduleOrder is the order Export concatenates the page's ES modules in: each
 // after the modules it imports.
-func moduleOrder() []string { return []string{"logic.js", "chartview.js", "app.js"} }
+func moduleOrder() []string { return []string{"logic.js", "chartview.js", "labchrome.js", "app.js"} }
 
 const chartLibPath = "vendor/chart.umd.min.js"
 

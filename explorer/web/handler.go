@@ -23,6 +23,9 @@ func Handler(opts ...Option) http.Handler {
 	if err != nil {
 		return errorHandler(err)
 	}
+	if cfg.lab {
+		assets = inLab(assets)
+	}
 	index, err := servedIndex(assets)
 	if err != nil {
 		return errorHandler(err)
@@ -65,6 +68,30 @@ type Option func(*config)
 
 type config struct {
 	rows func(r *http.Request) []byte
+	lab  bool
+}
+
+// WithLab marks the pages as served by a controller: they show the links
+// to its other pages (Live, Fleet, Sweeps) and its health, as its own
+// pages do. Without it (an explorer served alone) they show neither.
+func WithLab() Option {
+	return func(c *config) { c.lab = true }
+}
+
+// labMark is what WithLab sets on the pages' <html> element, which
+// static/labchrome.js reads.
+const labMark = `<html lang="en" data-lab="1">`
+
+// inLab returns assets with the two pages marked (labMark).
+func inLab(assets map[string]asset) map[string]asset {
+	out := make(map[string]asset, len(assets))
+	for name, a := range assets {
+		if name == "index.html" || name == "compare.html" {
+			a = newAsset(name, bytes.Replace(a.body, []byte(`<html lang="en">`), []byte(labMark), 1))
+		}
+		out[name] = a
+	}
+	return out
 }
 
 // WithTableRows has the page served at "/" carry rows (<tr> elements, the

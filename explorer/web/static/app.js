@@ -4,6 +4,7 @@
 // costs a few milliseconds even with a thousand rows.
 import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, deviceLabel, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
+import { showLabChrome } from './labchrome.js';
 
 const DATA_URL = '/api/explorer/data';
 // PAGE_ROWS rows are put in the table at a time; more follow as the reader
@@ -865,6 +866,8 @@ async function main() {
   // (written by the server); another view in the URL (a filter, a sort)
   // has other rows, so they go until the explorer shows that view's.
   if (location.hash.replace(/^#/, '') !== '') document.getElementById('tbody').replaceChildren();
+  // Served by a controller: the links to its other pages, and its health.
+  showLabChrome();
   let ds;
   try {
     ds = normaliseDataset(await loadDataset());

@@ -3,10 +3,14 @@
 // `vlmfleet results diff`) and draws it. window.vlmfleetCompare says when
 // it is done, for the browser tests.
 
+import { showLabChrome } from './labchrome.js';
+
 const state = { ready: false, error: '' };
 window.vlmfleetCompare = state;
 
 const $ = (id) => document.getElementById(id);
+
+showLabChrome();
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);

@@ -24,6 +24,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/explorer/web"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -89,7 +90,7 @@ func Start(ctx context.Context, opt Options) (*Lab, error) {
 		JobAckWait: opt.JobAckWait,
 		Log:        log,
 		Version:    opt.Version,
-		Explorer:   func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log) },
+		Explorer:   func(runs controller.RunSource) http.Handler { return explorer.NewHandler(runs, log, web.WithLab()) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("simlab: %w", err)
