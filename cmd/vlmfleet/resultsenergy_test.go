@@ -12,11 +12,13 @@ import (
 )
 
 // A run's energy figures and idle power, with the samples it is computed
-// from, survive `results import` into a controller and `results export`.
+// from, and the power mode it was measured in survive `results import`
+// into a controller and `results export`.
 func TestResultsEnergySurvivesImportAndExport(t *testing.T) {
 	l := labtest.Start(t, controller.Options{})
 	env := map[string]string{"VLMFLEET_CONTROLLER": l.Ctl.HTTPURL(), "VLMFLEET_TOKEN": l.Ctl.APIToken()}
 	doc := labtest.ResultDoc("run-e", "M")
+	doc.Config.PowerMode = "MODE_30W"
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	w1, w2 := 4.25, 4.35
 	doc.IdlePower = &protocol.IdlePower{Source: protocol.PowerSourceModuleInput, MeanPowerW: 4.3, WindowSec: 3,
@@ -33,6 +35,9 @@ func TestResultsEnergySurvivesImportAndExport(t *testing.T) {
 		t.Fatalf("export json: exit %d\n%s\n%s", code, out, errOut)
 	}
 	got := runs[0]
+	if got.Config.PowerMode != "MODE_30W" {
+		t.Errorf("power mode exported %q, imported MODE_30W", got.Config.PowerMode)
+	}
 	if !reflect.DeepEqual(got.IdlePower, doc.IdlePower) {
 		t.Errorf("idle power exported %+v, imported %+v", got.IdlePower, doc.IdlePower)
 	}
