@@ -10,10 +10,10 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Revoking an agent ends its jobs that have not ended, queued or taken,
-// as cancelled with why, and takes the queued one out of the jobs stream:
-// the agent can never take or report them.
-func TestRevokingAnAgentCancelsItsJobs(t *testing.T) {
+// Revoking an agent ends its jobs still queued as cancelled with why, and
+// takes them out of the jobs stream: the agent can no longer take them. The
+// job it runs stays running: enrolled again, it gets the job back.
+func TestRevokingAnAgentCancelsItsQueuedJobs(t *testing.T) {
 	c := startController(t, t.TempDir())
 	_, a := announced(t, c, "gone-1", "d1", "d2")
 	announced(t, c, "stays-1", "d1")
@@ -45,14 +45,15 @@ func TestRevokingAnAgentCancelsItsJobs(t *testing.T) {
 	if err := c.RevokeAgent(waitCtx(t), "gone-1"); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{taken, queued} {
-		rec, err := c.store.Job(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rec.State != protocol.JobCancelled || !strings.Contains(rec.Error, "agent gone-1 was revoked") {
-			t.Errorf("job %s: %s %q, want cancelled because gone-1 was revoked", id, rec.State, rec.Error)
-		}
+	rec, err := c.store.Job(queued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != protocol.JobCancelled || !strings.Contains(rec.Error, "agent gone-1 was revoked") {
+		t.Errorf("queued job %s: %s %q, want cancelled because gone-1 was revoked", queued, rec.State, rec.Error)
+	}
+	if rec, _ := c.store.Job(taken); rec.State != protocol.JobRunning {
+		t.Errorf("the job gone-1 runs: %s %q, want it left running", rec.State, rec.Error)
 	}
 	if rec, _ := c.store.Job(other); rec.State.Terminal() {
 		t.Errorf("stays-1's job %s ended: %s %q", other, rec.State, rec.Error)
@@ -62,11 +63,10 @@ func TestRevokingAnAgentCancelsItsJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := c.store.Job(queued)
 	if _, err := stream.GetMsg(waitCtx(t), rec.StreamSeq); err != jetstream.ErrMsgNotFound {
 		t.Errorf("the queued job is still in the jobs stream: %v", err)
 	}
-	if jobs, err := c.store.Jobs(waitCtx(t), store.JobQuery{AgentID: "gone-1", Active: true}); err != nil || len(jobs) != 0 {
-		t.Errorf("gone-1 still has %d jobs open (%v)", len(jobs), err)
+	if jobs, err := c.store.Jobs(waitCtx(t), store.JobQuery{AgentID: "gone-1", State: protocol.JobQueued}); err != nil || len(jobs) != 0 {
+		t.Errorf("gone-1 still has %d jobs queued (%v)", len(jobs), err)
 	}
 }

@@ -142,6 +142,11 @@ func (spec Spec) describeEngine(r *protocol.Run, info protocol.EngineInfo) {
 		r.Device.Name = "unknown device"
 	}
 	r.Config.Device = r.Device.Name
+	if j := r.Device.Jetson; j != nil && r.Config.Power().IsZero() {
+		// A Jetson is measured in some mode, set or found: a bench run
+		// records it as a lab job does, so that both are one row.
+		r.Config.PowerMode = j.PowerMode
+	}
 }
 
 // refusedError fails a run whose engine configuration was refused, even
