@@ -128,6 +128,10 @@ type Controller struct {
 	// is the controller's own nkey (NATSAuthNkeys only).
 	authMu sync.Mutex
 	ctlKey nkeys.KeyPair
+	// authReloads batches the reloads that enrolments and revocations
+	// ask; testHookAuthReload, when set, runs before each.
+	authReloads        authReloads
+	testHookAuthReload atomic.Pointer[func()]
 	// natsHost and natsPort are the embedded server's listen address.
 	natsHost string
 	natsPort int

@@ -103,9 +103,7 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCreden
 	if err != nil {
 		return fail(err)
 	}
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.ns == nil {
+	if !c.natsEmbedded() {
 		return fail(errors.New("the controller has not started"))
 	}
 	prev, err := c.store.Identity(id)
@@ -115,8 +113,9 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCreden
 	if _, err := c.store.PutIdentity(id, pub, time.Now().UTC()); err != nil {
 		return fail(err)
 	}
-	if err := c.reloadAuth(ctx); err != nil {
-		return api.AgentCredentials{}, err
+	// The credentials go out only once the server admits them.
+	if err := c.applyIdentities(ctx); err != nil {
+		return fail(err)
 	}
 	ev := c.log.Info().Str("agent", id).Str("nkey", pub)
 	if prev.PublicKey != "" && prev.Active() {
@@ -142,31 +141,37 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
 		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
 	}
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.ns == nil {
+	if !c.natsEmbedded() {
 		return store.Identity{}, errors.New("controller: revoke: the controller has not started")
 	}
 	ident, err := c.store.RevokeIdentity(id, time.Now().UTC())
 	if err != nil {
 		return store.Identity{}, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
-	if err := c.reloadAuth(ctx); err != nil {
-		return ident, err
+	if err := c.applyIdentities(ctx); err != nil {
+		return ident, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
 	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", c.disconnect(ident.PublicKey)).Msg("agent revoked")
 	return ident, nil
 }
 
+// natsEmbedded says whether the embedded server runs, to change its users.
+func (c *Controller) natsEmbedded() bool {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	return c.ns != nil
+}
+
 // reloadAuth gives the running server the users the store holds. The
-// server closes the connections of users it no longer has. authMu is held.
+// server closes the connections of users it no longer has. authMu is
+// held; applyIdentities is how changes call it, many in one reload.
 func (c *Controller) reloadAuth(ctx context.Context) error {
 	opts, err := c.serverOptions(ctx)
 	if err == nil {
 		err = c.ns.ReloadOptions(opts)
 	}
 	if err != nil {
-		return fmt.Errorf("controller: apply the agents' NATS identities: %w", err)
+		return fmt.Errorf("apply the agents' NATS identities: %w", err)
 	}
 	return nil
 }

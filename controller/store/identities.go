@@ -32,7 +32,9 @@ func (s *Store) PutIdentity(id, publicKey string, at time.Time) (Identity, error
 		return Identity{}, fmt.Errorf("store: identity: %w", err)
 	}
 	ident := Identity{AgentID: id, PublicKey: publicKey, CreatedAt: at}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// Devices enrolled together share a commit (one fsync) this way; the
+	// write may run twice, which a put of the same record allows.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketIdentities), id, &ident)
 	})
 	if err != nil {
