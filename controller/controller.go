@@ -152,6 +152,8 @@ type Controller struct {
 
 	events *fanout
 	live   *liveState
+	// agentsJSON keeps each agent's encoding for the agents list.
+	agentsJSON agentsJSON
 	// problems are what /api/health reports broken (see health.go).
 	problems *problems
 	metrics  *metrics

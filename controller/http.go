@@ -15,7 +15,7 @@ import (
 func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
-	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
+	mux.HandleFunc("GET /api/agents", c.serveAgents)
 	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
 	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
 	mux.HandleFunc("/api/agents/{id}/drain", serveJSON(c.handleDrain))
@@ -123,10 +123,6 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 		return zero, &requestError{http.StatusBadRequest, err}
 	}
 	return v, nil
-}
-
-func (c *Controller) handleAgents(r *http.Request) ([]api.AgentView, error) {
-	return c.Agents(r.Context())
 }
 
 func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// fleetView is the store's copy, in memory, of what the fleet's lists and
+// the metrics read at every request: each agent's record, and the jobs'
+// tallies (jobtally.go). Decoding every agent and job from the file per
+// request was what made the lists take seconds while a fleet's results
+// were being written. The file stays the truth: the view is read from it
+// once at Open, and changed by the writes that change those records, once
+// they commit, so it never shows what a rolled-back write did.
+type fleetView struct {
+	// writeMu orders the writes that change the view: bbolt lets the next
+	// writer in before it runs commit handlers, so two writes' changes
+	// could otherwise reach the view in the wrong order.
+	writeMu sync.Mutex
+	mu      sync.RWMutex
+	agents  map[string]Agent
+	// ids are the agents' ids, sorted: the order Agents lists them in.
+	ids  []string
+	jobs jobTally
+}
+
+// viewChange collects what one write changes in the view.
+type viewChange struct {
+	agents []Agent
+	jobs   []jobChange
+}
+
+// updateView runs fn in a write transaction and applies the changes fn
+// collected to the view once it commits.
+func (s *Store) updateView(fn func(tx *bolt.Tx, ch *viewChange) error) error {
+	s.view.writeMu.Lock()
+	defer s.view.writeMu.Unlock()
+	var ch viewChange
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		ch = viewChange{}
+		return fn(tx, &ch)
+	})
+	if err != nil {
+		return err
+	}
+	v := &s.view
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, a := range ch.agents {
+		v.putAgent(a)
+	}
+	for _, j := range ch.jobs {
+		v.jobs.apply(j)
+	}
+	return nil
+}
+
+// putAgent replaces the agent's record in the view; mu is held.
+func (v *fleetView) putAgent(a Agent) {
+	id := a.Hello.AgentID
+	if _, ok := v.agents[id]; !ok {
+		i, _ := slices.BinarySearch(v.ids, id)
+		v.ids = slices.Insert(v.ids, i, id)
+	}
+	v.agents[id] = a
+}
+
+// loadView reads the agents and the jobs' tallies from the file.
+func (s *Store) loadView() error {
+	v := &s.view
+	v.agents = map[string]Agent{}
+	v.jobs = newJobTally()
+	ctx := context.Background()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		err := forEachJSON(ctx, tx.Bucket(bucketAgents), func(_ string, a *Agent) error {
+			v.putAgent(*a)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return forEachJSON(ctx, tx.Bucket(bucketJobs), func(_ string, j *JobRecord) error {
+			v.jobs.apply(jobChange{rec: *j})
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("store: read the agents and jobs: %w", err)
+	}
+	return nil
+}
+
+// Agent returns one agent or ErrNotFound. The record is shared with the
+// store's view: its slices and maps are not to be changed.
+func (s *Store) Agent(id string) (Agent, error) {
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	a, ok := s.view.agents[id]
+	if !ok {
+		return Agent{}, fmt.Errorf("store: agent %s: %w", id, ErrNotFound)
+	}
+	return a, nil
+}
+
+// Agents lists every agent by id, from memory. The records are shared
+// with the store's view: their slices and maps are not to be changed.
+func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: agents: %w", err)
+	}
+	s.view.mu.RLock()
+	defer s.view.mu.RUnlock()
+	out := make([]Agent, len(s.view.ids))
+	for i, id := range s.view.ids {
+		out[i] = s.view.agents[id]
+	}
+	return out, nil
+}
