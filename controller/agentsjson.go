@@ -1,9 +1,9 @@
 package controller
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"sync"
@@ -18,22 +18,21 @@ import (
 // changed, and only they are encoded again.
 type agentsJSON struct {
 	mu   sync.Mutex
-	byID map[string]encodedAgent
-	// size is the last answer's, to make room for the next at once.
-	size int
+	byID map[string]*encodedAgent
 }
 
 type encodedAgent struct {
 	view api.AgentView
-	// data is the view as an element of writeJSON's indented array.
+	// data is the view as an element of writeJSON's indented array; it
+	// is replaced, never changed, so a request may write it unlocked.
 	data []byte
 }
 
 func (c *Controller) serveAgents(w http.ResponseWriter, r *http.Request) {
 	views, err := c.Agents(r.Context())
-	var body []byte
+	var parts [][]byte
 	if err == nil {
-		body, err = c.agentsJSON.encode(views)
+		parts, err = c.agentsJSON.encode(views)
 	}
 	if err != nil {
 		writeError(w, statusOf(err), err)
@@ -41,40 +40,51 @@ func (c *Controller) serveAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return // the client went away
+		}
+	}
 }
 
-// encode is what json.Encoder with writeJSON's indent writes for views.
-func (e *agentsJSON) encode(views []api.AgentView) ([]byte, error) {
+// Between the elements of writeJSON's indented array, and around them.
+var (
+	agentsOpen  = []byte("[\n  ")
+	agentsSep   = []byte(",\n  ")
+	agentsClose = []byte("\n]\n")
+	agentsEmpty = []byte("[]\n")
+)
+
+// encode returns, in parts, what json.Encoder with writeJSON's indent
+// writes for views.
+func (e *agentsJSON) encode(views []api.AgentView) ([][]byte, error) {
 	if len(views) == 0 {
-		return []byte("[]\n"), nil
+		return [][]byte{agentsEmpty}, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.byID == nil {
-		e.byID = map[string]encodedAgent{}
+		e.byID = map[string]*encodedAgent{}
 	}
-	var buf bytes.Buffer
-	buf.Grow(e.size + e.size/8)
-	buf.WriteString("[\n  ")
-	for i, v := range views {
+	parts := make([][]byte, 0, 2*len(views)+1)
+	parts = append(parts, agentsOpen)
+	for i := range views {
+		v := &views[i]
 		enc, ok := e.byID[v.ID]
-		if !ok || !sameValue(reflect.ValueOf(enc.view), reflect.ValueOf(v)) {
+		if !ok || !sameValue(reflect.ValueOf(&enc.view).Elem(), reflect.ValueOf(v).Elem()) {
 			data, err := json.MarshalIndent(v, "  ", "  ")
 			if err != nil {
 				return nil, fmt.Errorf("controller: encode agent %s: %w", v.ID, err)
 			}
-			enc = encodedAgent{view: v, data: data}
+			enc = &encodedAgent{view: *v, data: data}
 			e.byID[v.ID] = enc
 		}
 		if i > 0 {
-			buf.WriteString(",\n  ")
+			parts = append(parts, agentsSep)
 		}
-		buf.Write(enc.data)
+		parts = append(parts, enc.data)
 	}
-	buf.WriteString("\n]\n")
-	e.size = buf.Len()
-	return buf.Bytes(), nil
+	return append(parts, agentsClose), nil
 }
 
 // sameValue reports whether a and b (of one type) certainly encode the
@@ -82,12 +92,24 @@ func (e *agentsJSON) encode(views []api.AgentView) ([]byte, error) {
 // memory: a view's come from the store's record of the agent, which a
 // write replaces and never changes in place. Any field added to the view
 // is compared too, whatever fills it. False is always safe: it costs an
-// encoding.
+// encoding. It reads fields as reflect allows for unexported ones too
+// (time.Time's), and allocates nothing.
 func sameValue(a, b reflect.Value) bool {
-	if a.Type().Comparable() {
-		return a.Equal(b)
-	}
 	switch a.Kind() {
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return math.Float64bits(a.Float()) == math.Float64bits(b.Float()) // -0 is not 0 in JSON
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Pointer:
+		return a.UnsafePointer() == b.UnsafePointer()
+	case reflect.Slice, reflect.Map:
+		return a.Len() == b.Len() && a.UnsafePointer() == b.UnsafePointer()
 	case reflect.Struct:
 		for i := range a.NumField() {
 			if !sameValue(a.Field(i), b.Field(i)) {
@@ -95,8 +117,6 @@ func sameValue(a, b reflect.Value) bool {
 			}
 		}
 		return true
-	case reflect.Slice, reflect.Map:
-		return a.Len() == b.Len() && a.UnsafePointer() == b.UnsafePointer()
 	case reflect.Array:
 		for i := range a.Len() {
 			if !sameValue(a.Index(i), b.Index(i)) {
@@ -104,6 +124,8 @@ func sameValue(a, b reflect.Value) bool {
 			}
 		}
 		return true
+	case reflect.Interface:
+		return a.IsNil() && b.IsNil()
 	}
 	return false
 }

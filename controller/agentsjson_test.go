@@ -3,10 +3,15 @@ package controller
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
+	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // GET /api/agents answers what writeJSON writes for the agents' views,
@@ -68,4 +73,36 @@ func encodedViews(t *testing.T, c *Controller) string {
 		t.Fatal(err)
 	}
 	return buf.String()
+}
+
+// sameValue says "same" only for views that encode the same: any field
+// that differs, a slice or map not shared, -0 against 0, a time in
+// another zone all count as a change.
+func TestSameValueCountsEveryChange(t *testing.T) {
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	base := api.AgentView{ID: "a1", LastSeen: at, Labels: map[string]string{"rack": "1"},
+		Deployments: []protocol.Deployment{{ID: "d1"}}, PowerLimitW: 0}
+	same := func(a, b api.AgentView) bool {
+		return sameValue(reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem())
+	}
+	if !same(base, base) {
+		t.Fatal("a view is not the same as itself")
+	}
+	for name, change := range map[string]func(v *api.AgentView){
+		"state":            func(v *api.AgentView) { v.State = protocol.AgentBusy },
+		"last seen":        func(v *api.AgentView) { v.LastSeen = at.Add(time.Millisecond) },
+		"time zone":        func(v *api.AgentView) { v.LastSeen = at.In(time.FixedZone("X", 3600)) },
+		"labels, copied":   func(v *api.AgentView) { v.Labels = map[string]string{"rack": "1"} },
+		"deployments":      func(v *api.AgentView) { v.Deployments = slices.Clone(v.Deployments) },
+		"negative zero":    func(v *api.AgentView) { v.PowerLimitW = math.Copysign(0, -1) },
+		"power, added":     func(v *api.AgentView) { v.Power = &protocol.PowerControl{} },
+		"drain confirmed":  func(v *api.AgentView) { v.DrainConfirmed = true },
+		"device, its name": func(v *api.AgentView) { v.Device.Name = "Jetson Orin Nano" },
+	} {
+		v := base
+		change(&v)
+		if same(base, v) {
+			t.Errorf("%s changed: counted the same", name)
+		}
+	}
 }

@@ -31,7 +31,8 @@ import (
 //
 // N is 200 unless VLMFLEET_MEASURE_AGENTS says (1000 for the full scale);
 // VLMFLEET_MEASURE_INGEST sets the result messages published during the
-// agents-list timing (25 per agent unless set).
+// agents-list timing (25 per agent unless set);
+// VLMFLEET_MEASURE_PROFILES=DIR saves a CPU profile of that timing.
 func TestMeasureFleetScale(t *testing.T) {
 	if os.Getenv("VLMFLEET_MEASURE") == "" {
 		t.Skip("a measurement for docs/benchmarks.md; set VLMFLEET_MEASURE=1 to run it")
@@ -194,6 +195,8 @@ func timeAgentsDuringIngest(t *testing.T, m *ingestMeter, ids []string, batch []
 		}
 	}()
 	published := make(chan error, 1)
+	stop := cpuProfile(t, "fleet-agents-during-ingest.pprof")
+	defer stop()
 	began := time.Now()
 	go func() {
 		_, err := ingestload.Publish(ctx, js, batch)
