@@ -2,6 +2,8 @@ package faults
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +13,10 @@ const (
 	// capacityEnrolers is how many agents of a step enrol at once: a
 	// lab's devices set up together.
 	capacityEnrolers = 1000
-	// metricsJobs is how many jobs the store holds when /metrics is timed.
-	metricsJobs = 10000
+	// metricsJobs is how many jobs the store holds when /metrics is
+	// timed, unless capacityMetricsJobsEnv says.
+	metricsJobs            = 10000
+	capacityMetricsJobsEnv = "VLMFLEET_CAPACITY_METRICS_JOBS"
 	// metricsScrapes is how many scrapes of /metrics are timed.
 	metricsScrapes = 21
 )
@@ -54,15 +58,23 @@ func (a *agentsTimer) stop() (p50, p99 time.Duration, n int) {
 	return st.pct(0.5), st.pct(0.99), len(st.latencies)
 }
 
-// metricsAtJobs fills the store up to metricsJobs jobs with sweeps over
+// metricsAtJobs fills the store up to metricsJobs jobs (or as many as
+// capacityMetricsJobsEnv says) with sweeps over
 // the agents, cancelled as soon as they are made (the controller ends
 // those still queued, the agents stop the rest), then times /metrics.
 // It returns the jobs held, and the scrapes' p50 and p99.
 func metricsAtJobs(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, agents []string) (int, time.Duration, time.Duration) {
 	t.Helper()
+	want := metricsJobs
+	if v := os.Getenv(capacityMetricsJobsEnv); v != "" {
+		var err error
+		if want, err = strconv.Atoi(v); err != nil || want < 1 {
+			t.Fatalf("%s=%q: want a number of jobs", capacityMetricsJobsEnv, v)
+		}
+	}
 	w := workload(4)
 	w.Cameras = []int{1}
-	for jobsHeld(t, ctx, api) < metricsJobs {
+	for jobsHeld(t, ctx, api) < want {
 		s := l.submit(w, agents...)
 		if _, err := l.cl.CancelSweep(ctx, s.ID); err != nil {
 			t.Fatal(err)
