@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -40,11 +41,15 @@ func (c *Controller) serveAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
+	// In large writes: the server's own buffer (4 KiB) made a system call
+	// of each 4 KiB, a fifth of the answer's CPU at a thousand agents.
+	bw := bufio.NewWriterSize(w, 64<<10)
 	for _, p := range parts {
-		if _, err := w.Write(p); err != nil {
+		if _, err := bw.Write(p); err != nil {
 			return // the client went away
 		}
 	}
+	_ = bw.Flush()
 }
 
 // Between the elements of writeJSON's indented array, and around them.
