@@ -196,8 +196,11 @@ func (c *Controller) handleCancelSweep(r *http.Request) (api.SweepCancel, error)
 	return c.CancelSweep(r.Context(), r.PathValue("id"))
 }
 
+// handleLiveSnapshot reads the active jobs and the agents from memory,
+// not the store's file: the live page asks whenever it (re)connects.
 func (c *Controller) handleLiveSnapshot(r *http.Request) (api.LiveSnapshot, error) {
-	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{Active: true})
+	jobs := c.store.ActiveJobs()
+	agents, err := c.agentStatuses(r.Context())
 	if err != nil {
 		return api.LiveSnapshot{}, err
 	}

@@ -134,4 +134,48 @@ func checkView(t *testing.T, s *Store, want map[protocol.JobState]int) {
 	if ids := s.OpenJobs(""); len(ids) != 1 || !slices.ContainsFunc(ids, func(j JobRecord) bool { return j.Job.ID == "j1" }) {
 		t.Errorf("open jobs of every sweep %+v, want j1", ids)
 	}
+	active, err := s.Jobs(ctx, JobQuery{Active: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ActiveJobs(); !reflect.DeepEqual(got, active) {
+		t.Errorf("active jobs in memory:\n%+v\nin the file:\n%+v", got, active)
+	}
+}
+
+// ActiveJobs, from memory, lists what Jobs with Active reads from the
+// file, in its order: oldest first, by id within a sweep.
+func TestActiveJobsInTheOrderJobsLists(t *testing.T) {
+	s := openTest(t)
+	t0 := time.Unix(1700000000, 0).UTC()
+	mk := func(sweep string, at time.Time, ids ...string) {
+		t.Helper()
+		sw := protocol.Sweep{ID: sweep, Workload: testWorkload(), CreatedAt: at, Jobs: ids}
+		var jobs []JobRecord
+		for _, id := range ids {
+			jobs = append(jobs, JobRecord{Job: protocol.Job{Schema: 1, ID: id, SweepID: sweep, AgentID: "a1", Deployment: "d1", Workload: sw.Workload, CreatedAt: at},
+				State: protocol.JobQueued, UpdatedAt: at})
+		}
+		if err := s.CreateSweep(sw, jobs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("swB", t0, "b2", "b1", "b3")
+	mk("swA", t0.Add(-time.Hour), "z2", "z1")
+	ch := protocol.JobStateChange{Schema: 1, JobID: "b3", AgentID: "a1", State: protocol.JobCompleted, Attempt: 1, RunID: RunIDFor("b3", 1), Time: t0}
+	if _, _, err := s.ApplyJobState(ch, t0); err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Jobs(context.Background(), JobQuery{Active: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.ActiveJobs()
+	var ids []string
+	for _, j := range got {
+		ids = append(ids, j.Job.ID)
+	}
+	if !slices.Equal(ids, []string{"z1", "z2", "b1", "b2"}) || !reflect.DeepEqual(got, want) {
+		t.Errorf("active jobs %v (%+v), want those of Jobs: %+v", ids, got, want)
+	}
 }

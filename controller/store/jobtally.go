@@ -2,6 +2,8 @@ package store
 
 import (
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -119,5 +121,14 @@ func (s *Store) OpenJobs(sweepID string) []JobRecord {
 			out = append(out, j)
 		}
 	}
+	return out
+}
+
+// ActiveJobs lists the jobs that have not ended from memory, in the order
+// Jobs lists them with Active set: oldest first, by id within a sweep.
+func (s *Store) ActiveJobs() []JobRecord {
+	out := s.OpenJobs("")
+	slices.SortFunc(out, func(a, b JobRecord) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+	sortJobs(out)
 	return out
 }
