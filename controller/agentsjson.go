@@ -42,7 +42,8 @@ func (c *Controller) serveAgents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	// In large writes: the server's own buffer (4 KiB) made a system call
-	// of each 4 KiB, a fifth of the answer's CPU at a thousand agents.
+	// of each 4 KiB; with the writing around them, two fifths of the
+	// answer's CPU at a thousand agents.
 	bw := bufio.NewWriterSize(w, 64<<10)
 	for _, p := range parts {
 		if _, err := bw.Write(p); err != nil {
