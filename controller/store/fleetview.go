@@ -26,6 +26,9 @@ type fleetView struct {
 	// ids are the agents' ids, sorted: the order Agents lists them in.
 	ids  []string
 	jobs jobTally
+	// testHookApply, when set, runs between a write's commit and its
+	// change of the view.
+	testHookApply func()
 }
 
 // viewChange collects what one write changes in the view.
@@ -46,6 +49,9 @@ func (s *Store) updateView(fn func(tx *bolt.Tx, ch *viewChange) error) error {
 	})
 	if err != nil {
 		return err
+	}
+	if s.view.testHookApply != nil {
+		s.view.testHookApply()
 	}
 	v := &s.view
 	v.mu.Lock()

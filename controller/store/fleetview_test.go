@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,5 +178,53 @@ func TestActiveJobsInTheOrderJobsLists(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{"z1", "z2", "b1", "b2"}) || !reflect.DeepEqual(got, want) {
 		t.Errorf("active jobs %v (%+v), want those of Jobs: %+v", ids, got, want)
+	}
+}
+
+// A write waits until the one that committed before it has changed the
+// view: otherwise the earlier change, applied last, would leave the view
+// holding a record the file no longer has.
+func TestViewAppliesWritesInTheOrderTheyCommit(t *testing.T) {
+	s := openTest(t)
+	t0 := time.Unix(1700000000, 0).UTC()
+	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, AgentID: "a1", StartedAt: t0}, t0); err != nil {
+		t.Fatal(err)
+	}
+	committed, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	s.view.testHookApply = func() {
+		if first.CompareAndSwap(false, true) { // the touch's; later writes pass
+			close(committed)
+			<-release
+		}
+	}
+	touched := make(chan error, 1)
+	go func() { touched <- s.TouchAgents(map[string]time.Time{"a1": t0.Add(time.Minute)}) }()
+	<-committed
+	drained := make(chan error, 1)
+	go func() {
+		_, err := s.SetDrained("a1", true, t0.Add(time.Hour))
+		drained <- err
+	}()
+	// The drain must not finish while the touch's change is still on its
+	// way to the view. It cannot be seen waiting, only not finishing.
+	select {
+	case err := <-drained:
+		t.Fatalf("a write finished (%v) before the one committed ahead of it reached the view", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-touched; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Agent("a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Drained || !a.LastSeen.Equal(t0.Add(time.Minute)) {
+		t.Errorf("the view holds %+v, want drained and last seen a minute in", a)
 	}
 }
