@@ -133,6 +133,10 @@ type Controller struct {
 	// is the controller's own nkey (NATSAuthNkeys only).
 	authMu sync.Mutex
 	ctlKey nkeys.KeyPair
+	// authReloads batches the reloads that enrolments and revocations
+	// ask; testHookAuthReload, when set, runs before each.
+	authReloads        authReloads
+	testHookAuthReload atomic.Pointer[func()]
 	// natsHost and natsPort are the embedded server's listen address.
 	natsHost string
 	natsPort int
@@ -153,6 +157,8 @@ type Controller struct {
 
 	events *fanout
 	live   *liveState
+	// agentsJSON keeps each agent's encoding for the agents list.
+	agentsJSON agentsJSON
 	// problems are what /api/health reports broken (see health.go).
 	problems *problems
 	metrics  *metrics

@@ -15,7 +15,7 @@ import (
 func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
-	mux.HandleFunc("GET /api/agents", serveJSON(c.handleAgents))
+	mux.HandleFunc("GET /api/agents", c.serveAgents)
 	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
 	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
 	mux.HandleFunc("/api/agents/{id}/drain", serveJSON(c.handleDrain))
@@ -129,10 +129,6 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 	return v, nil
 }
 
-func (c *Controller) handleAgents(r *http.Request) ([]api.AgentView, error) {
-	return c.Agents(r.Context())
-}
-
 func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {
 	id := r.PathValue("id")
 	if v := r.URL.Query().Get("requests"); v == "0" || v == "false" {
@@ -204,8 +200,11 @@ func (c *Controller) handleCancelSweep(r *http.Request) (api.SweepCancel, error)
 	return c.CancelSweep(r.Context(), r.PathValue("id"))
 }
 
+// handleLiveSnapshot reads the active jobs and the agents from memory,
+// not the store's file: the live page asks whenever it (re)connects.
 func (c *Controller) handleLiveSnapshot(r *http.Request) (api.LiveSnapshot, error) {
-	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{Active: true})
+	jobs := c.store.ActiveJobs()
+	agents, err := c.agentStatuses(r.Context())
 	if err != nil {
 		return api.LiveSnapshot{}, err
 	}

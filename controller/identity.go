@@ -141,16 +141,16 @@ func (c *Controller) enrolKey(ctx context.Context, id, pub, by string, record fu
 	if err := c.canEnrol(id); err != nil {
 		return err
 	}
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.ns == nil {
+	if !c.natsEmbedded() {
 		return errors.New("the controller has not started")
 	}
 	prev, err := record()
 	if err != nil {
 		return err
 	}
-	if err := c.reloadAuth(ctx); err != nil {
+	// The credentials go out only once the server admits them; the
+	// enrolments made meanwhile share one reload (applyIdentities).
+	if err := c.applyIdentities(ctx); err != nil {
 		return err
 	}
 	ev := c.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
@@ -173,17 +173,15 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
 		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
 	}
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if c.ns == nil {
+	if !c.natsEmbedded() {
 		return store.Identity{}, errors.New("controller: revoke: the controller has not started")
 	}
 	ident, err := c.store.RevokeIdentity(id, time.Now().UTC())
 	if err != nil {
 		return store.Identity{}, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
-	if err := c.reloadAuth(ctx); err != nil {
-		return ident, err
+	if err := c.applyIdentities(ctx); err != nil {
+		return ident, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
 	closed := c.disconnect(ident.PublicKey)
 	ended, err := c.endRevokedAgentsJobs(ctx, id, time.Now())
@@ -191,15 +189,23 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	return ident, err
 }
 
+// natsEmbedded says whether the embedded server runs, to change its users.
+func (c *Controller) natsEmbedded() bool {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	return c.ns != nil
+}
+
 // reloadAuth gives the running server the users the store holds. The
-// server closes the connections of users it no longer has. authMu is held.
+// server closes the connections of users it no longer has. authMu is
+// held; applyIdentities is how changes call it, many in one reload.
 func (c *Controller) reloadAuth(ctx context.Context) error {
 	opts, err := c.serverOptions(ctx)
 	if err == nil {
 		err = c.ns.ReloadOptions(opts)
 	}
 	if err != nil {
-		return fmt.Errorf("controller: apply the agents' NATS identities: %w", err)
+		return fmt.Errorf("apply the agents' NATS identities: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
@@ -56,8 +57,9 @@ func (c *Controller) listJobs(r *http.Request, p store.Page) ([]api.JobView, str
 	return jobViews(jobs, agentsByID(agents)), next, nil
 }
 
-// listSweeps counts the jobs of the page's sweeps only, each read by the
-// ids its sweep lists.
+// listSweeps shows the page's sweeps with their jobs counted by the
+// store's tallies, kept in memory, and only the jobs that have not ended
+// checked for stalls: no job is read from the file.
 func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]api.SweepView, string, error) {
 	sweeps, next, err := c.store.SweepsPage(r.Context(), p)
 	if err != nil {
@@ -67,20 +69,43 @@ func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]api.SweepView,
 	for _, s := range sweeps {
 		ids = append(ids, s.ID)
 	}
-	bySweep, err := c.store.JobsOfSweeps(r.Context(), ids)
-	if err != nil {
-		return nil, "", err
+	counts := c.store.SweepJobStates(ids)
+	open := map[string][]store.JobRecord{}
+	for _, j := range c.store.OpenJobs("") {
+		open[j.Job.SweepID] = append(open[j.Job.SweepID], j)
 	}
 	agents, err := c.agentStatuses(r.Context())
 	if err != nil {
 		return nil, "", err
 	}
 	byAgent := agentsByID(agents)
+	now := time.Now()
 	out := make([]api.SweepView, 0, len(sweeps))
 	for _, s := range sweeps {
-		out = append(out, api.SweepView{Sweep: s, Status: sweepStatus(s.ID, bySweep[s.ID], byAgent)})
+		out = append(out, api.SweepView{Sweep: s, Status: tallyStatus(s.ID, counts[s.ID], open[s.ID], byAgent, now)})
 	}
 	return out, next, nil
+}
+
+// tallyStatus is sweepStatus from the sweep's jobs counted by state and
+// the records of those that have not ended (only they can be stalled).
+func tallyStatus(id string, states map[protocol.JobState]int, open []store.JobRecord, agents map[string]agentStatus, now time.Time) api.SweepStatus {
+	st := api.SweepStatus{ID: id, States: map[protocol.JobState]int{}, Done: true}
+	for s, n := range states {
+		st.States[s] = n
+		st.Jobs += n
+		if !s.Terminal() {
+			st.Done = false
+		} else if s != protocol.JobCompleted {
+			st.Failed += n
+		}
+	}
+	for _, j := range open {
+		if stalled, _, _ := stalledSince(j, agents, now); stalled {
+			st.Stalled++
+		}
+	}
+	return st
 }
 
 func (c *Controller) listRejected(r *http.Request, p store.Page) ([]api.Rejection, string, error) {

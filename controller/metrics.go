@@ -194,7 +194,7 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descStore, float64(n))
 	}
 
-	jobs, agents, err := c.jobsWithAgents(ctx, store.JobQuery{})
+	agents, err := c.agentStatuses(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descJobs, err)
 		return
@@ -207,40 +207,41 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descAgents, float64(online), "true")
 	gauge(descAgents, float64(len(agents)-online), "false")
+	collectJobs(c.store, agentsByID(agents), gauge)
+}
+
+// collectJobs reports the jobs by state and the unfinished sweeps'
+// progress from the store's tallies, kept in memory as jobs change: only
+// the jobs that have not ended are looked at, to tell the stalled ones.
+func collectJobs(st *store.Store, agents map[string]agentStatus, gauge func(*prometheus.Desc, float64, ...string)) {
 	states := map[string]float64{}
-	type progress struct{ total, ended float64 }
-	sweeps := map[string]*progress{}
-	for _, v := range jobViews(jobs, agentsByID(agents)) {
-		if v.Stalled {
+	for s, n := range st.JobStates() {
+		states[string(s)] = float64(n)
+	}
+	now := time.Now()
+	for _, j := range st.OpenJobs("") {
+		if stalled, _, _ := stalledSince(j, agents, now); stalled {
+			states[string(j.State)]--
 			states["stalled"]++
-		} else {
-			states[string(v.State)]++
-		}
-		if v.SweepID == "" {
-			continue
-		}
-		p := sweeps[v.SweepID]
-		if p == nil {
-			p = &progress{}
-			sweeps[v.SweepID] = p
-		}
-		p.total++
-		if v.State.Terminal() {
-			p.ended++
 		}
 	}
-	for _, st := range []protocol.JobState{protocol.JobQueued, protocol.JobAccepted, protocol.JobStarting, protocol.JobRunning,
+	for _, s := range []protocol.JobState{protocol.JobQueued, protocol.JobAccepted, protocol.JobStarting, protocol.JobRunning,
 		protocol.JobCompleted, protocol.JobFailed, protocol.JobCancelled, protocol.JobRejected, "stalled"} {
-		states[string(st)] += 0 // every usual state present, at 0 when none
+		states[string(s)] += 0 // every usual state present, at 0 when none
 	}
-	for st, n := range states {
-		gauge(descJobs, n, st)
+	for s, n := range states {
+		gauge(descJobs, n, s)
 	}
-	for id, p := range sweeps {
-		if p.ended == p.total {
-			continue // a finished sweep's series ends, so they do not pile up
+	// A finished sweep's series ends, so they do not pile up.
+	for id, counts := range st.UnfinishedSweepJobStates() {
+		total, ended := 0, 0
+		for s, n := range counts {
+			total += n
+			if s.Terminal() {
+				ended += n
+			}
 		}
-		gauge(descSweepJobs, p.total, id, "total")
-		gauge(descSweepJobs, p.ended, id, "ended")
+		gauge(descSweepJobs, float64(total), id, "total")
+		gauge(descSweepJobs, float64(ended), id, "ended")
 	}
 }

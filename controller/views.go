@@ -83,13 +83,19 @@ func (c *Controller) agentView(id string) (api.AgentView, error) {
 	return c.statusOf(a, time.Now()).AgentView, nil
 }
 
-// Agents lists every known agent with its live status.
+// Agents lists every known agent with its live status, made straight
+// into views: the agents list asks for it at every request.
 func (c *Controller) Agents(ctx context.Context) ([]api.AgentView, error) {
-	all, err := c.agentStatuses(ctx)
+	all, err := c.store.Agents(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return agentViews(all), nil
+	now := time.Now()
+	out := make([]api.AgentView, len(all))
+	for i := range all {
+		out[i] = c.statusOf(all[i], now).AgentView
+	}
+	return out, nil
 }
 
 // agentStatuses lists every known agent as the controller tracks it.

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -48,7 +46,7 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 		return Rejectf("agent hello: started_at %s is %s after the hello arrived (%s), more than the %s a clock may be ahead; is the agent's clock right?",
 			h.StartedAt.Format(time.RFC3339), ahead.Round(time.Second), at.Format(time.RFC3339), MaxHelloAhead)
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		b := tx.Bucket(bucketAgents)
 		var a Agent
 		if _, err := getJSON(b, h.AgentID, &a); err != nil {
@@ -69,6 +67,7 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 		if at.After(a.LastSeen) {
 			a.LastSeen = at
 		}
+		ch.agents = append(ch.agents, a)
 		return putJSON(b, h.AgentID, &a)
 	})
 	if err != nil {
@@ -82,7 +81,7 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 // one per agent. An agent that never announced itself has no record and
 // is left alone, and a time older than the stored one changes nothing.
 func (s *Store) TouchAgents(seen map[string]time.Time) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		b := tx.Bucket(bucketAgents)
 		for id, at := range seen {
 			var a Agent
@@ -97,6 +96,7 @@ func (s *Store) TouchAgents(seen map[string]time.Time) error {
 			if err := putJSON(b, id, &a); err != nil {
 				return err
 			}
+			ch.agents = append(ch.agents, a)
 		}
 		return nil
 	})
@@ -104,36 +104,4 @@ func (s *Store) TouchAgents(seen map[string]time.Time) error {
 		return fmt.Errorf("store: touch %d agents: %w", len(seen), err)
 	}
 	return nil
-}
-
-// Agent returns one agent, with its enrolment (withEnrolment), or
-// ErrNotFound.
-func (s *Store) Agent(id string) (Agent, error) {
-	var a Agent
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if err := getExisting(tx.Bucket(bucketAgents), id, &a); err != nil {
-			return err
-		}
-		return withEnrolment(tx, &a)
-	})
-	if err != nil {
-		return Agent{}, fmt.Errorf("store: agent %s: %w", id, err)
-	}
-	return a, nil
-}
-
-// Agents lists every agent, with its enrolment (withEnrolment), by id.
-func (s *Store) Agents(ctx context.Context) ([]Agent, error) {
-	var out []Agent
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return forEachJSON(ctx, tx.Bucket(bucketAgents), func(_ string, a *Agent) error {
-			out = append(out, *a)
-			return withEnrolment(tx, &out[len(out)-1])
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: agents: %w", err)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Hello.AgentID < out[j].Hello.AgentID })
-	return out, nil
 }

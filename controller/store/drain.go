@@ -11,7 +11,7 @@ import (
 // drained); an agent that never announced itself is ErrNotFound.
 func (s *Store) SetDrained(id string, drained bool, at time.Time) (Agent, error) {
 	var a Agent
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		b := tx.Bucket(bucketAgents)
 		ok, err := getJSON(b, id, &a)
 		if err != nil {
@@ -27,6 +27,7 @@ func (s *Store) SetDrained(id string, drained bool, at time.Time) (Agent, error)
 		if drained {
 			a.DrainedAt = at
 		}
+		ch.agents = append(ch.agents, a)
 		return putJSON(b, id, &a)
 	})
 	if err != nil {

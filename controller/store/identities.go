@@ -38,12 +38,15 @@ func (s *Store) PutIdentity(id, publicKey string, at time.Time) (Identity, error
 		return Identity{}, fmt.Errorf("store: identity: %w", err)
 	}
 	ident := Identity{AgentID: id, PublicKey: publicKey, CreatedAt: at}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// Devices enrolled together share a commit (one fsync) this way; the
+	// write may run twice, which a put of the same record allows.
+	err := s.db.Batch(func(tx *bolt.Tx) error {
 		return putJSON(tx.Bucket(bucketIdentities), id, &ident)
 	})
 	if err != nil {
 		return Identity{}, fmt.Errorf("store: identity %s: %w", id, err)
 	}
+	s.putIdentity(ident)
 	return ident, nil
 }
 
@@ -66,6 +69,7 @@ func (s *Store) RevokeIdentity(id string, at time.Time) (Identity, error) {
 	if err != nil {
 		return Identity{}, fmt.Errorf("store: revoke identity %s: %w", id, err)
 	}
+	s.putIdentity(ident)
 	return ident, nil
 }
 

@@ -53,7 +53,7 @@ type JobQuery struct {
 
 // CreateSweep stores a sweep and its jobs in one transaction.
 func (s *Store) CreateSweep(sw protocol.Sweep, jobs []JobRecord) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		sb := tx.Bucket(bucketSweeps)
 		if sb.Get([]byte(sw.ID)) != nil {
 			return fmt.Errorf("sweep %s exists", sw.ID)
@@ -72,6 +72,7 @@ func (s *Store) CreateSweep(sw protocol.Sweep, jobs []JobRecord) error {
 			if err := putJSON(jb, jobs[i].Job.ID, &jobs[i]); err != nil {
 				return err
 			}
+			ch.jobs = append(ch.jobs, jobChange{rec: jobs[i]})
 		}
 		return nil
 	})
@@ -100,11 +101,18 @@ func (s *Store) Sweeps(ctx context.Context) ([]protocol.Sweep, error) {
 // sweep does not list yet is added to its list: a sweep's jobs are read by
 // the ids it lists (Jobs, JobsPage).
 func (s *Store) PutJob(j JobRecord) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		if err := listInSweep(tx, j.Job); err != nil {
 			return err
 		}
-		return putJSON(tx.Bucket(bucketJobs), j.Job.ID, &j)
+		b := tx.Bucket(bucketJobs)
+		var prev JobRecord
+		found, err := getJSON(b, j.Job.ID, &prev)
+		if err != nil {
+			return err
+		}
+		ch.jobs = append(ch.jobs, jobWrite(prev, found, j))
+		return putJSON(b, j.Job.ID, &j)
 	})
 	if err != nil {
 		return fmt.Errorf("store: put job %s: %w", j.Job.ID, err)
@@ -196,7 +204,7 @@ func (s *Store) UnpublishedJobs(ctx context.Context) ([]JobRecord, error) {
 func (s *Store) MarkPublished(at time.Time, seqs map[string]uint64) error {
 	// One transaction for all: a sweep's jobs are published together, and
 	// a commit (an fsync) for each took seconds for hundreds of jobs.
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		b := tx.Bucket(bucketJobs)
 		for id, seq := range seqs {
 			var j JobRecord
@@ -214,6 +222,7 @@ func (s *Store) MarkPublished(at time.Time, seqs map[string]uint64) error {
 			if err := putJSON(b, id, &j); err != nil {
 				return err
 			}
+			ch.jobs = append(ch.jobs, jobWrite(j, true, j))
 		}
 		return nil
 	})
@@ -267,7 +276,7 @@ func (s *Store) FailJob(ch protocol.JobStateChange, received time.Time) (JobReco
 func (s *Store) RequestCancel(id string, at time.Time) (JobRecord, bool, error) {
 	var rec JobRecord
 	changed := false
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		b := tx.Bucket(bucketJobs)
 		if err := getExisting(b, id, &rec); err != nil {
 			return err
@@ -278,6 +287,7 @@ func (s *Store) RequestCancel(id string, at time.Time) (JobRecord, bool, error) 
 		rec.CancelRequested = true
 		rec.UpdatedAt = at
 		changed = true
+		ch.jobs = append(ch.jobs, jobChange{had: true, prevState: rec.State, prevSweep: rec.Job.SweepID, rec: rec})
 		return putJSON(b, id, &rec)
 	})
 	if err != nil {
@@ -304,9 +314,9 @@ func (s *Store) applyJobState(ch protocol.JobStateChange, received time.Time, ve
 	r := jobStateReport{ch: ch, received: received, verdict: verdict}
 	var rec JobRecord
 	changed := false
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
 		var err error
-		changed, err = s.applyJobReport(tx, r, &rec)
+		changed, err = s.applyJobReport(tx, r, &rec, ch)
 		return err
 	})
 	if err != nil {
@@ -328,12 +338,13 @@ type jobStateReport struct {
 // applyJobReport applies r to the job's record inside tx, leaving the
 // record as read or written in rec, and reports whether its current state
 // changed.
-func (s *Store) applyJobReport(tx *bolt.Tx, r jobStateReport, rec *JobRecord) (bool, error) {
+func (s *Store) applyJobReport(tx *bolt.Tx, r jobStateReport, rec *JobRecord, ch *viewChange) (bool, error) {
 	b := tx.Bucket(bucketJobs)
 	found, err := getJSON(b, r.ch.JobID, rec)
 	if err != nil {
 		return false, err
 	}
+	prevState, prevSweep := rec.State, rec.Job.SweepID
 	if skip, err := r.admit(*rec, found); skip || err != nil {
 		return false, err
 	}
@@ -353,6 +364,7 @@ func (s *Store) applyJobReport(tx *bolt.Tx, r jobStateReport, rec *JobRecord) (b
 			return false, err
 		}
 	}
+	ch.jobs = append(ch.jobs, jobChange{had: found, prevState: prevState, prevSweep: prevSweep, rec: *rec})
 	return forward, putJSON(b, r.ch.JobID, rec)
 }
 

@@ -107,6 +107,7 @@ func (s *Store) Join(e Enrolment, decide JoinDecision) (prev Identity, err error
 	if err := protocol.ValidateAgentID(e.AgentID); err != nil {
 		return Identity{}, fmt.Errorf("store: join: %w", err)
 	}
+	var ident Identity
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		tokens, idents := tx.Bucket(bucketJoinTokens), tx.Bucket(bucketIdentities)
 		var t JoinToken
@@ -124,11 +125,12 @@ func (s *Store) Join(e Enrolment, decide JoinDecision) (prev Identity, err error
 		if err := putJSON(tokens, t.ID, &t); err != nil {
 			return err
 		}
-		ident := Identity{AgentID: e.AgentID, PublicKey: e.PublicKey, CreatedAt: e.At, Token: t.ID, Labels: t.Labels}
+		ident = Identity{AgentID: e.AgentID, PublicKey: e.PublicKey, CreatedAt: e.At, Token: t.ID, Labels: t.Labels}
 		return putJSON(idents, e.AgentID, &ident)
 	})
 	if err != nil {
 		return Identity{}, err
 	}
+	s.putIdentity(ident)
 	return prev, nil
 }

@@ -89,6 +89,8 @@ type Store struct {
 	pidPath string
 	// runsGen is RunsGeneration's counter, runsReplaced RunsReplaced's.
 	runsGen, runsReplaced atomic.Uint64
+	// view holds the agents and the jobs' tallies in memory.
+	view fleetView
 }
 
 // Options tune Open.
@@ -124,6 +126,10 @@ func Open(path string, opt Options) (*Store, error) {
 	}
 	s := &Store{db: db, path: path, pidPath: pidPath}
 	if err := s.init(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.loadView(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}

@@ -100,13 +100,13 @@ func TestCapacity(t *testing.T) {
 		add := n - len(all)
 		s, err := swarm.Start(ctx, swarm.Options{Count: add, Prefix: fmt.Sprintf("cap%d", n), Client: l.cl,
 			Device: simDevice, Models: []string{simModel}, Speedup: 50, LogDir: filepath.Join(l.dir, "logs"),
-			Images: images, Log: swarmLog, Enrolers: 4})
+			Images: images, Log: swarmLog, Enrolers: min(add, capacityEnrolers)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Stop() })
 		all = append(all, s.IDs()...)
-		r := capacityRow{agents: n, enrolEach: s.Enrolled / time.Duration(add)}
+		r := capacityRow{agents: n, enrolled: add, enrolAll: s.Enrolled, enrolEach: s.Enrolled / time.Duration(add)}
 		began := time.Now()
 		waitOnline(t, ctx, api, n)
 		r.online = time.Since(began)
@@ -153,10 +153,13 @@ func TestCapacity(t *testing.T) {
 		measureIngest(t, ctx, l, api, runs, ingestN, 0, ingestload.Shape{}, "ingest-cpu.pprof"),
 		measureIngest(t, ctx, l, api, runs, ingestN, 1, ingestload.Shape{Records: 80, Seconds: 30}, "ingest-30s-cpu.pprof"),
 	}
+	jobs, scrapeP50, scrapeP99 := metricsAtJobs(t, ctx, l, api, all)
 	t.Log("capacity: " + strings.Repeat("-", 60))
 	for _, line := range capacityTable(rows, ings) {
 		t.Log("capacity: " + line)
 	}
+	t.Logf("capacity: /metrics with %d jobs and %d agents: p50 %.1f ms, p99 %.1f ms (%d scrapes; target under 20 ms)",
+		jobs, len(all), float64(scrapeP50)/float64(time.Millisecond), float64(scrapeP99)/float64(time.Millisecond), metricsScrapes)
 }
 
 func capacitySteps(env string) ([]int, error) {
@@ -176,6 +179,8 @@ func capacitySteps(env string) ([]int, error) {
 
 type capacityRow struct {
 	agents               int
+	enrolled             int
+	enrolAll             time.Duration
 	enrolEach, online    time.Duration
 	idle                 idleStats
 	agentsP50, agentsP99 time.Duration
@@ -205,6 +210,10 @@ type ingestStats struct {
 	// process (the publisher and the swarm) used from the first publish
 	// until all was stored.
 	controllerCPU, testCPU time.Duration
+	// agentsP50 and agentsP99 time GET /api/agents?limit=1000, agentsN
+	// times, while the messages were being stored.
+	agentsP50, agentsP99 time.Duration
+	agentsN              int
 }
 
 // capacityAPI is the controller's HTTP API read raw: the body's size and
@@ -473,6 +482,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatal(err)
 	}
 	self0 := testutil.ProcessCPU(t)
+	agents := timeAgentsMeanwhile(t, ctx, api)
 	began := time.Now()
 	last, err := ingestload.Publish(ctx, js, msgs)
 	if err != nil {
@@ -493,6 +503,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatalf("ingest: %v", err)
 	}
 	st.stored = time.Since(began)
+	st.agentsP50, st.agentsP99, st.agentsN = agents.stop()
 	c1, err := ctrl.TimesWithContext(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -530,6 +541,9 @@ func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 		lines[0] += fmt.Sprintf(" | %16d", r.agents)
 	}
 	add("enrolment, each", func(r capacityRow) string { return ms(r.enrolEach) })
+	add("enrolments at once, all done in", func(r capacityRow) string {
+		return fmt.Sprintf("%d in %s", r.enrolled, r.enrolAll.Round(10*time.Millisecond))
+	})
 	add("all online after start", func(r capacityRow) string { return r.online.Round(100 * time.Millisecond).String() })
 	add("idle CPU (of one core)", func(r capacityRow) string { return fmt.Sprintf("%.1f%%", r.idle.cpuPct) })
 	add("idle RSS", func(r capacityRow) string { return mib(r.idle.rss) })
@@ -556,7 +570,9 @@ func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 			fmt.Sprintf("ingest: published in %v, all stored %v after the first publish", ing.publish.Round(time.Millisecond), ing.stored.Round(time.Millisecond)),
 			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s of JSON stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs),
 			fmt.Sprintf("ingest: CPU meanwhile: the controller %.2f cores (%.0f µs a message), the publisher and the swarm %.2f cores",
-				ing.controllerCPU.Seconds()/secs, float64(ing.controllerCPU.Microseconds())/float64(ing.messages), ing.testCPU.Seconds()/secs))
+				ing.controllerCPU.Seconds()/secs, float64(ing.controllerCPU.Microseconds())/float64(ing.messages), ing.testCPU.Seconds()/secs),
+			fmt.Sprintf("ingest: GET /api/agents?limit=1000 meanwhile: p50 %s, p99 %s (%d requests; target p99 under 100 ms)",
+				ms(ing.agentsP50), ms(ing.agentsP99), ing.agentsN))
 	}
 	return lines
 }
