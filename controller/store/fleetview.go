@@ -28,7 +28,7 @@ type fleetView struct {
 	// idents are the agents' identities, for how each was enrolled
 	// (withEnrolment).
 	idents map[string]Identity
-	jobs jobTally
+	jobs   jobTally
 	// testHookApply, when set, runs between a write's commit and its
 	// change of the view.
 	testHookApply func()
