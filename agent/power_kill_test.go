@@ -6,52 +6,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/power"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/proctest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// agentProc is the real vlmfleet agent, a process of its own.
-type agentProc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startAgentProc(t *testing.T, bin, config, logPath string, env []string) *agentProc {
+// startAgentProc runs the real vlmfleet agent, a process of its own.
+func startAgentProc(t *testing.T, bin, config, logPath string, env []string) *proctest.Proc {
 	t.Helper()
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	cmd := exec.Command(bin, "agent", "--config", config)
-	cmd.Stdout, cmd.Stderr, cmd.Env = f, f, append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &agentProc{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("agent log:\n%s", b)
-		}
-	})
-	return p
-}
-
-// kill SIGKILLs the agent and waits for it to be gone.
-func (p *agentProc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-p.done
+	cmd.Env = append(os.Environ(), env...)
+	return proctest.Start(t, "agent", logPath, cmd)
 }
 
 // An agent SIGKILLed between switching the device for a job and putting it
@@ -89,7 +57,10 @@ power:
 
 	first := startAgentProc(t, bin, config, logPath, rig.env)
 	lab.waitState(t, ctx, "j1", protocol.JobRunning)
-	first.kill(t)
+	if first.Exited() {
+		t.Fatal("the agent exited before it was killed")
+	}
+	first.Kill()
 	if got, want := rig.switches(t), []string{"-m 2 15W"}; joined(got) != joined(want) {
 		t.Fatalf("before the kill: nvpmodel switches %s, want %s", joined(got), joined(want))
 	}

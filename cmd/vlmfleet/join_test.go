@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,83 +19,19 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
+	"github.com/vlmfleet/vlmfleet/internal/testutil/proctest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 var joinPoll = backoff.Policy{First: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 
-// proc is a vlmfleet process the test runs, its output in a log file.
-type proc struct {
-	t    *testing.T
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
-
 // startProc runs this test binary as `vlmfleet args...` (TestMain),
 // logging to <dir>/<name>.log.
-func startProc(t *testing.T, dir, name string, env []string, args ...string) *proc {
+func startProc(t *testing.T, dir, name string, env []string, args ...string) *proctest.Proc {
 	t.Helper()
-	path := filepath.Join(dir, name+".log")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(append(os.Environ(), asCLI+"=1", "VLMFLEET_LOG_FORMAT=json"), env...)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &proc{t: t, name: name, cmd: cmd, log: path, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			data, _ := os.ReadFile(path)
-			t.Logf("--- %s's output ---\n%s", name, data[max(0, len(data)-6<<10):])
-		}
-	})
-	return p
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) stop() {
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	}
-	<-p.done
-}
-
-// waitLogged waits until the process's output holds text and returns the
-// output; the process exiting first fails the test.
-func (p *proc) waitLogged(ctx context.Context, text string) string {
-	p.t.Helper()
-	var out []byte
-	err := joinPoll.Retry(ctx, func(int) error {
-		out, _ = os.ReadFile(p.log)
-		if bytes.Contains(out, []byte(text)) {
-			return nil
-		}
-		if p.exited() {
-			return backoff.Permanent(fmt.Errorf("%s exited", p.name))
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		p.t.Fatalf("%s never logged %q: %v", p.name, text, err)
-	}
-	return string(out)
+	return proctest.Start(t, name, filepath.Join(dir, name+".log"), cmd)
 }
 
 // cliProc runs `vlmfleet args...` to its end and returns its exit code,
@@ -128,7 +63,7 @@ func freeAddr(t *testing.T) string {
 // joinLab is a controller process with TLS on, and what talks to it.
 type joinLab struct {
 	root, data, logs string
-	ctl              *proc
+	ctl              *proctest.Proc
 	url              string
 	cliEnv           []string
 	cl               *client.Client
@@ -144,7 +79,7 @@ func startJoinLab(t *testing.T, ctx context.Context) *joinLab {
 	httpAddr := freeAddr(t)
 	l.ctl = startProc(t, l.logs, "controller", nil, "controller", "--data-dir", l.data, "--tls", "on",
 		"--http", httpAddr, "--nats-listen", freeAddr(t))
-	l.ctl.waitLogged(ctx, "controller serving")
+	l.ctl.WaitLogged(ctx, "controller serving")
 	l.url = "https://" + httpAddr
 	caFile := filepath.Join(l.data, "tls", "ca.pem")
 	l.cliEnv = []string{client.EnvURL + "=" + l.url, client.EnvCAFile + "=" + caFile,
@@ -199,14 +134,14 @@ func TestJoinRealProcesses(t *testing.T) {
 	// The second starts once the first is online: a join reloads the NATS
 	// server's users, during which it may refuse a key it knows for a
 	// moment, and the first agent's sign-in should not depend on that.
-	agents := map[string]*proc{}
+	agents := map[string]*proctest.Proc{}
 	for id, env := range map[string][]string{"j1": nil, "j2": {envJoin + "=" + js.String()}} {
 		args := agentArgs(id, dirs[id])
 		if env == nil {
 			args = append(args, "--join", js.String())
 		}
 		agents[id] = startProc(t, l.logs, "agent-"+id, env, args...)
-		agents[id].waitLogged(ctx, "joined: later starts use these credentials")
+		agents[id].WaitLogged(ctx, "joined: later starts use these credentials")
 		waitOnline(t, ctx, l.cl, id, time.Time{})
 	}
 	views, err := l.cl.Agents(ctx)
@@ -262,7 +197,7 @@ func TestJoinRealProcesses(t *testing.T) {
 	}
 
 	// Restarted without the join string, j1 signs in with what it wrote.
-	agents["j1"].stop()
+	agents["j1"].Kill()
 	restarted := time.Now()
 	agents["j1"] = startProc(t, l.logs, "agent-j1-again", nil, agentArgs("j1", dirs["j1"])...)
 	waitOnline(t, ctx, l.cl, "j1", restarted)

@@ -314,7 +314,7 @@ func waitOnline(t *testing.T, ctx context.Context, api *capacityAPI, n int) {
 // agents' heartbeats.
 func watchIdle(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, d time.Duration) idleStats {
 	t.Helper()
-	p, err := process.NewProcessWithContext(ctx, int32(l.ctrl.pid()))
+	p, err := process.NewProcessWithContext(ctx, int32(l.ctrl.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		saveProfile(t, ctx, api, profile, "/debug/pprof/profile?seconds=5")
 	}()
 	defer func() { <-profiled }()
-	ctrl, err := process.NewProcessWithContext(ctx, int32(l.ctrl.pid()))
+	ctrl, err := process.NewProcessWithContext(ctx, int32(l.ctrl.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,8 +42,8 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 		controllerArgs: []string{"--stream-replicas", "1"},
 	})
 	cluster.checkCopies(1)
-	l.ctrl.signal(syscall.SIGTERM)
-	<-l.ctrl.done
+	l.ctrl.Signal(syscall.SIGTERM)
+	<-l.ctrl.Done()
 	l.opt.controllerArgs = []string{"--stream-replicas", "3"}
 	l.startController()
 	cluster.checkCopies(3)
@@ -61,7 +61,7 @@ func TestNATSClusterNodeKilledMidSweep(t *testing.T) {
 	cluster.moveConsumerLeader(protocol.StreamEvents, controller.ConsumerName, victim.name)
 	t.Logf("killing nats-server %s (%s), the leader of %s and of the controller's consumer", victim.name, victim.addr, protocol.StreamEvents)
 	killed := time.Now()
-	victim.proc.kill()
+	victim.proc.Kill()
 
 	// What was stored by now was written before the kill or carried by
 	// the remaining replicas; the next one went through the new leader.

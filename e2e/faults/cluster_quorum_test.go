@@ -23,7 +23,7 @@ func TestNATSClusterControllerStartsBeforeQuorum(t *testing.T) {
 		controllerArgs: []string{"--stream-replicas", "3"},
 		beforeHealthy: func(ctrl *proc) {
 			// It met JetStream without a leader and tried again.
-			ctrl.waitLogged(ctx, "JetStream is not answering yet")
+			ctrl.WaitLogged(ctx, "JetStream is not answering yet")
 			for _, n := range cluster.nodes[1:] {
 				cluster.startNode(n)
 			}

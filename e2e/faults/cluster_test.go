@@ -103,7 +103,7 @@ func (c *natsCluster) startNode(n *clusterNode) {
 func (c *natsCluster) waitListening(n *clusterNode) {
 	c.t.Helper()
 	err := poll.Retry(c.ctx, func(int) error {
-		if n.proc.exited() {
+		if n.proc.Exited() {
 			return backoff.Permanent(fmt.Errorf("nats-server %s exited", n.name))
 		}
 		conn, err := dialTCP(n.addr)
@@ -126,7 +126,7 @@ func (c *natsCluster) waitFormed() {
 	err := poll.Retry(c.ctx, func(int) error {
 		leaders := map[string]bool{}
 		for _, n := range c.nodes {
-			if n.proc.exited() {
+			if n.proc.Exited() {
 				return backoff.Permanent(fmt.Errorf("nats-server %s exited", n.name))
 			}
 			var h struct {

@@ -65,7 +65,7 @@ func TestFaultControllerKilledMidSweep(t *testing.T) {
 	l.waitMeasuring(s.Jobs[0])
 
 	killed := time.Now()
-	l.ctrl.kill()
+	l.ctrl.Kill()
 	l.startController()
 	healthy := time.Since(killed)
 	l.waitDone(s)
@@ -89,7 +89,7 @@ func TestFaultAgentKilledMidJob(t *testing.T) {
 	victim := l.agents[agents[0]]
 
 	killed := time.Now()
-	victim.kill()
+	victim.Kill()
 	l.startAgent(agents[0])
 	l.waitAnnounced(killed, agents[0])
 	back := time.Since(killed)
@@ -130,10 +130,10 @@ func natsPause(t *testing.T) time.Duration {
 func TestFaultNATSServerStopped(t *testing.T) {
 	needFaults(t)
 	natsOutage(t, "ns", func(ns *natsServer, pause time.Duration) {
-		ns.proc.signal(syscall.SIGSTOP)
+		ns.proc.Signal(syscall.SIGSTOP)
 		// The outage's length is the scenario, not a wait for something.
 		time.Sleep(pause)
-		ns.proc.signal(syscall.SIGCONT)
+		ns.proc.Signal(syscall.SIGCONT)
 	})
 }
 
@@ -143,7 +143,7 @@ func TestFaultNATSServerStopped(t *testing.T) {
 func TestFaultNATSServerKilled(t *testing.T) {
 	needFaults(t)
 	natsOutage(t, "nk", func(ns *natsServer, pause time.Duration) {
-		ns.proc.kill()
+		ns.proc.Kill()
 		time.Sleep(pause) // the outage's length is the scenario
 		ns.start()
 	})
@@ -231,7 +231,7 @@ func (ns *natsServer) start() {
 	ns.t.Helper()
 	ns.proc = start(ns.t, ns.dir, "nats-server", bin.natsServer, "-c", ns.conf)
 	err := poll.Retry(ns.ctx, func(int) error {
-		if ns.proc.exited() {
+		if ns.proc.Exited() {
 			return backoff.Permanent(fmt.Errorf("nats-server exited"))
 		}
 		c, err := dialTCP(ns.addr)

@@ -128,7 +128,7 @@ func (l *lab) waitHealthy() {
 	}
 	var last string
 	err = poll.Retry(l.ctx, func(int) error {
-		if l.ctrl.exited() {
+		if l.ctrl.Exited() {
 			return backoff.Permanent(fmt.Errorf("the controller exited"))
 		}
 		h, err := cl.Health(l.ctx)
@@ -185,7 +185,7 @@ func (l *lab) startAgent(id string) {
 		args = append(args, "--nats-url", "nats://"+l.natsAddr, "--nats-credentials", l.credsFile(id))
 	}
 	p := start(l.t, filepath.Join(l.dir, "logs"), "agent-"+id, bin.vlmfleet, args...)
-	p.quiet = l.quietAgents
+	p.Quiet = l.quietAgents
 	l.agents[id] = p
 }
 
@@ -200,8 +200,8 @@ func (l *lab) waitAnnounced(since time.Time, ids ...string) {
 			return err
 		}
 		for _, id := range ids {
-			if p := l.agents[id]; p != nil && p.exited() {
-				p.showLog()
+			if p := l.agents[id]; p != nil && p.Exited() {
+				p.ShowLog()
 				return backoff.Permanent(fmt.Errorf("agent %s exited", id))
 			}
 		}

@@ -296,8 +296,8 @@ func TestLeafSiteLinkCutMidSweep(t *testing.T) {
 	// job, not measure it again, once the link is back.
 	restarted := siteAgents[1]
 	l.waitEnded(restarted, jobOf[restarted], cutAt.Add(cut))
-	l.agents[restarted].signal(syscall.SIGTERM)
-	<-l.agents[restarted].done
+	l.agents[restarted].Signal(syscall.SIGTERM)
+	<-l.agents[restarted].Done()
 	restartedAt := time.Now()
 	l.startAgent(restarted)
 

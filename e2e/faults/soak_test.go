@@ -54,7 +54,7 @@ func TestSoak(t *testing.T) {
 		o.lost, o.duplicated, o.falselyFailed, o.secondAttempts, o.rejected)
 	o.check(t)
 	for _, id := range o.retried[:min(len(o.retried), 3)] {
-		l.agents[id].showLog()
+		l.agents[id].ShowLog()
 	}
 }
 
@@ -86,7 +86,7 @@ func (s watchStats) pct(p float64) time.Duration {
 }
 
 func watchController(ctx context.Context, t *testing.T, l *lab) *controllerWatch {
-	p, err := process.NewProcessWithContext(ctx, int32(l.ctrl.pid()))
+	p, err := process.NewProcessWithContext(ctx, int32(l.ctrl.Pid()))
 	if err != nil {
 		t.Fatal(err)
 	}
