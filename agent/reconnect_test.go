@@ -75,13 +75,7 @@ func TestAgentStopsWhenItsServerIsNoLongerTrustedOnReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := &server.Options{Host: "127.0.0.1", Port: port, NoSigs: true, NoLog: true, TLS: true, TLSConfig: other.ServerConfig(), TLSTimeout: 5}
-	replaced, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replaced.Start()
-	defer replaced.Shutdown()
+	natstest.Start(t, &server.Options{Port: port, NoLog: true, TLS: true, TLSConfig: other.ServerConfig(), TLSTimeout: 5})
 	select {
 	case err := <-done:
 		var ue *agent.UntrustedError

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 )
 
@@ -40,17 +41,8 @@ func freePort(t *testing.T) int {
 // startNATSOn starts a JetStream server on the port, with opts' TLS.
 func startNATSOn(t *testing.T, port int, opts *server.Options) *server.Server {
 	t.Helper()
-	opts.Host, opts.Port, opts.NoSigs, opts.JetStream, opts.StoreDir = "127.0.0.1", port, true, true, t.TempDir()
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
-	}
-	return ns
+	opts.Port, opts.JetStream, opts.StoreDir = port, true, t.TempDir()
+	return natstest.Start(t, opts)
 }
 
 func newControllerLogging(t *testing.T, opt Options, lines logLines) *Controller {

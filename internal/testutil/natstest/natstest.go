@@ -10,13 +10,18 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// Start starts a NATS server with opts on a loopback port (it sets Host,
-// Port and NoSigs) and shuts it down when the test ends: started before a
+// Start starts a NATS server with opts on loopback (it sets Host and
+// NoSigs), on opts.Port when the test chose one (a server that comes up
+// late, or comes back, where its clients look for it), else on a free
+// port, and shuts it down when the test ends: started before a
 // controller, after the controller closes. It returns once the server
 // takes connections.
 func Start(t testing.TB, opts *server.Options) *server.Server {
 	t.Helper()
-	opts.Host, opts.Port, opts.NoSigs = "127.0.0.1", server.RANDOM_PORT, true
+	opts.Host, opts.NoSigs = "127.0.0.1", true
+	if opts.Port == 0 {
+		opts.Port = server.RANDOM_PORT
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		t.Fatal(err)
