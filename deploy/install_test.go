@@ -144,16 +144,7 @@ func TestInstallWritesFilesAndKeepsAnExistingConfig(t *testing.T) {
 		"etc/vlmfleet/agent.yaml":                   0o640,
 		"etc/systemd/system/vlmfleet-agent.service": 0o644,
 	}
-	for p, want := range modes {
-		fi, err := os.Stat(filepath.Join(prefix, p))
-		if err != nil {
-			t.Errorf("not installed: %v", err)
-			continue
-		}
-		if fi.Mode() != want {
-			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
-		}
-	}
+	wantModes(t, prefix, modes)
 	sameFile(t, "agent.example.yaml", filepath.Join(prefix, "etc/vlmfleet/agent.yaml"))
 	sameFile(t, "vlmfleet-agent.service", filepath.Join(prefix, "etc/systemd/system/vlmfleet-agent.service"))
 	sameFile(t, bin, filepath.Join(prefix, "usr/local/bin/vlmfleet"))
@@ -274,21 +265,12 @@ func TestInstallPowerSwitch(t *testing.T) {
 		"+ systemctl enable --now vlmfleet-power.socket # not run: --prefix",
 		"# set power: {switch: true} in /etc/vlmfleet/agent.yaml to let jobs switch the power",
 	)
-	for p, want := range map[string]os.FileMode{
+	wantModes(t, prefix, map[string]os.FileMode{
 		"usr/local/libexec/vlmfleet-power":           0o755,
 		"etc/systemd/system/vlmfleet-power.socket":   0o644,
 		"etc/systemd/system/vlmfleet-power@.service": 0o644,
 		"etc/systemd/system/vlmfleet-agent.service":  0o644,
-	} {
-		fi, err := os.Stat(filepath.Join(prefix, p))
-		if err != nil {
-			t.Errorf("not installed: %v", err)
-			continue
-		}
-		if fi.Mode() != want {
-			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
-		}
-	}
+	})
 	sameFile(t, "vlmfleet-power", filepath.Join(prefix, "usr/local/libexec/vlmfleet-power"))
 	sameFile(t, "vlmfleet-power.socket", filepath.Join(prefix, "etc/systemd/system/vlmfleet-power.socket"))
 	sameFile(t, "vlmfleet-power@.service", filepath.Join(prefix, "etc/systemd/system/vlmfleet-power@.service"))
@@ -336,6 +318,21 @@ func TestInstallAgentJoin(t *testing.T) {
 		out, code := install(t, args...)
 		if code != 2 || !strings.Contains(out, msg) {
 			t.Errorf("%v: exit %d\n%s", args, code, out)
+		}
+	}
+}
+
+// wantModes checks that each file is installed under prefix with its mode.
+func wantModes(t *testing.T, prefix string, modes map[string]os.FileMode) {
+	t.Helper()
+	for p, want := range modes {
+		fi, err := os.Stat(filepath.Join(prefix, p))
+		if err != nil {
+			t.Errorf("not installed: %v", err)
+			continue
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
 		}
 	}
 }
