@@ -16,7 +16,7 @@ type sweepPower struct {
 }
 
 // sweepPowerAxis lists s's power settings in the sweep's order, modes
-// then limits (protocol.SweepPowerSettings); nil when s has no power axis.
+// then limits; nil when s has no power axis.
 func sweepPowerAxis(s *protocol.Sweep) []sweepPower {
 	var out []sweepPower
 	for i, m := range s.PowerModes {

@@ -212,10 +212,9 @@ type Sweep struct {
 	// carry them too.
 	AgentLabels map[string]string `json:"agent_labels,omitempty"`
 
-	// PowerModes and PowerLimitsW are the sweep's power axis
-	// (SweepPowerSettings): every selected agent is measured once per
-	// setting that applies to it, modes on a Jetson, limits on a GPU
-	// host. A setting an agent cannot take (a mode it does not list, a
+	// PowerModes and PowerLimitsW are the sweep's power axis, modes then
+	// limits: every selected agent is measured once per setting that
+	// applies to it, modes on a Jetson, limits on a GPU host. A setting an agent cannot take (a mode it does not list, a
 	// limit outside its range, an agent that may not switch) refuses the
 	// sweep before any job is published.
 	PowerModes   []string  `json:"power_modes,omitempty"`

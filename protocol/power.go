@@ -197,22 +197,6 @@ func (p *PowerControl) validate(prefix string) error {
 	return checkLen(prefix+"reason", p.Reason, MaxLineLen)
 }
 
-// SweepPowerSettings expands a sweep's power axis: each mode, then each
-// limit; one zero setting (as found) when the sweep lists neither.
-func SweepPowerSettings(modes []string, limitsW []float64) []PowerSetting {
-	var out []PowerSetting
-	for _, m := range modes {
-		out = append(out, PowerSetting{Mode: m})
-	}
-	for _, w := range limitsW {
-		out = append(out, PowerSetting{LimitW: w})
-	}
-	if len(out) == 0 {
-		out = append(out, PowerSetting{})
-	}
-	return out
-}
-
 // Power is the power setting the configuration was measured in.
 func (c Configuration) Power() PowerSetting {
 	return PowerSetting{Mode: c.PowerMode, LimitW: c.PowerLimitW}

@@ -64,22 +64,11 @@ func TestPowerControlCheckNamesTheModesItHas(t *testing.T) {
 	}
 }
 
-func TestSweepPowerSettings(t *testing.T) {
-	got := SweepPowerSettings([]string{"15W", "MAXN"}, []float64{300})
-	want := []PowerSetting{{Mode: "15W"}, {Mode: "MAXN"}, {LimitW: 300}}
-	if len(got) != len(want) {
-		t.Fatalf("%v", got)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("%v, want %v", got, want)
+func TestPowerSettingString(t *testing.T) {
+	for s, want := range map[PowerSetting]string{{Mode: "15W"}: "15W", {LimitW: 300}: "300 W limit", {LimitW: 287.5}: "287.5 W limit", {}: ""} {
+		if got := s.String(); got != want {
+			t.Errorf("%+v: %q, want %q", s, got, want)
 		}
-	}
-	if got := SweepPowerSettings(nil, nil); len(got) != 1 || !got[0].IsZero() {
-		t.Fatalf("no axis: %v", got)
-	}
-	if s := (PowerSetting{LimitW: 300}).String(); s != "300 W limit" {
-		t.Fatal(s)
 	}
 }
 
