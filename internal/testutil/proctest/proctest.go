@@ -56,9 +56,6 @@ func Start(t testing.TB, name, logPath string, cmd *exec.Cmd) *Proc {
 // Pid is the process's id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// Log is the path of the process's log file.
-func (p *Proc) Log() string { return p.log }
-
 // Done is closed once the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
