@@ -119,9 +119,9 @@ async function checkHealth() {
   box.style.display = "block";
 }
 
-// The header's token field is filled with the kept token on every page,
-// so that it is typed once for all of them.
-if (document.getElementById("token")) tokenField(document.getElementById("token"));
+// token reads the header's token field, filled with the kept token on
+// every page, so that it is typed once for all of them.
+const token = document.getElementById("token") ? tokenField(document.getElementById("token")) : () => "";
 
 // Every page shows the controller's health, checked every 5 s.
 if (document.getElementById("health")) {
