@@ -50,8 +50,17 @@ func (h *powerHold) read(ctx context.Context) (protocol.PowerSetting, error) {
 	return now, err
 }
 
-// pending says that the device is switched and not yet put back.
-func (h *powerHold) pending() bool { return h.guard != nil && h.guard.Pending() }
+// pending says that the device is switched and not yet put back. It waits
+// for a restore in progress, so that once it says false, current already
+// reports what the device was put back to.
+func (h *powerHold) pending() bool {
+	if h.guard == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.guard.Pending()
+}
 
 // begin puts the device in s for a job: switched, or back as found for a
 // job that sets nothing. It returns what the device runs in then.
