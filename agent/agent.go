@@ -507,9 +507,20 @@ func (a *Agent) publishLive(kind string, v any) {
 // is down stops no measurement. The message id makes a retry, or a message
 // the spool sends twice, count once.
 func (a *Agent) spool(ctx context.Context, subject, msgID string, v any) (uint64, error) {
+	return a.spoolEnding(ctx, "", subject, msgID, v)
+}
+
+// spoolEnding is spool for a job's last message (jobID set): the job is
+// listed as ended, with the message, before the message is spooled, so
+// that an agent killed in between finds it listed when the job comes back
+// and spools the message then, instead of measuring the job again.
+func (a *Agent) spoolEnding(ctx context.Context, jobID, subject, msgID string, v any) (uint64, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return 0, fmt.Errorf("encode %s: %w", subject, err)
+	}
+	if jobID != "" {
+		a.endJob(jobID, &outbox.Message{Subject: subject, MsgID: msgID, Data: data})
 	}
 	seq, err := a.out.Append(ctx, subject, msgID, data)
 	if err != nil {

@@ -274,7 +274,12 @@ func (j *jobRun) state(ctx context.Context, s protocol.JobState, runID, msg stri
 		Schema: protocol.SchemaVersion, JobID: j.job.ID, SweepID: j.job.SweepID, RunID: runID,
 		AgentID: j.a.cfg.ID, State: s, Error: msg, Time: time.Now().UTC(), Attempt: j.attempt,
 	}
-	return j.spool(ctx, protocol.KindState, protocol.StateMsgID(j.job.ID, s, j.attempt), ch)
+	ending := "" // a last state lists the job as ended first (spoolEnding)
+	if s.Terminal() {
+		ending = j.job.ID
+	}
+	_, err := j.a.spoolEnding(ctx, ending, protocol.AgentSubject(j.a.cfg.ID, protocol.KindState), protocol.StateMsgID(j.job.ID, s, j.attempt), ch)
+	return err
 }
 
 // publishFinal publishes a run's last result message: its header, and how

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/agent/outbox"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
@@ -65,8 +65,6 @@ type jobQueue struct {
 	done chan struct{}
 	err  error
 
-	// endedIDs are the last jobs that ended here, oldest first.
-	endedIDs []string
 	// checking is set while a missed heartbeat's check of the consumer runs.
 	checking atomic.Bool
 
@@ -78,7 +76,7 @@ type jobQueue struct {
 // openJobs binds the agent's consumer, opens the pull on it and starts its
 // reader, which runs until ctx ends.
 func (a *Agent) openJobs(ctx context.Context) (*jobQueue, error) {
-	q := &jobQueue{a: a, jobs: make(chan jetstream.Msg), done: make(chan struct{}), endedIDs: a.out.Ended()}
+	q := &jobQueue{a: a, jobs: make(chan jetstream.Msg), done: make(chan struct{})}
 	if err := q.open(ctx); err != nil {
 		return nil, err
 	}
@@ -315,13 +313,14 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 		_ = msg.TermWithReason("addressed to another agent")
 		return
 	}
-	if q.ended(job.ID) {
+	if last, ended := a.out.EndedJob(job.ID); ended {
 		// Its acknowledgement reached the server after the ack wait had
 		// run out (the server was stopped, or unreachable, while the job
 		// ran; or the agent stopped, or restarted, before its spool was
 		// sent), so the server delivered it again: it is done, not to be
 		// measured twice.
 		a.log.Info().Str("job", job.ID).Int("attempt", attempt).Msg("job delivered again after it ended here; acknowledging it")
+		a.spoolAgain(ctx, job.ID, last)
 		a.ackWhenSent(ctx, msg, job.ID)
 		return
 	}
@@ -354,7 +353,9 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 		_ = a.nc.FlushWithContext(actx)
 		return
 	}
-	q.end(job.ID)
+	// A job whose last state was spooled was listed then (spoolEnding);
+	// one that could not spool it is listed now, without it.
+	a.endJob(job.ID, nil)
 	a.ackWhenSent(ctx, msg, job.ID)
 	if job.Power.IsZero() && !a.power.pending() {
 		return
@@ -402,27 +403,23 @@ func (a *Agent) ackWhenSent(ctx context.Context, msg jetstream.Msg, jobID string
 	}
 }
 
-// endedJobs is how many ended jobs the agent remembers (see jobQueue.ended).
-const endedJobs = 64
-
-// end remembers that the job ended here, in the spool too: a job that
-// ended while the link was down is delivered again once it is back (its
-// acknowledgement never arrived), maybe to an agent restarted meanwhile.
-func (q *jobQueue) end(id string) {
-	if len(q.endedIDs) >= endedJobs {
-		q.endedIDs = q.endedIDs[len(q.endedIDs)-endedJobs+1:]
-	}
-	q.endedIDs = append(q.endedIDs, id)
-	if err := q.a.out.SaveEnded(q.endedIDs); err != nil {
-		q.a.log.Warn().Err(err).Str("job", id).Msg("cannot save the list of ended jobs; a restart before the job is acknowledged would measure it again")
+// endJob lists the job as ended here, with its last message (nil: none):
+// when it comes back it is acknowledged, not measured again.
+func (a *Agent) endJob(id string, last *outbox.Message) {
+	if err := a.out.EndJob(id, last); err != nil {
+		a.log.Warn().Err(err).Str("job", id).Msg("cannot save the list of ended jobs; a restart before the job is acknowledged would measure it again")
 	}
 }
 
-// ended says whether the job ended here. The pull stays open while a job
-// runs, so the server's redelivery of a job whose ack wait ran out while
-// it ran (the server stopped meanwhile: its clock went on) reaches the
-// agent as soon as the job ends, even when the job's acknowledgement then
-// arrives first. Only the main loop calls end and ended.
-func (q *jobQueue) ended(id string) bool {
-	return slices.Contains(q.endedIDs, id)
+// spoolAgain spools an ended job's last state once more, in case the
+// agent was killed after listing the job as ended and before spooling
+// it. The message keeps its id, so the stream, or else the controller's
+// ingest, drops it if it was sent before.
+func (a *Agent) spoolAgain(ctx context.Context, jobID string, last *outbox.Message) {
+	if last == nil {
+		return
+	}
+	if _, err := a.out.Append(ctx, last.Subject, last.MsgID, last.Data); err != nil {
+		a.log.Warn().Err(err).Str("job", jobID).Msg("cannot spool the ended job's last state again")
+	}
 }

@@ -84,8 +84,11 @@ type Outbox struct {
 	sent    uint64 // every record up to it is sent (or was set aside)
 	changed chan struct{}
 	// full is set while an Append waits for room, so that it is said once.
-	full  bool
-	ended []string
+	full bool
+
+	// endedMu orders the writes of the list of ended jobs (ended.go).
+	endedMu sync.Mutex
+	ended   []endedJob
 }
 
 type entry struct {

@@ -278,20 +278,6 @@ func TestOutboxRefusesASecondProcess(t *testing.T) {
 	}
 }
 
-// The list of ended jobs outlives a restart.
-func TestOutboxKeepsEndedJobs(t *testing.T) {
-	dir := t.TempDir()
-	o, _ := open(t, dir, 0)
-	if err := o.SaveEnded([]string{"j1", "j2"}); err != nil {
-		t.Fatal(err)
-	}
-	_ = o.Close()
-	o2, _ := open(t, dir, 0)
-	if got := o2.Ended(); fmt.Sprint(got) != "[j1 j2]" {
-		t.Errorf("ended jobs after a restart: %v, want [j1 j2]", got)
-	}
-}
-
 // waitLog polls for a log line: the wait for room has no other sign.
 func waitLog(t *testing.T, logs *logBuffer, s string) {
 	t.Helper()
