@@ -98,13 +98,39 @@ func knownFields() []string {
 		"clocks_throttle_reasons.active", "fan.speed", "vbios_version"}
 }
 
+// smiArgs are the nvidia-smi flags the fake knows.
+type smiArgs struct {
+	query, format, id, limit string
+	loopMS                   int
+	helpQuery                bool
+}
+
 func nvidiaSMI(c *fakehw.SMI, dir string, args []string) {
 	if c == nil {
 		fail(9, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
 	}
 	loadLimits(c, dir)
-	var query, format, id, limit string
-	loopMS := 0
+	a := parseSMIArgs(args)
+	switch {
+	case a.helpQuery:
+		for _, f := range knownFields() {
+			if !slices.Contains(c.Unsupported, f) {
+				fmt.Printf("\"%s\"\n", f)
+			}
+		}
+	case a.limit != "":
+		setLimit(c, dir, a.id, a.limit)
+	case a.query == "":
+		banner(c)
+	default:
+		printQuery(c, a)
+	}
+}
+
+// parseSMIArgs reads the flags as nvidia-smi does: "--flag value" or
+// "--flag=value"; anything else fails as nvidia-smi fails.
+func parseSMIArgs(args []string) smiArgs {
+	var s smiArgs
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		val := func() string {
@@ -117,54 +143,46 @@ func nvidiaSMI(c *fakehw.SMI, dir string, args []string) {
 			i++
 			return args[i]
 		}
+		interval := func(scale int) int {
+			n, err := strconv.Atoi(val())
+			if err != nil || n <= 0 {
+				fail(2, "Invalid loop interval.")
+			}
+			return n * scale
+		}
 		switch {
 		case a == "--query-gpu" || strings.HasPrefix(a, "--query-gpu="):
-			query = val()
+			s.query = val()
 		case a == "--format" || strings.HasPrefix(a, "--format="):
-			format = val()
+			s.format = val()
 		case a == "-lms" || a == "--loop-ms" || strings.HasPrefix(a, "--loop-ms="):
-			n, err := strconv.Atoi(val())
-			if err != nil || n <= 0 {
-				fail(2, "Invalid loop interval.")
-			}
-			loopMS = n
+			s.loopMS = interval(1)
 		case a == "-l" || a == "--loop" || strings.HasPrefix(a, "--loop="):
-			n, err := strconv.Atoi(val())
-			if err != nil || n <= 0 {
-				fail(2, "Invalid loop interval.")
-			}
-			loopMS = n * 1000
+			s.loopMS = interval(1000)
 		case a == "-i" || a == "--id" || strings.HasPrefix(a, "--id="):
-			id = val()
+			s.id = val()
 		case a == "-pl" || a == "--power-limit" || strings.HasPrefix(a, "--power-limit="):
-			limit = val()
+			s.limit = val()
 		case a == "--help-query-gpu":
-			for _, f := range knownFields() {
-				if !slices.Contains(c.Unsupported, f) {
-					fmt.Printf("\"%s\"\n", f)
-				}
-			}
-			return
+			s.helpQuery = true
+			return s
 		default:
 			fail(2, "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.")
 		}
 	}
-	if limit != "" {
-		setLimit(c, dir, id, limit)
-		return
-	}
-	if query == "" {
-		banner(c)
-		return
-	}
-	fields := strings.Split(query, ",")
+	return s
+}
+
+// printQuery answers --query-gpu in CSV, once or every loopMS.
+func printQuery(c *fakehw.SMI, a smiArgs) {
+	fields := strings.Split(a.query, ",")
 	for _, f := range fields {
 		if !slices.Contains(knownFields(), f) || slices.Contains(c.Unsupported, f) {
 			fmt.Printf("Field \"%s\" is not a valid field to query.\n\n", f)
 			os.Exit(2)
 		}
 	}
-	opts := strings.Split(format, ",")
+	opts := strings.Split(a.format, ",")
 	header, units := !slices.Contains(opts, "noheader"), !slices.Contains(opts, "nounits")
 	if len(opts) == 0 || opts[0] != "csv" {
 		fail(2, "Invalid format. Please run 'nvidia-smi -h' for help.")
@@ -181,28 +199,33 @@ func nvidiaSMI(c *fakehw.SMI, dir string, args []string) {
 		for _, g := range c.GPUs {
 			vals := make([]string, len(fields))
 			for i, f := range fields {
-				v, ok := g[f]
-				switch {
-				case f == "timestamp":
-					v = now
-				case f == "driver_version":
-					v = c.Driver
-				case f == "count":
-					v = strconv.Itoa(len(c.GPUs))
-				case !ok:
-					v = "[N/A]"
-				case units && !strings.HasPrefix(v, "["):
-					v += unit(f)
-				}
-				vals[i] = v
+				vals[i] = smiValue(c, g, f, now, units)
 			}
 			fmt.Fprintln(w, strings.Join(vals, ", "))
 		}
-		if err := w.Flush(); err != nil || loopMS == 0 {
+		if err := w.Flush(); err != nil || a.loopMS == 0 {
 			return
 		}
-		time.Sleep(time.Duration(loopMS) * time.Millisecond)
+		time.Sleep(time.Duration(a.loopMS) * time.Millisecond)
 	}
+}
+
+// smiValue is one GPU's value of a field as nvidia-smi prints it.
+func smiValue(c *fakehw.SMI, g map[string]string, f, now string, units bool) string {
+	v, ok := g[f]
+	switch {
+	case f == "timestamp":
+		return now
+	case f == "driver_version":
+		return c.Driver
+	case f == "count":
+		return strconv.Itoa(len(c.GPUs))
+	case !ok:
+		return "[N/A]"
+	case units && !strings.HasPrefix(v, "["):
+		return v + unit(f)
+	}
+	return v
 }
 
 func unit(field string) string {
