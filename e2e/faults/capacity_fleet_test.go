@@ -21,41 +21,53 @@ const (
 	metricsScrapes = 21
 )
 
-// agentsTimer times GET /api/agents?limit=1000 back to back, from start
-// until stop: the fleet page's read while the controller is busy.
-type agentsTimer struct {
-	cancel context.CancelFunc
-	done   chan watchStats
+// busyLists are the lists timed while the controller is busy: the fleet
+// page's read of every agent, and the first pages of jobs and sweeps.
+var busyLists = []string{"/api/agents?limit=1000", "/api/jobs?limit=100", "/api/sweeps?limit=100"}
+
+// listTiming is one list's latencies while the controller was busy.
+type listTiming struct {
+	path     string
+	p50, p99 time.Duration
+	n        int
 }
 
-func timeAgentsMeanwhile(t *testing.T, ctx context.Context, api *capacityAPI) *agentsTimer {
+// listsTimer times busyLists, one after another round and round, from
+// start until stop.
+type listsTimer struct {
+	cancel context.CancelFunc
+	done   chan []watchStats
+}
+
+func timeListsMeanwhile(t *testing.T, ctx context.Context, api *capacityAPI) *listsTimer {
 	ctx, cancel := context.WithCancel(ctx)
-	a := &agentsTimer{cancel: cancel, done: make(chan watchStats, 1)}
+	a := &listsTimer{cancel: cancel, done: make(chan []watchStats, 1)}
 	go func() {
-		var st watchStats
-		for ctx.Err() == nil {
+		st := make([]watchStats, len(busyLists))
+		for i := 0; ctx.Err() == nil; i = (i + 1) % len(busyLists) {
 			began := time.Now()
-			if _, err := api.get(ctx, "/api/agents?limit=1000"); err != nil {
+			if _, err := api.get(ctx, busyLists[i]); err != nil {
 				if ctx.Err() == nil {
-					t.Errorf("GET /api/agents during the ingest: %v", err)
+					t.Errorf("GET %s during the ingest: %v", busyLists[i], err)
 				}
 				break
 			}
-			st.latencies = append(st.latencies, time.Since(began))
+			st[i].latencies = append(st[i].latencies, time.Since(began))
 		}
 		a.done <- st
 	}()
 	return a
 }
 
-// stop ends the timing and returns p50, p99 and how many were timed.
-func (a *agentsTimer) stop() (p50, p99 time.Duration, n int) {
+// stop ends the timing and returns each list's p50, p99 and count.
+func (a *listsTimer) stop() []listTiming {
 	a.cancel()
 	st := <-a.done
-	if len(st.latencies) == 0 {
-		return 0, 0, 0
+	out := make([]listTiming, len(busyLists))
+	for i, s := range st {
+		out[i] = listTiming{path: busyLists[i], p50: s.pct(0.5), p99: s.pct(0.99), n: len(s.latencies)}
 	}
-	return st.pct(0.5), st.pct(0.99), len(st.latencies)
+	return out
 }
 
 // metricsAtJobs fills the store up to metricsJobs jobs (or as many as

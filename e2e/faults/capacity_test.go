@@ -210,10 +210,8 @@ type ingestStats struct {
 	// process (the publisher and the swarm) used from the first publish
 	// until all was stored.
 	controllerCPU, testCPU time.Duration
-	// agentsP50 and agentsP99 time GET /api/agents?limit=1000, agentsN
-	// times, while the messages were being stored.
-	agentsP50, agentsP99 time.Duration
-	agentsN              int
+	// lists are busyLists timed while the messages were being stored.
+	lists []listTiming
 }
 
 // capacityAPI is the controller's HTTP API read raw: the body's size and
@@ -482,7 +480,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatal(err)
 	}
 	self0 := testutil.ProcessCPU(t)
-	agents := timeAgentsMeanwhile(t, ctx, api)
+	lists := timeListsMeanwhile(t, ctx, api)
 	began := time.Now()
 	last, err := ingestload.Publish(ctx, js, msgs)
 	if err != nil {
@@ -503,7 +501,7 @@ func measureIngest(t *testing.T, ctx context.Context, l *lab, api *capacityAPI, 
 		t.Fatalf("ingest: %v", err)
 	}
 	st.stored = time.Since(began)
-	st.agentsP50, st.agentsP99, st.agentsN = agents.stop()
+	st.lists = lists.stop()
 	c1, err := ctrl.TimesWithContext(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -571,8 +569,11 @@ func capacityTable(rows []capacityRow, ings []ingestStats) []string {
 			fmt.Sprintf("ingest: %.0f combinations/s, %.1f MB/s of JSON stored (target 5,000 combinations/s)", float64(ing.messages)/secs, float64(ing.msgBytes)/1e6/secs),
 			fmt.Sprintf("ingest: CPU meanwhile: the controller %.2f cores (%.0f µs a message), the publisher and the swarm %.2f cores",
 				ing.controllerCPU.Seconds()/secs, float64(ing.controllerCPU.Microseconds())/float64(ing.messages), ing.testCPU.Seconds()/secs),
-			fmt.Sprintf("ingest: GET /api/agents?limit=1000 meanwhile: p50 %s, p99 %s (%d requests; target p99 under 100 ms)",
-				ms(ing.agentsP50), ms(ing.agentsP99), ing.agentsN))
+		)
+		for _, l := range ing.lists {
+			lines = append(lines, fmt.Sprintf("ingest: GET %s meanwhile: p50 %s, p99 %s (%d requests; target p99 under 100 ms)",
+				l.path, ms(l.p50), ms(l.p99), l.n))
+		}
 	}
 	return lines
 }
