@@ -119,8 +119,9 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	q, page := req.Query, req.Page
-	key := fmt.Sprintf("rows|%s|%d|%d|%g|%d|%d", q.Size, q.Cameras, q.Images, q.Target, page.Offset, page.Limit)
+	// The whole normalized query, so that a field added to Query is part
+	// of the key without being listed here.
+	key := fmt.Sprintf("rows|%+v|%+v", req.Query, req.Page)
 	if c := req.Cost; c != nil {
 		// Quoted, the currency cannot run into the figures before it.
 		key += fmt.Sprintf("|cost|%g|%g|%g|%q", c.Price, c.Months, c.KWh, c.Currency)
