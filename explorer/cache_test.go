@@ -280,3 +280,23 @@ func TestHandlerDoesNotKeepAnAggregateMissingAMarker(t *testing.T) {
 		t.Errorf("the next request at the same generation flags %d rows, want 1: the aggregate was kept without its marker", n)
 	}
 }
+
+// An answer kept for one view is never served for another: every part of
+// the query, the frame clock and the statistic too, is its own answer.
+func TestHandlerRowsKeepsAnAnswerPerQuery(t *testing.T) {
+	srv := serve(t, &genSource{runs: handlerRuns()})
+	var def RowsResponse
+	get(t, srv, "GET", PathRows, &def)
+	for query, want := range map[string]Query{
+		"statistic=p90": {Size: "720p", Cameras: 1, Images: 1, Target: 3, Statistic: protocol.StatisticP90},
+		"every=5":       {Size: "720p", Cameras: 1, Images: 1, Target: 3, Interval: 5},
+	} {
+		var res RowsResponse
+		if code, body := get(t, srv, "GET", PathRows+"?"+query, &res); code != http.StatusOK {
+			t.Fatalf("?%s: %d %s", query, code, body)
+		}
+		if res.Query != want {
+			t.Errorf("?%s after the default view: answered at %+v, want %+v", query, res.Query, want)
+		}
+	}
+}

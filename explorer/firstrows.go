@@ -130,7 +130,8 @@ func energyCellsAt(v RowView, c Cost) [4]energyCell {
 	if v.JoulesAtMax != nil {
 		out[1].Text = jsToFixed(*v.JoulesAtMax, 1)
 	}
-	out[3].Text = jsToFixed(CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras), 2)
+	cost, _ := v.costAt(c)
+	out[3].Text = jsToFixed(cost, 2)
 	if v.PowerSource == protocol.PowerSourceGPU {
 		for i := range 3 {
 			out[i].Title = "the GPU alone, not the whole host"

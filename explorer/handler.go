@@ -109,7 +109,7 @@ func (h *handler) data(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) rows(w http.ResponseWriter, r *http.Request) {
-	q, page, err := ParseRowsQuery(r.URL.Query())
+	req, err := ParseRowsQuery(r.URL.Query())
 	if err != nil {
 		h.writeJSON(w, r, http.StatusBadRequest, errorBody{Error: err.Error()})
 		return
@@ -119,8 +119,14 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	key := fmt.Sprintf("rows|%s|%d|%d|%g|%d|%d", q.Size, q.Cameras, q.Images, q.Target, page.Offset, page.Limit)
-	h.writeCached(w, r, s, key, func() any { return page.Cut(Select(s.ds, q)) })
+	// The whole normalized query, so that a field added to Query is part
+	// of the key without being listed here.
+	key := fmt.Sprintf("rows|%+v|%+v", req.Query, req.Page)
+	if c := req.Cost; c != nil {
+		// Quoted, the currency cannot run into the figures before it.
+		key += fmt.Sprintf("|cost|%g|%g|%g|%q", c.Price, c.Months, c.KWh, c.Currency)
+	}
+	h.writeCached(w, r, s, key, func() any { return req.Answer(s.ds) })
 }
 
 func (h *handler) other(w http.ResponseWriter, r *http.Request) {

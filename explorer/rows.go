@@ -167,6 +167,9 @@ type RowView struct {
 	AboveIdleAtMax *float64 `json:"above_idle_joules_per_answer_at_max,omitempty"`
 	WattsPerCamera *float64 `json:"watts_per_camera,omitempty"`
 	PowerSource    string   `json:"power_source,omitempty"`
+	// CostPerCameraMonth is the cost at RowsResponse.Cost, where the draw
+	// at Max Cameras is known; absent where it is not, as on the page.
+	CostPerCameraMonth *float64 `json:"cost_per_camera_month,omitempty"`
 }
 
 // RowsResponse is GET /api/explorer/rows and `vlmfleet explorer table --json`.
@@ -174,10 +177,14 @@ type RowsResponse struct {
 	Query
 	// Total counts the rows at the query; Rows holds those from Offset on,
 	// at most Limit of them when a limit was asked (0: all).
-	Total  int       `json:"total"`
-	Offset int       `json:"offset"`
-	Limit  int       `json:"limit,omitempty"`
-	Rows   []RowView `json:"rows"`
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+	Limit  int `json:"limit,omitempty"`
+	// Cost is what the rows' costs are read at (WithCost); nil, and left
+	// out of the JSON, where no cost was asked for, so that a script that
+	// does not ask gets no example prices it could take for real ones.
+	Cost *Cost     `json:"cost,omitempty"`
+	Rows []RowView `json:"rows"`
 }
 
 // MaxRowsLimit bounds ?limit=: a page, not the whole table (which is
@@ -202,37 +209,61 @@ func (p Page) Cut(res RowsResponse) RowsResponse {
 	return res
 }
 
+// RowsRequest is what GET /api/explorer/rows asks for: the table at
+// Query, the page of it and, where any cost input was given, the cost
+// inputs (those left out at DefaultCost).
+type RowsRequest struct {
+	Query Query
+	Page  Page
+	Cost  *Cost
+}
+
 // ParseRowsQuery reads GET /api/explorer/rows's parameters: a Query
-// (ParseQuery) and the page, ?offset=N&limit=N.
-func ParseRowsQuery(v url.Values) (Query, Page, error) {
-	var page Page
-	rest := url.Values{}
-	for name, vals := range v {
-		if name != "offset" && name != "limit" {
-			rest[name] = vals
+// (ParseQuery), the page, ?offset=N&limit=N, and the cost inputs under the
+// names of the page's link, ?price=&months=&kwh=&cur=.
+func ParseRowsQuery(v url.Values) (RowsRequest, error) {
+	var req RowsRequest
+	rest, cost, err := parseCostParams(v)
+	if err != nil {
+		return req, err
+	}
+	req.Cost = cost
+	for _, name := range []string{"offset", "limit"} {
+		vals, given := rest[name]
+		if !given {
 			continue
 		}
+		delete(rest, name)
 		if len(vals) != 1 {
-			return Query{}, page, fmt.Errorf("%s: given %d times, want once", name, len(vals))
+			return req, fmt.Errorf("%s: given %d times, want once", name, len(vals))
 		}
 		val := strings.TrimSpace(vals[0])
 		n, err := strconv.Atoi(val)
 		switch {
 		case name == "offset" && (err != nil || n < 0):
-			return Query{}, page, fmt.Errorf("offset: %q, want a whole number 0 or more (the rows to skip)", val)
+			return req, fmt.Errorf("offset: %q, want a whole number 0 or more (the rows to skip)", val)
 		case name == "limit" && (err != nil || n < 1 || n > MaxRowsLimit):
-			return Query{}, page, fmt.Errorf("limit: %q, want a whole number 1..%d (leave it out for every row)", val, MaxRowsLimit)
+			return req, fmt.Errorf("limit: %q, want a whole number 1..%d (leave it out for every row)", val, MaxRowsLimit)
 		case name == "offset":
-			page.Offset = n
+			req.Page.Offset = n
 		default:
-			page.Limit = n
+			req.Page.Limit = n
 		}
 	}
-	q, err := ParseQuery(rest)
+	req.Query, err = ParseQuery(rest)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown parameter") {
-		err = fmt.Errorf("%w; and offset, limit (a page of the rows)", err)
+		err = fmt.Errorf("%w; and offset, limit (a page of the rows), %s", err, costParamsText)
 	}
-	return q, page, err
+	return req, err
+}
+
+// Answer is the table asked for, read from ds.
+func (req RowsRequest) Answer(ds Dataset) RowsResponse {
+	res := req.Page.Cut(Select(ds, req.Query))
+	if req.Cost != nil {
+		res = res.WithCost(*req.Cost)
+	}
+	return res
 }
 
 // Select reads ds at q (normalized): only rows measured at (size, cameras,

@@ -108,13 +108,18 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	})
 	res.Total = len(res.Rows)
 	slices.SortStableFunc(res.Rows, less)
+	// The power columns show when the dataset has power samples, as on the
+	// page; --json carries the cost exactly when the table prints it.
+	power := explorer.HasPower(ds)
 	if *asJSON {
+		if power {
+			res = res.WithCost(cost)
+		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	// The power columns show when the dataset has power samples, as on the page.
-	return explorer.WriteTableWith(c.stdout, res, explorer.TableOptions{Power: explorer.HasPower(ds), Cost: cost})
+	return explorer.WriteTableWith(c.stdout, res, explorer.TableOptions{Power: power, Cost: cost})
 }
 
 // sortNamesText lists explorer.TableOrders for help and errors.

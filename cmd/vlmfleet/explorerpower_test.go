@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -66,4 +69,42 @@ func fields(line string) []string { return strings.Fields(line) }
 
 func suffixIs(got, want []string) bool {
 	return len(got) >= len(want) && strings.Join(got[len(got)-len(want):], " ") == strings.Join(want, " ")
+}
+
+// --json carries the cost where the table prints its cost column: the
+// inputs it is read at and each row's cost at them, none for a row
+// without power samples; runs without power samples have neither.
+func TestExplorerTableJSONCarriesTheCost(t *testing.T) {
+	file := powerRunFiles(t)
+	for _, c := range []struct {
+		args []string
+		want explorer.Cost
+		cell string
+	}{
+		{nil, explorer.DefaultCost, "15.90"},
+		{[]string{"--price", "720", "--months", "36", "--kwh", "0.5", "--currency", "EUR"}, explorer.Cost{Price: 720, Months: 36, KWh: 0.5, Currency: "EUR"}, "13.36"},
+	} {
+		args := append([]string{"explorer", "table", file, "--sort", "device", "--json"}, c.args...)
+		code, out, errOut := cliRun(t, nil, args...)
+		var res explorer.RowsResponse
+		if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Rows) != 2 {
+			t.Fatalf("%q: exit %d, %v: %s%s", c.args, code, err, out, errOut)
+		}
+		if res.Cost == nil || *res.Cost != c.want {
+			t.Errorf("%q: cost %+v, want %+v", c.args, res.Cost, c.want)
+		}
+		low, maxn := res.Rows[0], res.Rows[1]
+		if low.PowerMode != "15W" || low.CostPerCameraMonth == nil || *low.CostPerCameraMonth != explorer.CostPerCameraMonth(c.want, 18.4, 2) {
+			t.Errorf("%q: the 15W row costs %v, want %v", c.args, low.CostPerCameraMonth, explorer.CostPerCameraMonth(c.want, 18.4, 2))
+		} else if got := strconv.FormatFloat(*low.CostPerCameraMonth, 'f', 2, 64); got != c.cell {
+			t.Errorf("%q: the 15W row costs %s, the table prints %s", c.args, got, c.cell)
+		}
+		if maxn.PowerMode != "MAXN" || maxn.CostPerCameraMonth != nil {
+			t.Errorf("%q: the MAXN row, without power samples, costs %v", c.args, maxn.CostPerCameraMonth)
+		}
+	}
+	_, out, _ := cliRun(t, nil, "explorer", "table", seedRuns, "--json", "--price", "720")
+	if strings.Contains(out, "cost") {
+		t.Errorf("the seed's rows, which have no power samples (no cost column), carry a cost:\n%s", out)
+	}
 }

@@ -152,7 +152,7 @@ every request of a combination failed. Logs go to standard error, the results to
 	"explorer table": {
 		purpose: "print the explorer's table at one view, for scripts",
 		usage:   "vlmfleet explorer table [--controller URL | --file run.json... | run.json...] [flags]",
-		details: "Only rows measured at the size and cameras are shown; --images reads the figures with that many\nimages per camera (the method measures 1, 3 and 5). Where the runs have power samples, the page's power\ncolumns follow, the cost at --price, --months, --kwh and --currency (example inputs by default).",
+		details: "Only rows measured at the size and cameras are shown; --images reads the figures with that many\nimages per camera (the method measures 1, 3 and 5). Where the runs have power samples, the page's power\ncolumns follow, the cost at --price, --months, --kwh and --currency (example inputs by default);\n--json then carries those inputs as cost and each row's cost_per_camera_month.",
 		example: "vlmfleet explorer table --size 1080p --cameras 4 --sort tps\nvlmfleet explorer table --device \"AGX Orin\" --model qwen3 --json",
 	},
 	"explorer export": {

@@ -1,0 +1,148 @@
+package explorer
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxCurrencyChars bounds the currency's name: a code or a sign, not a
+// sentence, so that it fits a column head.
+const MaxCurrencyChars = 12
+
+// costWant is what each cost input takes, by its Cost field's JSON name,
+// worded once for the flags' errors and the rows API's.
+var costWant = map[string]string{
+	"price":    "a device price of 0 or more",
+	"months":   "more than 0 months",
+	"kwh":      "a price of a kWh of 0 or more",
+	"currency": "a name of 1 to " + strconv.Itoa(MaxCurrencyChars) + " characters (USD, EUR, €)",
+}
+
+// CostInputError is a cost input refused: Input is its Cost field's JSON
+// name (price, months, kwh, currency), which the flags share, and Value
+// the value as the error writes it. A caller that names the input
+// otherwise (the rows API's cur) rewrites it from the parts.
+type CostInputError struct {
+	Input, Value, Want string
+}
+
+func (e *CostInputError) Error() string { return e.Input + " " + e.Value + ": want " + e.Want }
+
+// Check refuses what the page's fields refuse (logic.js parseCostField),
+// so that no input gives a cost the page would not: a price or kWh price
+// below 0 or not finite, months not above 0 (the device is written off
+// over them), a currency empty or longer than MaxCurrencyChars.
+func (c Cost) Check() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	refuse := func(input, value string) error {
+		return &CostInputError{Input: input, Value: value, Want: costWant[input]}
+	}
+	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	switch {
+	case !finite(c.Price) || c.Price < 0:
+		return refuse("price", g(c.Price))
+	case !finite(c.Months) || c.Months <= 0:
+		return refuse("months", g(c.Months))
+	case !finite(c.KWh) || c.KWh < 0:
+		return refuse("kwh", g(c.KWh))
+	case c.Currency == "" || utf8.RuneCountInString(c.Currency) > MaxCurrencyChars:
+		return refuse("currency", strconv.Quote(c.Currency))
+	}
+	return nil
+}
+
+// costParams are the rows API's names for the cost inputs, by Cost field:
+// the ones the page keeps them under in its link (logic.js encodeState),
+// so that a view's link and its API query read alike.
+var costParams = []struct{ param, input string }{
+	{"price", "price"}, {"months", "months"}, {"kwh", "kwh"}, {"cur", "currency"},
+}
+
+// costParamsText lists costParams for an unknown parameter's error.
+const costParamsText = "price, months, kwh, cur (the cost inputs)"
+
+// parseCostParams takes the cost inputs out of v: rest is v without them,
+// and cost nil when none was given, else the inputs with those left out at
+// DefaultCost, checked.
+func parseCostParams(v url.Values) (rest url.Values, cost *Cost, err error) {
+	rest = url.Values{}
+	for name, vals := range v {
+		rest[name] = vals
+	}
+	c := DefaultCost
+	numbers := map[string]*float64{"price": &c.Price, "months": &c.Months, "kwh": &c.KWh}
+	for _, p := range costParams {
+		vals, given := rest[p.param]
+		if !given {
+			continue
+		}
+		delete(rest, p.param)
+		cost = &c
+		if len(vals) != 1 {
+			return nil, nil, fmt.Errorf("%s: given %d times, want once", p.param, len(vals))
+		}
+		val := strings.TrimSpace(vals[0])
+		n, isNumber := numbers[p.input]
+		if !isNumber {
+			c.Currency = val
+			continue
+		}
+		f, perr := strconv.ParseFloat(val, 64)
+		if perr != nil {
+			return nil, nil, fmt.Errorf("%s: %q is not a number; want %s", p.param, val, costWant[p.input])
+		}
+		*n = f
+	}
+	if cost == nil {
+		return rest, nil, nil
+	}
+	if err := c.Check(); err != nil {
+		return nil, nil, costParamError(err)
+	}
+	return rest, cost, nil
+}
+
+// costParamError writes a refused input under its rows API name.
+func costParamError(err error) error {
+	var ce *CostInputError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	for _, p := range costParams {
+		if p.input == ce.Input {
+			return fmt.Errorf("%s: %s, want %s", p.param, ce.Value, ce.Want)
+		}
+	}
+	return err
+}
+
+// costAt is the row's cost per camera per month at c, from its draw at Max
+// Cameras; false where that draw is not known, where the page shows no
+// cost either.
+func (v RowView) costAt(c Cost) (float64, bool) {
+	if v.PowerAtMaxW == nil {
+		return 0, false
+	}
+	return CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras), true
+}
+
+// WithCost is res read at the cost inputs c: c stated in it, and each row
+// with a draw at Max Cameras costed at c, as the table's cost cells are.
+// res's rows are left as they were.
+func (res RowsResponse) WithCost(c Cost) RowsResponse {
+	res.Cost = &c
+	rows := make([]RowView, len(res.Rows))
+	for i, v := range res.Rows {
+		if cost, ok := v.costAt(c); ok {
+			v.CostPerCameraMonth = &cost
+		}
+		rows[i] = v
+	}
+	res.Rows = rows
+	return res
+}
