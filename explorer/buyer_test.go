@@ -338,6 +338,9 @@ func TestParseQueryFrameClockAndStatistic(t *testing.T) {
 	if err != nil || q.Interval != 5 || q.Statistic != "p95" {
 		t.Errorf("every=5&statistic=P95: %+v, %v", q, err)
 	}
+	if back, err := ParseQuery(q.Values()); err != nil || back != q {
+		t.Errorf("%+v sent as %q reads back as %+v, %v", q, q.Values().Encode(), back, err)
+	}
 	for _, bad := range []map[string][]string{
 		{"every": {"-1"}}, {"every": {"NaN"}}, {"every": {"soon"}}, {"every": {"7200"}}, {"statistic": {"p99"}},
 	} {

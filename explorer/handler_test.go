@@ -249,6 +249,10 @@ func FuzzParseQuery(f *testing.F) {
 		if err := again.Normalize(); err != nil || again != q {
 			t.Fatalf("accepted %+v, which does not normalize to itself: %v", q, err)
 		}
+		// What a client sends for q (Values) reads back as q.
+		if back, err := ParseQuery(q.Values()); err != nil || back != q {
+			t.Fatalf("%+v sent as %q reads back as %+v, %v", q, q.Values().Encode(), back, err)
+		}
 	})
 }
 

@@ -117,6 +117,22 @@ func ParseQuery(v url.Values) (Query, error) {
 	return q, q.Normalize()
 }
 
+// Values is q as ParseQuery reads it: every field that is not at its
+// zero value, so that ParseQuery(q.Values()) is q.
+func (q Query) Values() url.Values {
+	v := url.Values{
+		"size": {q.Size}, "cameras": {strconv.Itoa(q.Cameras)}, "images": {strconv.Itoa(q.Images)},
+		"target": {strconv.FormatFloat(q.Target, 'g', -1, 64)},
+	}
+	if q.Interval != 0 {
+		v.Set("every", strconv.FormatFloat(q.Interval, 'g', -1, 64))
+	}
+	if q.Statistic != "" {
+		v.Set("statistic", q.Statistic)
+	}
+	return v
+}
+
 // RowView is one row read at a Query: its figures at (size, images,
 // cameras), and Max Cameras at (size, images, target).
 type RowView struct {

@@ -519,10 +519,7 @@ func (c *Client) ExplorerData(ctx context.Context) (explorer.Dataset, error) {
 
 // ExplorerRows is the explorer's table at q.
 func (c *Client) ExplorerRows(ctx context.Context, q explorer.Query) (explorer.RowsResponse, error) {
-	path := explorer.PathRows + "?" + url.Values{
-		"size": {q.Size}, "cameras": {strconv.Itoa(q.Cameras)}, "images": {strconv.Itoa(q.Images)},
-		"target": {strconv.FormatFloat(q.Target, 'g', -1, 64)},
-	}.Encode()
+	path := explorer.PathRows + "?" + q.Values().Encode()
 	return get[explorer.RowsResponse](ctx, c, "explorer rows", path, maxListAnswer)
 }
 

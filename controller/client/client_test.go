@@ -292,6 +292,10 @@ func TestImportAndReadRuns(t *testing.T) {
 	if err != nil || len(rows.Rows) != 1 || rows.Rows[0].MaxCamerasLabel != "2+" {
 		t.Errorf("explorer rows %+v, %v", rows, err)
 	}
+	judged := explorer.Query{Size: "720p", Cameras: 2, Images: 1, Target: 3, Interval: 5, Statistic: "p90"}
+	if rows, err := l.cl.ExplorerRows(l.Ctx, judged); err != nil || rows.Query != judged {
+		t.Errorf("explorer rows at %+v: answered at %+v, %v", judged, rows.Query, err)
+	}
 	if rej, err := l.cl.Rejected(l.Ctx, 0); err != nil || len(rej) != 0 {
 		t.Errorf("rejected %+v, %v", rej, err)
 	}
