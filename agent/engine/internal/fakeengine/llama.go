@@ -33,7 +33,7 @@ func llamaFlags() flagSpec {
 	}
 }
 
-// llamaAliases maps short and long spellings to one name.
+// llamaCanon maps short and long spellings to one name.
 func llamaCanon(vals map[string]string) map[string]string {
 	aliases := map[string]string{
 		"--model": "-m", "-mm": "--mmproj", "--gpu-layers": "-ngl", "--n-gpu-layers": "-ngl",
@@ -55,18 +55,45 @@ func llamaMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "built with cc (Ubuntu 13.3.0) 13.3.0 for x86_64-linux-gnu")
 		return 0
 	}
+	cfg, code, ok := parseLlama(args)
+	if !ok {
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "build: 6123 (abc1234) with cc for x86_64-linux-gnu\nsystem info: n_threads = 2\nmain: HTTP server is listening, hostname: %s, port: %d\nsrv load_model: loading model '%s'\n", cfg.host, cfg.port, cfg.model)
+	if code, ok := common("llama-server", cfg.port); !ok {
+		return code
+	}
+	s := newLlamaServer(cfg)
+	return s.listen(cfg.host, strconv.Itoa(cfg.port), s.routes())
+}
+
+// llamaConfig is what the fake takes from llama-server's command line.
+type llamaConfig struct {
+	host, apiKey  string
+	model, mmproj string
+	alias         string // the model's name in answers: -a, else the model path
+	metrics       bool
+	port, np      int
+	slotCtx       int // -c is shared out among the -np slots
+}
+
+// parseLlama reads llama-server's command line and its model files.
+// It returns false, with the complaint on stderr, when the process must
+// exit with code.
+func parseLlama(args []string) (llamaConfig, int, bool) {
+	fail := func(format string, a ...any) (llamaConfig, int, bool) {
+		fmt.Fprintf(os.Stderr, format, a...)
+		return llamaConfig{}, 1, false
+	}
 	raw, pos, bad, err := llamaFlags().parse(args, false)
 	if err != nil {
 		if err.Error() == "unknown" {
-			fmt.Fprintf(os.Stderr, "error: invalid argument: %s\n", bad)
-		} else {
-			fmt.Fprintf(os.Stderr, "error while handling argument \"%s\": expected value for argument\n", bad)
+			return fail("error: invalid argument: %s\n", bad)
 		}
-		return 1
+		return fail("error while handling argument \"%s\": expected value for argument\n", bad)
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(os.Stderr, "error: invalid argument: %s\n", pos[0])
-		return 1
+		return fail("error: invalid argument: %s\n", pos[0])
 	}
 	vals := llamaCanon(raw)
 	ints := map[string]int{"-ngl": -1, "-c": 4096, "-np": 1, "--port": 8080}
@@ -74,8 +101,7 @@ func llamaMain(args []string) int {
 		if v, ok := vals[k]; ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "error while handling argument \"%s\": stoi\n", k)
-				return 1
+				return fail("error while handling argument \"%s\": stoi\n", k)
 			}
 			ints[k] = n
 		}
@@ -86,122 +112,141 @@ func llamaMain(args []string) int {
 			continue
 		}
 		if _, err := os.Stat(f); err != nil {
-			fmt.Fprintf(os.Stderr, "gguf_init_from_file: failed to open GGUF file '%s'\nllama_model_load: error loading model: %v\nmain: exiting due to model loading error\n", f, err)
-			return 1
+			return fail("gguf_init_from_file: failed to open GGUF file '%s'\nllama_model_load: error loading model: %v\nmain: exiting due to model loading error\n", f, err)
 		}
 	}
 	if model == "" {
-		fmt.Fprintln(os.Stderr, "error: no model given (-m)")
-		return 1
+		return fail("error: no model given (-m)\n")
 	}
-	nctx, np := ints["-c"], max(ints["-np"], 1)
-	slotCtx := nctx / np
-	fmt.Fprintf(os.Stderr, "build: 6123 (abc1234) with cc for x86_64-linux-gnu\nsystem info: n_threads = 2\nmain: HTTP server is listening, hostname: %s, port: %d\nsrv load_model: loading model '%s'\n", vals["--host"], ints["--port"], model)
-	if code, ok := common("llama-server", ints["--port"]); !ok {
-		return code
+	cfg := llamaConfig{
+		host: vals["--host"], apiKey: vals["--api-key"],
+		model: model, mmproj: mmproj, alias: vals["-a"],
+		metrics: vals["--metrics"] == "true",
+		port:    ints["--port"], np: max(ints["-np"], 1),
 	}
-	alias := vals["-a"]
-	if alias == "" {
-		alias = model
+	cfg.slotCtx = ints["-c"] / cfg.np
+	if cfg.alias == "" {
+		cfg.alias = model
 	}
-	s := newServer("llama-server")
-	slots := make(chan struct{}, np)
-	var cache fakellama.Cache
+	return cfg, 0, true
+}
+
+// llamaServer answers llama-server's endpoints for one command line.
+type llamaServer struct {
+	*server
+	cfg   llamaConfig
+	slots chan struct{} // len is the requests being processed
+	cache fakellama.Cache
+}
+
+func newLlamaServer(cfg llamaConfig) *llamaServer {
+	return &llamaServer{server: newServer("llama-server"), cfg: cfg, slots: make(chan struct{}, cfg.np)}
+}
+
+func (s *llamaServer) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	loading := func(w http.ResponseWriter) bool {
-		if s.isReady() {
-			return false
-		}
-		writeJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "Loading model", "type": "unavailable_error"}})
-		return true
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /props", s.props)
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	return mux
+}
+
+// loading answers 503 until the model is loaded, reporting whether it did.
+func (s *llamaServer) loading(w http.ResponseWriter) bool {
+	if s.isReady() {
+		return false
 	}
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		if !loading(w) {
-			writeJSON(w, 200, map[string]string{"status": "ok"})
-		}
+	writeJSON(w, 503, map[string]any{"error": map[string]any{"code": 503, "message": "Loading model", "type": "unavailable_error"}})
+	return true
+}
+
+func (s *llamaServer) health(w http.ResponseWriter, r *http.Request) {
+	if !s.loading(w) {
+		writeJSON(w, 200, map[string]string{"status": "ok"})
+	}
+}
+
+func (s *llamaServer) props(w http.ResponseWriter, r *http.Request) {
+	if s.loading(w) || !authorized(w, r, s.cfg.apiKey) {
+		return
+	}
+	writeJSON(w, 200, map[string]any{
+		"default_generation_settings": map[string]any{"n_ctx": s.cfg.slotCtx, "params": map[string]any{"n_predict": -1}},
+		"total_slots":                 s.cfg.np,
+		"model_path":                  s.cfg.model,
+		"modalities":                  map[string]bool{"vision": s.cfg.mmproj != "", "audio": false},
+		"build_info":                  "b6123-abc1234",
+		"chat_template":               "{{ messages }}",
 	})
-	mux.HandleFunc("GET /props", func(w http.ResponseWriter, r *http.Request) {
-		if loading(w) || !authorized(w, r, vals["--api-key"]) {
-			return
-		}
-		writeJSON(w, 200, map[string]any{
-			"default_generation_settings": map[string]any{"n_ctx": slotCtx, "params": map[string]any{"n_predict": -1}},
-			"total_slots":                 np,
-			"model_path":                  model,
-			"modalities":                  map[string]bool{"vision": mmproj != "", "audio": false},
-			"build_info":                  "b6123-abc1234",
-			"chat_template":               "{{ messages }}",
-		})
-	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		if loading(w) {
-			return
-		}
-		if vals["--metrics"] != "true" {
-			writeJSON(w, 501, map[string]any{"error": map[string]any{"code": 501, "message": "This server does not support metrics endpoint. Start it with `--metrics`", "type": "not_supported_error"}})
-			return
-		}
-		s.mu.Lock()
-		n := s.handled
-		s.mu.Unlock()
-		fmt.Fprintf(w, "# HELP llamacpp:requests_processing Number of requests processing.\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n# TYPE llamacpp:n_decode_total counter\nllamacpp:n_decode_total %d\n", len(slots), n)
-	})
-	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
-		if loading(w) || !authorized(w, r, vals["--api-key"]) {
-			return
-		}
-		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": alias, "object": "model", "owned_by": "llamacpp"}}})
-	})
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		if loading(w) || !authorized(w, r, vals["--api-key"]) {
-			return
-		}
-		slots <- struct{}{} // a request beyond -np waits for a slot, as in llama-server
-		defer func() { <-slots }()
-		defer s.afterRequest()
-		var req chatRequest
-		body, err := io.ReadAll(r.Body)
-		if err == nil {
-			err = json.Unmarshal(body, &req)
-		}
+}
+
+func (s *llamaServer) metrics(w http.ResponseWriter, r *http.Request) {
+	if s.loading(w) {
+		return
+	}
+	if !s.cfg.metrics {
+		writeJSON(w, 501, map[string]any{"error": map[string]any{"code": 501, "message": "This server does not support metrics endpoint. Start it with `--metrics`", "type": "not_supported_error"}})
+		return
+	}
+	s.mu.Lock()
+	n := s.handled
+	s.mu.Unlock()
+	fmt.Fprintf(w, "# HELP llamacpp:requests_processing Number of requests processing.\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n# TYPE llamacpp:n_decode_total counter\nllamacpp:n_decode_total %d\n", len(s.slots), n)
+}
+
+func (s *llamaServer) models(w http.ResponseWriter, r *http.Request) {
+	if s.loading(w) || !authorized(w, r, s.cfg.apiKey) {
+		return
+	}
+	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{"id": s.cfg.alias, "object": "model", "owned_by": "llamacpp"}}})
+}
+
+func (s *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
+	if s.loading(w) || !authorized(w, r, s.cfg.apiKey) {
+		return
+	}
+	s.slots <- struct{}{} // a request beyond -np waits for a slot, as in llama-server
+	defer func() { <-s.slots }()
+	defer s.afterRequest()
+	var req chatRequest
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		writeJSON(w, 400, llamaError(400, err.Error(), "invalid_request_error"))
+		return
+	}
+	imgs := req.images()
+	if len(imgs) > 0 && s.cfg.mmproj == "" {
+		writeJSON(w, 500, llamaError(500, "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj", "server_error"))
+		return
+	}
+	prompt := 64
+	for _, u := range imgs {
+		t, err := imageTokens(u)
 		if err != nil {
-			writeJSON(w, 400, llamaError(400, err.Error(), "invalid_request_error"))
+			writeJSON(w, 400, llamaError(400, "Failed to load image or audio file", "invalid_request_error"))
 			return
 		}
-		imgs := req.images()
-		if len(imgs) > 0 && mmproj == "" {
-			writeJSON(w, 500, llamaError(500, "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj", "server_error"))
-			return
-		}
-		prompt := 64
-		for _, u := range imgs {
-			t, err := imageTokens(u)
-			if err != nil {
-				writeJSON(w, 400, llamaError(400, "Failed to load image or audio file", "invalid_request_error"))
-				return
-			}
-			prompt += t
-		}
-		if prompt > slotCtx {
-			fmt.Fprintf(os.Stderr, "srv send_error: task id = 0, error: the request exceeds the available context size (%d > %d)\n", prompt, slotCtx)
-			writeJSON(w, 400, llamaError(400, "the request exceeds the available context size, try increasing it", "exceed_context_size_error"))
-			return
-		}
-		if !req.Stream {
-			streamAnswer(w, req, alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
-			return
-		}
-		n := envInt("FAKE_TOKENS", 4)
-		if req.MaxTokens > 0 && req.MaxTokens < n {
-			n = req.MaxTokens
-		}
-		// A streamed answer is shaped as a real build's (the role chunk
-		// with the first token, usage and timings in a final chunk), and a
-		// repeated prompt comes from the cache unless cache_prompt is false.
-		cached := cache.Cached(string(body), req.CachePrompt == nil || *req.CachePrompt, prompt)
-		fakellama.WriteStream(w, alias, n, prompt, cached)
-	})
-	return s.listen(vals["--host"], strconv.Itoa(ints["--port"]), mux)
+		prompt += t
+	}
+	if prompt > s.cfg.slotCtx {
+		fmt.Fprintf(os.Stderr, "srv send_error: task id = 0, error: the request exceeds the available context size (%d > %d)\n", prompt, s.cfg.slotCtx)
+		writeJSON(w, 400, llamaError(400, "the request exceeds the available context size, try increasing it", "exceed_context_size_error"))
+		return
+	}
+	if !req.Stream {
+		streamAnswer(w, req, s.cfg.alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
+		return
+	}
+	// A streamed answer is shaped as a real build's (the role chunk
+	// with the first token, usage and timings in a final chunk), and a
+	// repeated prompt comes from the cache unless cache_prompt is false.
+	cached := s.cache.Cached(string(body), req.CachePrompt == nil || *req.CachePrompt, prompt)
+	fakellama.WriteStream(w, s.cfg.alias, req.answerTokens(), prompt, cached)
 }
 
 func llamaError(code int, msg, typ string) map[string]any {

@@ -277,12 +277,18 @@ func (c chatRequest) images() []string {
 	return out
 }
 
+// answerTokens is the answer's length: FAKE_TOKENS, capped by max_tokens.
+func (c chatRequest) answerTokens() int {
+	n := envInt("FAKE_TOKENS", 4)
+	if c.MaxTokens > 0 && c.MaxTokens < n {
+		n = c.MaxTokens
+	}
+	return n
+}
+
 // streamAnswer writes an OpenAI-style answer, streamed as SSE or whole.
 func streamAnswer(w http.ResponseWriter, req chatRequest, model string, promptTokens int, extraFinal map[string]any) {
-	n := envInt("FAKE_TOKENS", 4)
-	if req.MaxTokens > 0 && req.MaxTokens < n {
-		n = req.MaxTokens
-	}
+	n := req.answerTokens()
 	usage := map[string]int{"prompt_tokens": promptTokens, "completion_tokens": n, "total_tokens": promptTokens + n}
 	if !req.Stream {
 		resp := map[string]any{

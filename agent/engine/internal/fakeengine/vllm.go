@@ -36,119 +36,160 @@ func vllmMain(args []string) int {
 		fmt.Println(envOr("FAKE_VERSION", "0.11.0"))
 		return 0
 	}
+	cfg, code, ok := parseVllm(args)
+	if !ok {
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "INFO vLLM API server version %s\nINFO non-default args: %v\n", envOr("FAKE_VERSION", "0.11.0"), cfg.args)
+	if code, ok := common("vllm", cfg.port); !ok {
+		return code
+	}
+	s := &vllmServer{server: newServer("vllm"), cfg: cfg}
+	return s.listen(cfg.args["--host"], strconv.Itoa(cfg.port), s.routes())
+}
+
+// vllmConfig is what the fake takes from `vllm serve`'s command line.
+type vllmConfig struct {
+	args          map[string]string // the flags as given, which vLLM logs
+	model, served string
+	maxLen, port  int
+	imageLimit    int
+}
+
+// parseVllm reads `vllm serve`'s command line as argparse does. It returns
+// false, with the usage on stderr, when the process must exit with code.
+func parseVllm(args []string) (vllmConfig, int, bool) {
+	fail := func(msg string) (vllmConfig, int, bool) { return vllmConfig{}, vllmUsage(msg), false }
 	if len(args) == 0 || args[0] != "serve" {
-		return vllmUsage("argument subparser: invalid choice (choose from 'chat', 'complete', 'serve', 'bench', 'collect-env', 'run-batch')")
+		return fail("argument subparser: invalid choice (choose from 'chat', 'complete', 'serve', 'bench', 'collect-env', 'run-batch')")
 	}
 	vals, pos, bad, err := vllmFlags().parse(args[1:], true)
 	if err != nil {
 		if err.Error() == "unknown" {
-			return vllmUsage("unrecognized arguments: " + bad)
+			return fail("unrecognized arguments: " + bad)
 		}
-		return vllmUsage(fmt.Sprintf("argument %s: %v", bad, err))
+		return fail(fmt.Sprintf("argument %s: %v", bad, err))
 	}
 	if len(pos) > 1 {
-		return vllmUsage("unrecognized arguments: " + strings.Join(pos[1:], " "))
+		return fail("unrecognized arguments: " + strings.Join(pos[1:], " "))
 	}
-	model := vals["--model"]
+	cfg := vllmConfig{args: vals, model: vals["--model"], imageLimit: 1}
 	if len(pos) == 1 {
-		model = pos[0]
+		cfg.model = pos[0]
 	}
-	if model == "" {
-		return vllmUsage("the following arguments are required: model_tag")
+	if cfg.model == "" {
+		return fail("the following arguments are required: model_tag")
 	}
+	if msg := vllmBadValue(vals); msg != "" {
+		return fail(msg)
+	}
+	// vLLM reads --limit-mm-per-prompt as JSON; shell quotes left in the
+	// value (a string built for a shell) fail here as they do there.
+	if v, ok := vals["--limit-mm-per-prompt"]; ok {
+		var lim map[string]int
+		if err := json.Unmarshal([]byte(v), &lim); err != nil {
+			return fail(fmt.Sprintf("argument --limit-mm-per-prompt: Value %s cannot be converted to <function loads>.", v))
+		}
+		if n, ok := lim["image"]; ok {
+			cfg.imageLimit = n
+		}
+	}
+	cfg.served = vals["--served-model-name"]
+	if cfg.served == "" {
+		cfg.served = cfg.model
+	}
+	cfg.maxLen = envIntVal(vals["--max-model-len"], 32768)
+	cfg.port = envIntVal(vals["--port"], 8000)
+	return cfg, 0, true
+}
+
+// vllmBadValue is argparse's complaint about the first typed flag whose
+// value is not of its type, or "".
+func vllmBadValue(vals map[string]string) string {
 	for _, f := range []string{"--port", "--max-num-seqs", "--max-model-len"} {
 		if v, ok := vals[f]; ok {
 			if _, err := strconv.Atoi(v); err != nil {
-				return vllmUsage(fmt.Sprintf("argument %s: invalid int value: '%s'", f, v))
+				return fmt.Sprintf("argument %s: invalid int value: '%s'", f, v)
 			}
 		}
 	}
 	if v, ok := vals["--gpu-memory-utilization"]; ok {
 		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return vllmUsage(fmt.Sprintf("argument --gpu-memory-utilization: invalid float value: '%s'", v))
+			return fmt.Sprintf("argument --gpu-memory-utilization: invalid float value: '%s'", v)
 		}
 	}
 	if v, ok := vals["--dtype"]; ok {
 		switch v {
 		case "auto", "half", "float16", "bfloat16", "float", "float32":
 		default:
-			return vllmUsage(fmt.Sprintf("argument --dtype: invalid choice: '%s'", v))
+			return fmt.Sprintf("argument --dtype: invalid choice: '%s'", v)
 		}
 	}
-	// vLLM reads --limit-mm-per-prompt as JSON; shell quotes left in the
-	// value (a string built for a shell) fail here as they do there.
-	imageLimit := 1
-	if v, ok := vals["--limit-mm-per-prompt"]; ok {
-		var lim map[string]int
-		if err := json.Unmarshal([]byte(v), &lim); err != nil {
-			return vllmUsage(fmt.Sprintf("argument --limit-mm-per-prompt: Value %s cannot be converted to <function loads>.", v))
-		}
-		if n, ok := lim["image"]; ok {
-			imageLimit = n
-		}
-	}
-	served := vals["--served-model-name"]
-	if served == "" {
-		served = model
-	}
-	maxLen := 32768
-	if v, err := strconv.Atoi(vals["--max-model-len"]); err == nil {
-		maxLen = v
-	}
-	port := envIntVal(vals["--port"], 8000)
-	fmt.Fprintf(os.Stderr, "INFO vLLM API server version %s\nINFO non-default args: %v\n", envOr("FAKE_VERSION", "0.11.0"), vals)
-	if code, ok := common("vllm", port); !ok {
-		return code
-	}
-	s := newServer("vllm")
+	return ""
+}
+
+// vllmServer answers `vllm serve`'s endpoints for one command line.
+type vllmServer struct {
+	*server
+	cfg vllmConfig
+}
+
+func (s *vllmServer) routes() *http.ServeMux {
 	mux := http.NewServeMux()
-	// Until the engine is built the socket accepts but nothing answers.
-	hold := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-s.ready:
-				h(w, r)
-			case <-r.Context().Done():
-			}
-		}
-	}
-	mux.HandleFunc("GET /health", hold(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
+	mux.HandleFunc("GET /health", s.hold(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
 	if os.Getenv("FAKE_NO_VERSION_API") != "1" {
-		mux.HandleFunc("GET /version", hold(func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET /version", s.hold(func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 200, map[string]string{"version": envOr("FAKE_VERSION", "0.11.0")})
 		}))
 	}
-	mux.HandleFunc("GET /v1/models", hold(func(w http.ResponseWriter, r *http.Request) {
-		if !authorized(w, r, vals["--api-key"]) {
-			return
+	mux.HandleFunc("GET /v1/models", s.hold(s.models))
+	mux.HandleFunc("POST /v1/chat/completions", s.hold(s.chat))
+	return mux
+}
+
+// hold keeps a request unanswered until the engine is built: the socket
+// accepts but nothing answers.
+func (s *vllmServer) hold(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-s.ready:
+			h(w, r)
+		case <-r.Context().Done():
 		}
-		writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{
-			"id": served, "object": "model", "owned_by": "vllm", "root": model, "max_model_len": maxLen}}})
-	}))
-	mux.HandleFunc("POST /v1/chat/completions", hold(func(w http.ResponseWriter, r *http.Request) {
-		if !authorized(w, r, vals["--api-key"]) {
-			return
-		}
-		defer s.afterRequest()
-		var req chatRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, 400, vllmError(err.Error()))
-			return
-		}
-		if req.Model != served {
-			writeJSON(w, 404, map[string]any{"object": "error", "message": fmt.Sprintf("The model `%s` does not exist.", req.Model), "type": "NotFoundError", "param": nil, "code": 404})
-			return
-		}
-		if n := len(req.images()); n > imageLimit {
-			msg := fmt.Sprintf("At most %d image(s) may be provided in one request.", imageLimit)
-			fmt.Fprintf(os.Stderr, "ERROR serving_chat.py: Error in preprocessing prompt inputs: %s\n", msg)
-			fmt.Fprintf(os.Stderr, "INFO: %s - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request\n", r.RemoteAddr)
-			writeJSON(w, 400, vllmError(msg))
-			return
-		}
-		streamAnswer(w, req, served, 64+1200*len(req.images()), nil)
-	}))
-	return s.listen(vals["--host"], strconv.Itoa(port), mux)
+	}
+}
+
+func (s *vllmServer) models(w http.ResponseWriter, r *http.Request) {
+	if !authorized(w, r, s.cfg.args["--api-key"]) {
+		return
+	}
+	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{map[string]any{
+		"id": s.cfg.served, "object": "model", "owned_by": "vllm", "root": s.cfg.model, "max_model_len": s.cfg.maxLen}}})
+}
+
+func (s *vllmServer) chat(w http.ResponseWriter, r *http.Request) {
+	if !authorized(w, r, s.cfg.args["--api-key"]) {
+		return
+	}
+	defer s.afterRequest()
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, 400, vllmError(err.Error()))
+		return
+	}
+	if req.Model != s.cfg.served {
+		writeJSON(w, 404, map[string]any{"object": "error", "message": fmt.Sprintf("The model `%s` does not exist.", req.Model), "type": "NotFoundError", "param": nil, "code": 404})
+		return
+	}
+	imgs := req.images()
+	if len(imgs) > s.cfg.imageLimit {
+		msg := fmt.Sprintf("At most %d image(s) may be provided in one request.", s.cfg.imageLimit)
+		fmt.Fprintf(os.Stderr, "ERROR serving_chat.py: Error in preprocessing prompt inputs: %s\n", msg)
+		fmt.Fprintf(os.Stderr, "INFO: %s - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request\n", r.RemoteAddr)
+		writeJSON(w, 400, vllmError(msg))
+		return
+	}
+	streamAnswer(w, req, s.cfg.served, 64+1200*len(imgs), nil)
 }
 
 func vllmError(msg string) map[string]any {
