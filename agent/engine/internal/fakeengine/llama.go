@@ -97,7 +97,7 @@ func parseLlama(args []string) (llamaConfig, int, bool) {
 	}
 	vals := llamaCanon(raw)
 	ints := map[string]int{"-ngl": -1, "-c": 4096, "-np": 1, "--port": 8080}
-	for k := range ints {
+	for _, k := range []string{"-ngl", "-c", "-np", "--port"} { // in order: one error for one command line
 		if v, ok := vals[k]; ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
