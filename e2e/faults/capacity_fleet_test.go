@@ -27,47 +27,9 @@ var busyLists = []string{"/api/agents?limit=1000", "/api/jobs?limit=100", "/api/
 
 // listTiming is one list's latencies while the controller was busy.
 type listTiming struct {
-	path     string
-	p50, p99 time.Duration
-	n        int
-}
-
-// listsTimer times busyLists, one after another round and round, from
-// start until stop.
-type listsTimer struct {
-	cancel context.CancelFunc
-	done   chan []watchStats
-}
-
-func timeListsMeanwhile(t *testing.T, ctx context.Context, api *capacityAPI) *listsTimer {
-	ctx, cancel := context.WithCancel(ctx)
-	a := &listsTimer{cancel: cancel, done: make(chan []watchStats, 1)}
-	go func() {
-		st := make([]watchStats, len(busyLists))
-		for i := 0; ctx.Err() == nil; i = (i + 1) % len(busyLists) {
-			began := time.Now()
-			if _, err := api.get(ctx, busyLists[i]); err != nil {
-				if ctx.Err() == nil {
-					t.Errorf("GET %s during the ingest: %v", busyLists[i], err)
-				}
-				break
-			}
-			st[i].latencies = append(st[i].latencies, time.Since(began))
-		}
-		a.done <- st
-	}()
-	return a
-}
-
-// stop ends the timing and returns each list's p50, p99 and count.
-func (a *listsTimer) stop() []listTiming {
-	a.cancel()
-	st := <-a.done
-	out := make([]listTiming, len(busyLists))
-	for i, s := range st {
-		out[i] = listTiming{path: busyLists[i], p50: s.pct(0.5), p99: s.pct(0.99), n: len(s.latencies)}
-	}
-	return out
+	path          string
+	p50, p99, max time.Duration
+	n             int
 }
 
 // metricsAtJobs fills the store up to metricsJobs jobs (or as many as

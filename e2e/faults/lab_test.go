@@ -67,6 +67,8 @@ type lab struct {
 	// quietAgents keeps the agents' logs out of a failed test's output
 	// (the soak runs hundreds).
 	quietAgents bool
+	// token is the controller's API token.
+	token string
 }
 
 func newLab(t *testing.T, ctx context.Context, opt labOptions) *lab {
@@ -91,7 +93,8 @@ func newLab(t *testing.T, ctx context.Context, opt labOptions) *lab {
 	}
 	// A controller starved of CPU (the soak: hundreds of processes on two
 	// cores) may take a minute to store and publish a large sweep.
-	if l.cl, err = client.New("http://"+l.httpAddr, client.WithToken(strings.TrimSpace(string(tok))),
+	l.token = strings.TrimSpace(string(tok))
+	if l.cl, err = client.New("http://"+l.httpAddr, client.WithToken(l.token),
 		client.WithTimeout(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}

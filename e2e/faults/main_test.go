@@ -18,6 +18,9 @@ type binaries struct {
 var bin binaries
 
 func TestMain(m *testing.M) {
+	if cfg := os.Getenv(listProbeEnv); cfg != "" {
+		os.Exit(runListProbe(cfg))
+	}
 	if os.Getenv(faultsEnv) == "" && os.Getenv(soakEnv) == "" && os.Getenv(capacityEnv) == "" {
 		os.Exit(m.Run()) // every test skips itself
 	}

@@ -66,6 +66,7 @@ type controllerWatch struct {
 	proc   *process.Process
 	cpu0   float64
 	stats  watchStats
+	probe  *listProbe
 }
 
 type watchStats struct {
@@ -101,7 +102,7 @@ func watchController(ctx context.Context, t *testing.T, l *lab) *controllerWatch
 	ctx, cancel := context.WithCancel(ctx)
 	m := &controllerWatch{cancel: cancel, proc: p, cpu0: times.User + times.System}
 	m.stats.startRSS, m.stats.maxRSS = float64(mem.RSS), float64(mem.RSS)
-	m.wg.Add(2)
+	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -117,21 +118,9 @@ func watchController(ctx context.Context, t *testing.T, l *lab) *controllerWatch
 			}
 		}
 	}()
-	go func() {
-		defer m.wg.Done()
-		// One reader at a time, back to back with a short breath: what an
-		// operator's page polling the fleet sees while the sweep runs.
-		for ctx.Err() == nil {
-			began := time.Now()
-			if _, err := l.cl.Agents(ctx); err == nil {
-				m.stats.latencies = append(m.stats.latencies, time.Since(began))
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+	// One reader at a time, with a short breath: what an operator's page
+	// polling the fleet sees while the sweep runs.
+	m.probe = l.startListProbe([]string{"/api/agents?limit=1000"}, 100*time.Millisecond)
 	return m
 }
 
@@ -139,6 +128,7 @@ func watchController(ctx context.Context, t *testing.T, l *lab) *controllerWatch
 func (m *controllerWatch) stop() watchStats {
 	m.cancel()
 	m.wg.Wait()
+	m.stats.latencies = m.probe.stop()[0].latencies
 	if times, err := m.proc.Times(); err == nil {
 		m.stats.cpu = time.Duration((times.User + times.System - m.cpu0) * float64(time.Second))
 	}

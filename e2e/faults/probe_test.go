@@ -1,0 +1,164 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// listProbeEnv, set to a listProbeConfig in JSON, makes the test binary
+// the list probe (TestMain) instead of running tests.
+const listProbeEnv = "VLMFLEET_LIST_PROBE"
+
+// listProbeConfig is what the probe reads, and how often.
+type listProbeConfig struct {
+	Base, Token string
+	Paths       []string
+	// Pause is the breath between two reads (0: back to back).
+	Pause time.Duration
+}
+
+// listProbe times the controller's lists from a process of its own. Timed
+// from the test process, whose swarm runs a thousand agents, a read waited
+// for a core there as much as for the controller: the in-sweep p99 read a
+// minute while a separate reader saw a tenth of a second.
+type listProbe struct {
+	t     *testing.T
+	cfg   listProbeConfig
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan []watchStats
+}
+
+// startListProbe starts the test binary as the probe of the lab's
+// controller: it reads paths in turn, pause apart, until stop.
+func (l *lab) startListProbe(paths []string, pause time.Duration) *listProbe {
+	t := l.t
+	t.Helper()
+	cfg := listProbeConfig{Base: "http://" + l.httpAddr, Token: l.token, Paths: paths, Pause: pause}
+	enc, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), listProbeEnv+"="+string(enc))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the list probe: %v", err)
+	}
+	p := &listProbe{t: t, cfg: cfg, cmd: cmd, stdin: stdin, done: make(chan []watchStats, 1)}
+	go p.collect(stdout)
+	return p
+}
+
+// collect reads the probe's lines: "i micros", or "i error: ...".
+func (p *listProbe) collect(out io.Reader) {
+	st := make([]watchStats, len(p.cfg.Paths))
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		idx, rest, _ := strings.Cut(sc.Text(), " ")
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 0 || i >= len(st) {
+			p.t.Errorf("list probe: %q", sc.Text())
+			continue
+		}
+		us, err := strconv.ParseInt(rest, 10, 64)
+		if err != nil {
+			p.t.Errorf("list probe: GET %s: %s", p.cfg.Paths[i], rest)
+			continue
+		}
+		st[i].latencies = append(st[i].latencies, time.Duration(us)*time.Microsecond)
+	}
+	p.done <- st
+}
+
+// stop ends the probe (its stdin closes) and returns each path's reads,
+// in the order of the paths.
+func (p *listProbe) stop() []watchStats {
+	_ = p.stdin.Close()
+	st := <-p.done
+	if err := p.cmd.Wait(); err != nil {
+		p.t.Errorf("list probe: %v", err)
+	}
+	return st
+}
+
+// timings are the probe's reads as each path's p50, p99 and slowest.
+func (p *listProbe) timings() []listTiming {
+	st := p.stop()
+	out := make([]listTiming, len(st))
+	for i, s := range st {
+		out[i] = listTiming{path: p.cfg.Paths[i], p50: s.pct(0.5), p99: s.pct(0.99), max: s.pct(1), n: len(s.latencies)}
+	}
+	return out
+}
+
+// runListProbe is the probe's process: it reads until its stdin closes.
+func runListProbe(raw string) int {
+	var cfg listProbeConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil || len(cfg.Paths) == 0 {
+		fmt.Fprintf(os.Stderr, "%s: %v (want a config with paths)\n", listProbeEnv, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for i := 0; ctx.Err() == nil; i = (i + 1) % len(cfg.Paths) {
+		took, err := probeGet(ctx, cfg, cfg.Paths[i])
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			fmt.Fprintf(out, "%d error: %v\n", i, err)
+		default:
+			fmt.Fprintf(out, "%d %d\n", i, took.Microseconds())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(cfg.Pause):
+		}
+	}
+	return 0
+}
+
+// probeGet times one GET, the body read to its end.
+func probeGet(ctx context.Context, cfg listProbeConfig, path string) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Base+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.Token)
+	began := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s", resp.Status)
+	}
+	return time.Since(began), nil
+}
