@@ -195,7 +195,16 @@ func (c *Controller) deleteJobMsg(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
 	}
-	if err := stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	err = stream.DeleteMsg(ctx, seq)
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		// The server refuses to delete a message it does not hold with a
+		// generic failure whose code says nothing of why ("sequence not
+		// found", "stream store EOF"): a job's agent may take and
+		// acknowledge it between a check and the deletion. Gone is what
+		// the deletion wanted.
+		if _, gerr := stream.GetMsg(ctx, seq); errors.Is(gerr, jetstream.ErrMsgNotFound) {
+			return nil
+		}
 		return fmt.Errorf("delete jobs stream message %d: %w", seq, err)
 	}
 	return nil

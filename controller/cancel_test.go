@@ -96,3 +96,14 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 		t.Fatalf("cancel unknown job: %d %v", code, e)
 	}
 }
+
+// A queued job's message can leave the jobs stream between the check that
+// it is there and its deletion (its agent took it and acknowledged it):
+// the server then refuses the deletion as of a message it does not have,
+// and the cancel goes on, its goal reached.
+func TestDeletingAJobMessageAlreadyGoneIsNoError(t *testing.T) {
+	c := startControllerWith(t, Options{DataDir: t.TempDir()})
+	if err := c.deleteJobMsg(context.Background(), 1<<40); err != nil {
+		t.Errorf("deleting a jobs stream message that is not there: %v", err)
+	}
+}

@@ -64,14 +64,23 @@ func (l *lab) startListProbe(paths []string, pause time.Duration) *listProbe {
 		t.Fatalf("start the list probe: %v", err)
 	}
 	p := &listProbe{t: t, cfg: cfg, cmd: cmd, stdin: stdin, done: make(chan []watchStats, 1)}
-	go p.collect(stdout)
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != probeReady {
+		_ = cmd.Process.Kill()
+		t.Fatalf("the list probe did not start: %q, %v", sc.Text(), sc.Err())
+	}
+	go p.collect(sc)
 	return p
 }
 
+// probeReady is the probe's first line, once it has read each path once,
+// untimed: a first read pays for the connection and the process's start,
+// which the controller is not to be charged with.
+const probeReady = "ready"
+
 // collect reads the probe's lines: "i micros", or "i error: ...".
-func (p *listProbe) collect(out io.Reader) {
+func (p *listProbe) collect(sc *bufio.Scanner) {
 	st := make([]watchStats, len(p.cfg.Paths))
-	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		idx, rest, _ := strings.Cut(sc.Text(), " ")
 		i, err := strconv.Atoi(idx)
@@ -122,6 +131,13 @@ func runListProbe(raw string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
+	for _, path := range cfg.Paths {
+		if _, err := probeGet(ctx, cfg, path); err != nil {
+			fmt.Printf("GET %s: %v\n", path, err)
+			return 1
+		}
+	}
+	fmt.Println(probeReady)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for i := 0; ctx.Err() == nil; i = (i + 1) % len(cfg.Paths) {
