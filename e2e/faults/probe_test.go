@@ -25,6 +25,9 @@ type listProbeConfig struct {
 	Paths       []string
 	// Pause is the breath between two reads (0: back to back).
 	Pause time.Duration
+	// Rounds ends the probe after reading every path that many times (0:
+	// it reads until stopped).
+	Rounds int
 }
 
 // listProbe times the controller's lists from a process of its own. Timed
@@ -42,9 +45,15 @@ type listProbe struct {
 // startListProbe starts the test binary as the probe of the lab's
 // controller: it reads paths in turn, pause apart, until stop.
 func (l *lab) startListProbe(paths []string, pause time.Duration) *listProbe {
+	l.t.Helper()
+	return l.startProbe(listProbeConfig{Paths: paths, Pause: pause})
+}
+
+// startProbe starts the probe as cfg says, on the lab's controller.
+func (l *lab) startProbe(cfg listProbeConfig) *listProbe {
 	t := l.t
 	t.Helper()
-	cfg := listProbeConfig{Base: "http://" + l.httpAddr, Token: l.token, Paths: paths, Pause: pause}
+	cfg.Base, cfg.Token = "http://"+l.httpAddr, l.token
 	enc, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +111,12 @@ func (p *listProbe) collect(sc *bufio.Scanner) {
 // in the order of the paths.
 func (p *listProbe) stop() []watchStats {
 	_ = p.stdin.Close()
+	return p.wait()
+}
+
+// wait waits for the probe to end (after its rounds, or once stopped) and
+// returns each path's reads.
+func (p *listProbe) wait() []watchStats {
 	st := <-p.done
 	if err := p.cmd.Wait(); err != nil {
 		p.t.Errorf("list probe: %v", err)
@@ -140,7 +155,8 @@ func runListProbe(raw string) int {
 	fmt.Println(probeReady)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	for i := 0; ctx.Err() == nil; i = (i + 1) % len(cfg.Paths) {
+	for n := 0; ctx.Err() == nil && (cfg.Rounds == 0 || n < cfg.Rounds*len(cfg.Paths)); n++ {
+		i := n % len(cfg.Paths)
 		took, err := probeGet(ctx, cfg, cfg.Paths[i])
 		switch {
 		case ctx.Err() != nil:
