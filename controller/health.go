@@ -86,6 +86,13 @@ func (p *problems) list() []api.HealthProblem {
 
 // Health says what is broken now.
 func (c *Controller) Health(ctx context.Context) api.Health {
+	agents, err := c.agentStatuses(ctx)
+	return c.healthOf(agents, err)
+}
+
+// healthOf is Health from the agents as read (err: why they could not be),
+// for a caller that needs them too: a scrape reads them once.
+func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health {
 	h := api.Health{
 		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
 		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
@@ -106,7 +113,7 @@ func (c *Controller) Health(ctx context.Context) api.Health {
 	if h.Ingest != "ok" {
 		probs = append(probs, api.HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
 	}
-	if silent, p := c.silentAgents(ctx, h.Time); p != nil {
+	if silent, p := c.silentAgents(agents, agentsErr, h.Time); p != nil {
 		h.AgentsSilent = silent
 		probs = append(probs, *p)
 	}
@@ -125,8 +132,7 @@ func (c *Controller) Health(ctx context.Context) api.Health {
 
 // silentAgents lists the agents past their heartbeat that were heard
 // within agentSilentWindow, and the problem they make (nil when none).
-func (c *Controller) silentAgents(ctx context.Context, now time.Time) ([]string, *api.HealthProblem) {
-	agents, err := c.Agents(ctx)
+func (c *Controller) silentAgents(agents []agentStatus, err error, now time.Time) ([]string, *api.HealthProblem) {
 	if err != nil {
 		return nil, &api.HealthProblem{Component: ProblemStore, Error: fmt.Sprintf("reading agents: %v", err), Since: now}
 	}

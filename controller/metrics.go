@@ -178,7 +178,8 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(d, v)
 	}
 
-	h := c.Health(ctx)
+	agents, agentsErr := c.agentStatuses(ctx)
+	h := c.healthOf(agents, agentsErr)
 	boolGauge(descUp, h.Status == api.HealthOK)
 	boolGauge(descNATS, h.NATS == "connected")
 	boolGauge(descJetStream, h.JetStream == "ok")
@@ -194,9 +195,8 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descStore, float64(n))
 	}
 
-	agents, err := c.agentStatuses(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(descJobs, err)
+	if agentsErr != nil {
+		ch <- prometheus.NewInvalidMetric(descJobs, agentsErr)
 		return
 	}
 	online := 0
