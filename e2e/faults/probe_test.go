@@ -31,9 +31,9 @@ type listProbeConfig struct {
 }
 
 // listProbe times the controller's lists from a process of its own. Timed
-// from the test process, whose swarm runs a thousand agents, a read waited
-// for a core there as much as for the controller: the in-sweep p99 read a
-// minute while a separate reader saw a tenth of a second.
+// from the test process, whose swarm runs a thousand agents, a read waits
+// for a core there as much as for the controller, and its time says more
+// of the swarm than of the controller.
 type listProbe struct {
 	t     *testing.T
 	cfg   listProbeConfig
