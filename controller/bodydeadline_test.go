@@ -72,11 +72,17 @@ func TestStalledImportsAreDropped(t *testing.T) {
 	for range api.MaxConcurrentImports {
 		conns = append(conns, startImport(t, c, 1e6, append([]byte(`{"runs":[`), bytes.Repeat([]byte(" "), 64<<10)...)))
 	}
-	// Both hold their places: a third is refused until they are dropped.
+	// Both hold their places (read from the controller: a probe import
+	// would take a place itself while the stalled ones start), and a third
+	// is refused until they are dropped.
 	eventually(t, "the stalled imports hold both places", func() bool {
-		code, _, _ := importStatus(t, c, goodImport("probe"))
-		return code == http.StatusTooManyRequests
+		return len(c.sec.imports) == api.MaxConcurrentImports
 	})
+	held := time.Now()
+	code, body, _ := importStatus(t, c, goodImport("probe"))
+	if code != http.StatusTooManyRequests && time.Since(held) < stall {
+		t.Fatalf("an import while the stalled ones hold both places: %d %s, want 429", code, body)
+	}
 	start := time.Now()
 	for {
 		code, body, _ := importStatus(t, c, goodImport("third"))
