@@ -41,11 +41,18 @@ func startController(t *testing.T, dir string) *Controller {
 // and closes it when the test ends.
 func startControllerWith(t *testing.T, opt Options) *Controller {
 	t.Helper()
+	return startControllerLogging(t, opt, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+}
+
+// startControllerLogging is startControllerWith for a test that reads
+// the controller's log: it logs to log.
+func startControllerLogging(t *testing.T, opt Options, log zerolog.Logger) *Controller {
+	t.Helper()
 	opt.NATSListen = "127.0.0.1:-1"
 	if opt.HTTPAddr == "" {
 		opt.HTTPAddr = "127.0.0.1:0"
 	}
-	opt.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	opt.Log = log
 	c, err := New(opt)
 	if err != nil {
 		t.Fatal(err)

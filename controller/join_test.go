@@ -2,7 +2,6 @@ package controller
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -52,18 +51,8 @@ type joinLab struct {
 func startJoinLab(t *testing.T) *joinLab {
 	t.Helper()
 	logs := &lockedBuffer{}
-	c, err := New(Options{DataDir: t.TempDir(), NATSListen: "127.0.0.1:-1", HTTPAddr: "127.0.0.1:0", TLS: TLSOn,
-		Log: zerolog.New(io.MultiWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.DebugLevel)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		_ = c.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := startControllerLogging(t, Options{DataDir: t.TempDir(), TLS: TLSOn},
+		zerolog.New(io.MultiWriter(logs, zerolog.NewTestWriter(t))).Level(zerolog.DebugLevel))
 	return &joinLab{c: c, hc: httpsClient(t, "", c.TLSFingerprint(), nil), logs: logs}
 }
 
