@@ -1,45 +1,26 @@
 package explorer
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
+
+	"github.com/vlmfleet/vlmfleet/internal/testutil/energyvectors"
 )
 
-// energyVector is one case of testdata/energy_vectors.json, which the
-// page's JavaScript tests run too (explorer/web), so that the Go and the
-// JS formulas for the draw at Max Cameras and the cost cannot drift.
+// energyVector is one case of testdata/energy_vectors.json, with the
+// inputs the Go formulas take.
 type energyVector struct {
-	Name     string  `json:"name"`
+	energyvectors.Case
 	Size     string  `json:"size"`
 	Images   int     `json:"images"`
 	Interval float64 `json:"interval"`
 	Max      int     `json:"max"`
 	Points   []Point `json:"points"`
 	Cost     Cost    `json:"cost"`
-	Want     struct {
-		Found              bool     `json:"found"`
-		PowerW             float64  `json:"power_w"`
-		JoulesPerAnswer    *float64 `json:"joules_per_answer"`
-		WattsPerCamera     float64  `json:"watts_per_camera"`
-		CostPerCameraMonth float64  `json:"cost_per_camera_month"`
-		PowerText          string   `json:"power_text"`
-		WattsText          string   `json:"watts_per_camera_text"`
-		CostText           string   `json:"cost_text"`
-	} `json:"want"`
 }
 
 func readEnergyVectors(t *testing.T) []energyVector {
 	t.Helper()
-	data, err := os.ReadFile("testdata/energy_vectors.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []energyVector
-	if err := json.Unmarshal(data, &vs); err != nil || len(vs) == 0 {
-		t.Fatalf("energy_vectors.json: %v (%d vectors)", err, len(vs))
-	}
-	return vs
+	return energyvectors.Read[energyVector](t, "testdata/energy_vectors.json")
 }
 
 // Every shared vector: EnergyAt finds the draw at Max Cameras (or says

@@ -1,40 +1,22 @@
 package web_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-// energyVectorWant is what testdata/energy_vectors.json expects of a case
-// (explorer/energy_vectors_test.go runs the same file through the Go
-// formulas).
-type energyVectorWant struct {
-	Name string `json:"name"`
-	Want struct {
-		Found              bool     `json:"found"`
-		PowerW             float64  `json:"power_w"`
-		JoulesPerAnswer    *float64 `json:"joules_per_answer"`
-		WattsPerCamera     float64  `json:"watts_per_camera"`
-		CostPerCameraMonth float64  `json:"cost_per_camera_month"`
-		PowerText          string   `json:"power_text"`
-		WattsText          string   `json:"watts_per_camera_text"`
-		CostText           string   `json:"cost_text"`
-	} `json:"want"`
-}
+	"github.com/vlmfleet/vlmfleet/internal/testutil/energyvectors"
+)
 
 // The page's energyAt and costPerCameraMonth, and its number formats, give
 // every shared vector's figures exactly, as the Go formulas do.
 func TestSharedEnergyVectorsInJS(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "testdata", "energy_vectors.json"))
+	path := filepath.Join("..", "testdata", "energy_vectors.json")
+	vs := energyvectors.Read[energyvectors.Case](t, path)
+	raw, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("shared vectors: %v", err)
-	}
-	var vs []energyVectorWant
-	if err := json.Unmarshal(raw, &vs); err != nil || len(vs) == 0 {
-		t.Fatalf("shared vectors: %v (%d)", err, len(vs))
+		t.Fatal(err)
 	}
 	ctx := newTab(t)
 	open(t, ctx, serve(t, mustJSON(t, testDataset())))
