@@ -24,16 +24,24 @@ func startFleetController(t *testing.T) *Controller {
 // helloLabelled announces the agent with labels and waits until it is stored.
 func helloLabelled(t *testing.T, c *Controller, id string, labels map[string]string, deployments ...string) *fakeAgent {
 	t.Helper()
+	return helloWith(t, c, id, func(h *protocol.AgentHello) { h.Labels = labels }, deployments...)
+}
+
+// helloWith announces a simulated AGX Orin offering the deployments, as
+// edit changes its hello, and waits until the hello is stored.
+func helloWith(t *testing.T, c *Controller, id string, edit func(*protocol.AgentHello), deployments ...string) *fakeAgent {
+	t.Helper()
 	ev := watchEvents(t, c)
 	a := newFakeAgent(t, c, id)
 	h := protocol.AgentHello{
 		Schema: protocol.SchemaVersion, AgentID: id, Hostname: "host-" + id, Version: "test",
-		StartedAt: time.Now().UTC(), Simulated: true, Labels: labels,
+		StartedAt: time.Now().UTC(), Simulated: true,
 		Device: protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceSimulated},
 	}
 	for _, d := range deployments {
 		h.Deployments = append(h.Deployments, protocol.Deployment{ID: d, Engine: "sim", Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "Q8_0", Simulated: true})
 	}
+	edit(&h)
 	a.publish(t, protocol.KindHello, h, protocol.HelloMsgID(id, h.StartedAt.UnixNano()))
 	ev.waitFor(t, 1, helloStored(h))
 	return a

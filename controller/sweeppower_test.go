@@ -23,23 +23,11 @@ var (
 	gpuPower = &protocol.PowerControl{LimitW: 450, MinLimitW: 150, MaxLimitW: 600, Switchable: true}
 )
 
-// helloPower announces the agent with its power block and waits until it
-// is stored.
+// helloPower announces a simulated Orin NX with its power block and waits
+// until it is stored.
 func helloPower(t *testing.T, c *Controller, id string, pc *protocol.PowerControl, deployments ...string) *fakeAgent {
 	t.Helper()
-	ev := watchEvents(t, c)
-	a := newFakeAgent(t, c, id)
-	h := protocol.AgentHello{
-		Schema: protocol.SchemaVersion, AgentID: id, Hostname: "host-" + id, Version: "test",
-		StartedAt: time.Now().UTC(), Simulated: true, Power: pc,
-		Device: protocol.DeviceFacts{Name: "Jetson Orin NX", Kind: protocol.DeviceSimulated},
-	}
-	for _, d := range deployments {
-		h.Deployments = append(h.Deployments, protocol.Deployment{ID: d, Engine: "sim", Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "Q8_0", Simulated: true})
-	}
-	a.publish(t, protocol.KindHello, h, protocol.HelloMsgID(id, h.StartedAt.UnixNano()))
-	ev.waitFor(t, 1, helloStored(h))
-	return a
+	return helloWith(t, c, id, func(h *protocol.AgentHello) { h.Device.Name, h.Power = "Jetson Orin NX", pc }, deployments...)
 }
 
 // publishedJobs reads the jobs of view that the jobs stream holds for
