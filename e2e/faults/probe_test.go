@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -141,13 +140,14 @@ func runListProbe(raw string) int {
 		fmt.Fprintf(os.Stderr, "%s: %v (want a config with paths)\n", listProbeEnv, err)
 		return 2
 	}
+	api := &capacityAPI{base: cfg.Base, token: cfg.Token}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
 	for _, path := range cfg.Paths {
-		if _, err := probeGet(ctx, cfg, path); err != nil {
+		if _, err := api.get(ctx, path); err != nil {
 			fmt.Printf("GET %s: %v\n", path, err)
 			return 1
 		}
@@ -157,11 +157,13 @@ func runListProbe(raw string) int {
 	defer out.Flush()
 	for n := 0; ctx.Err() == nil && (cfg.Rounds == 0 || n < cfg.Rounds*len(cfg.Paths)); n++ {
 		i := n % len(cfg.Paths)
-		took, err := probeGet(ctx, cfg, cfg.Paths[i])
+		began := time.Now()
+		_, err := api.get(ctx, cfg.Paths[i])
+		took := time.Since(began)
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
-			fmt.Fprintf(out, "%d error: %v\n", i, err)
+			fmt.Fprintf(out, "%d error: %q\n", i, err.Error()) // quoted: one line
 		default:
 			fmt.Fprintf(out, "%d %d\n", i, took.Microseconds())
 		}
@@ -171,26 +173,4 @@ func runListProbe(raw string) int {
 		}
 	}
 	return 0
-}
-
-// probeGet times one GET, the body read to its end.
-func probeGet(ctx context.Context, cfg listProbeConfig, path string) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Base+path, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+cfg.Token)
-	began := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s", resp.Status)
-	}
-	return time.Since(began), nil
 }
