@@ -154,7 +154,7 @@ func (c *Controller) enrolKey(ctx context.Context, id, pub, by string, record fu
 		return err
 	}
 	ev := c.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
-	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() {
+	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() && !c.keyAdmitted(ctx, prev.PublicKey) {
 		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
 	}
 	ev.Msg("agent enrolled")
@@ -183,7 +183,10 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	if err := c.applyIdentities(ctx); err != nil {
 		return ident, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
-	closed := c.disconnect(ident.PublicKey)
+	closed := 0
+	if !c.keyAdmitted(ctx, ident.PublicKey) {
+		closed = c.disconnect(ident.PublicKey)
+	}
 	ended, err := c.endRevokedAgentsJobs(ctx, id, time.Now())
 	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
 	return ident, err
@@ -229,7 +232,8 @@ func (c *Controller) disconnect(pub string) int {
 }
 
 // nkeyUsers are the embedded server's users: the controller, unrestricted,
-// and each agent whose identity is active, confined to its own subjects.
+// and each agent whose identity is active, confined to its own subjects,
+// one per public key (admittedKeys); a conflict is a health problem.
 func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
 	pub, err := c.ctlKey.PublicKey()
 	if err != nil {
@@ -240,10 +244,15 @@ func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) 
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range idents {
-		if !id.Active() {
-			continue
-		}
+	admitted, conflicts := admittedKeys(idents, pub)
+	if len(conflicts) > 0 {
+		err := identityConflictError(conflicts)
+		c.problems.set(ProblemIdentities, err)
+		c.log.Error().Err(err).Msg("agent identities in conflict")
+	} else {
+		c.problems.clear(ProblemIdentities)
+	}
+	for _, id := range admitted {
 		publish, subscribe := protocol.AgentPermissionSubjects(id.AgentID)
 		users = append(users, &server.NkeyUser{Nkey: id.PublicKey, Permissions: &server.Permissions{
 			Publish:   &server.SubjectPermission{Allow: publish},

@@ -44,10 +44,14 @@ func (c *Controller) Join(ctx context.Context, req protocol.JoinRequest, host, r
 	}
 	now := time.Now().UTC()
 	e := store.Enrolment{AgentID: req.AgentID, PublicKey: req.PublicKey, At: now, TokenID: req.TokenID, RemoteAddr: remote}
+	ctlPub, err := c.ctlKey.PublicKey()
+	if err != nil {
+		return protocol.JoinAnswer{}, fmt.Errorf("controller: join: %w", err)
+	}
 	var labels map[string]string
-	err := c.enrolKey(ctx, req.AgentID, req.PublicKey, "join token "+req.TokenID, func() (store.Identity, error) {
-		prev, err := c.store.Join(e, func(t store.JoinToken, prev store.Identity) error {
-			if err := admitJoin(t, prev, req, now); err != nil {
+	err = c.enrolKey(ctx, req.AgentID, req.PublicKey, "join token "+req.TokenID, func() (store.Identity, error) {
+		prev, err := c.store.Join(e, func(t store.JoinToken, prev, holder store.Identity) error {
+			if err := admitJoin(t, joinClaim{prev: prev, keyHolder: holder, controllerKey: ctlPub}, req, now); err != nil {
 				return err
 			}
 			labels = t.Labels
@@ -73,29 +77,82 @@ func (c *Controller) Join(ctx context.Context, req protocol.JoinRequest, host, r
 	return a, nil
 }
 
+// joinClaim is what a join's key and id meet in the store: the identity
+// the agent id has (zero when none), another agent id's identity with the
+// same public key (zero when none), and the controller's own public key.
+type joinClaim struct {
+	prev, keyHolder store.Identity
+	controllerKey   string
+}
+
 // admitJoin decides a join: the secret first, so that nothing about a
 // token is told to whoever lacks it, then the token's state, then the
-// agent id's key.
-func admitJoin(t store.JoinToken, prev store.Identity, req protocol.JoinRequest, now time.Time) error {
+// key and the agent id.
+func admitJoin(t store.JoinToken, claim joinClaim, req protocol.JoinRequest, now time.Time) error {
 	if !secretMatches(req.Secret, t.SecretSHA256) {
 		return errJoinUnknown
 	}
-	refuse := func(status int, format string, args ...any) error {
-		return &JoinRefusedError{status, fmt.Sprintf(format, args...)}
+	if err := admitToken(t, now); err != nil {
+		return err
 	}
+	if err := admitKey(claim, req.PublicKey); err != nil {
+		return err
+	}
+	return admitAgentID(t, claim.prev, req)
+}
+
+func refuseJoin(status int, format string, args ...any) error {
+	return &JoinRefusedError{status, fmt.Sprintf(format, args...)}
+}
+
+// admitToken refuses a token that can enrol no more.
+func admitToken(t store.JoinToken, now time.Time) error {
 	switch joinTokenState(t, now) {
 	case api.JoinTokenRevoked:
-		return refuse(http.StatusForbidden, "join token %s was revoked at %s: ask the controller's operator for a new join string (vlmfleet join-token create)",
+		return refuseJoin(http.StatusForbidden, "join token %s was revoked at %s: ask the controller's operator for a new join string (vlmfleet join-token create)",
 			t.ID, t.RevokedAt.Format(time.RFC3339))
 	case api.JoinTokenExpired:
-		return refuse(http.StatusForbidden, "join token %s expired at %s: ask the controller's operator for a new join string (vlmfleet join-token create --ttl ...)",
+		return refuseJoin(http.StatusForbidden, "join token %s expired at %s: ask the controller's operator for a new join string (vlmfleet join-token create --ttl ...)",
 			t.ID, t.ExpiresAt.Format(time.RFC3339))
 	case api.JoinTokenUsedUp:
-		return refuse(http.StatusForbidden, "join token %s is used up (%d of %d enrolments): ask the controller's operator for a new join string (vlmfleet join-token create --uses N)",
+		return refuseJoin(http.StatusForbidden, "join token %s is used up (%d of %d enrolments): ask the controller's operator for a new join string (vlmfleet join-token create --uses N)",
 			t.ID, t.Used, t.Uses)
 	}
-	if prev.AgentID != "" && prev.PublicKey != req.PublicKey && !t.Reenrol {
-		return refuse(http.StatusConflict, "agent id %s is already enrolled (since %s) under another key: start this device with another --id, "+
+	return nil
+}
+
+// admitKey binds a public key to one identity: nats-server keeps one user
+// per key, so a key enrolled twice would give one device the rights of
+// another (or of the controller). The refusal does not name the holder:
+// public keys are readable, agent ids need not be.
+func admitKey(claim joinClaim, pub string) error {
+	switch {
+	case pub == claim.controllerKey:
+		return refuseJoin(http.StatusConflict, "the public key is the controller's own: a device joins with a key it made itself (vlmfleet agent --join makes one)")
+	case claim.keyHolder.AgentID != "" && claim.keyHolder.Active():
+		return refuseJoin(http.StatusConflict, "the public key is already enrolled under another agent id: each device joins with a key of its own "+
+			"(vlmfleet agent --join makes a new one at each join)")
+	case claim.keyHolder.AgentID != "":
+		return refuseJoin(http.StatusForbidden, "the public key was revoked, and a revoked key never enrols again: "+
+			"the device joins with a new one (vlmfleet agent --join makes a new one at each join)")
+	}
+	return nil
+}
+
+// admitAgentID refuses to change the key of an agent id enrolled under
+// another key, unless the token re-enrols, and to reinstate a revoked id
+// with its old key: a stolen device that kept a lab's join string stays
+// out.
+func admitAgentID(t store.JoinToken, prev store.Identity, req protocol.JoinRequest) error {
+	switch {
+	case prev.AgentID == "":
+		return nil
+	case !prev.Active() && (!t.Reenrol || prev.PublicKey == req.PublicKey):
+		return refuseJoin(http.StatusForbidden, "agent id %s was revoked at %s: it enrols again only with a new key (vlmfleet agent --join makes one) "+
+			"and a token made by `vlmfleet join-token create --reenrol`",
+			req.AgentID, prev.RevokedAt.Format(time.RFC3339))
+	case prev.Active() && prev.PublicKey != req.PublicKey && !t.Reenrol:
+		return refuseJoin(http.StatusConflict, "agent id %s is already enrolled (since %s) under another key: start this device with another --id, "+
 			"or, to replace that agent's key, join with a token made by `vlmfleet join-token create --reenrol`", req.AgentID, prev.CreatedAt.Format(time.RFC3339))
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/nats-io/nkeys"
 )
 
 // A join string is what `vlmfleet join-token create` prints and
@@ -149,8 +151,8 @@ func DecodeJoinRequest(data []byte) (JoinRequest, error) {
 	if err := ValidateAgentID(r.AgentID); err != nil {
 		return JoinRequest{}, fmt.Errorf("join request: agent_id: %w", err)
 	}
-	if len(r.PublicKey) != 56 || !strings.HasPrefix(r.PublicKey, "U") {
-		return JoinRequest{}, errors.New("join request: public_key: want a public user nkey (U and 55 more characters)")
+	if !nkeys.IsValidPublicUserKey(r.PublicKey) {
+		return JoinRequest{}, errors.New("join request: public_key: want a public user nkey (U and 55 more characters of base32 with a valid checksum)")
 	}
 	return r, nil
 }

@@ -3,6 +3,8 @@ package protocol
 import (
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nkeys"
 )
 
 const (
@@ -66,8 +68,35 @@ func FuzzParseJoinString(f *testing.F) {
 	})
 }
 
+// testUserKey is a public user nkey (nkeys.CreateUser's), for requests
+// that must pass the key's check.
+const testUserKey = "UAHDIX2BPFEGW54KKAA4RS5TKUVF3IHHK5B5GR26BH7ULJDUEVP2CZJX"
+
+// A join's public key is a user nkey with a valid checksum: a 56-character
+// string that merely starts with U would spend a use of the token.
+func TestDecodeJoinRequestWantsAUserNkey(t *testing.T) {
+	req := func(pub string) []byte {
+		return []byte(`{"token_id":"0123456789ab","secret":"` + testSecret + `","agent_id":"orin1","public_key":"` + pub + `"}`)
+	}
+	if r, err := DecodeJoinRequest(req(testUserKey)); err != nil || r.PublicKey != testUserKey {
+		t.Fatalf("a user nkey: %+v, %v", r, err)
+	}
+	for name, pub := range map[string]string{
+		"U and 55 others":         "U" + strings.Repeat("<", 55),
+		"a broken checksum":       testUserKey[:55] + "A",
+		"an account key":          "A" + testUserKey[1:],
+		"a user seed's prefix":    "SU" + testUserKey[2:],
+		"lowercase of a good one": strings.ToLower(testUserKey),
+	} {
+		if _, err := DecodeJoinRequest(req(pub)); err == nil || !strings.Contains(err.Error(), "public_key: want a public user nkey") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 func FuzzDecodeJoinRequest(f *testing.F) {
 	f.Add([]byte(`{"token_id":"0123456789ab","secret":"` + testSecret + `","agent_id":"orin1","public_key":"UABC"}`))
+	f.Add([]byte(`{"token_id":"0123456789ab","secret":"` + testSecret + `","agent_id":"orin1","public_key":"` + testUserKey + `"}`))
 	f.Add([]byte(`{"token_id":"0123456789ab"} {}`))
 	f.Add([]byte(`{"x":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -75,7 +104,8 @@ func FuzzDecodeJoinRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if ValidateAgentID(r.AgentID) != nil || ValidateJoinTokenID(r.TokenID) != nil || len(r.Secret) != JoinSecretLen {
+		if ValidateAgentID(r.AgentID) != nil || ValidateJoinTokenID(r.TokenID) != nil || len(r.Secret) != JoinSecretLen ||
+			!nkeys.IsValidPublicUserKey(r.PublicKey) {
 			t.Fatalf("accepted %+v", r)
 		}
 	})

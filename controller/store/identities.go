@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -81,4 +83,28 @@ func (s *Store) Identity(id string) (Identity, error) {
 // Identities lists every agent identity, revoked ones included, by agent id.
 func (s *Store) Identities(ctx context.Context) ([]Identity, error) {
 	return getAll[Identity](ctx, s, bucketIdentities, "identities", nil)
+}
+
+// keyHolder finds the identity of an agent other than except whose public
+// key is pub, revoked or not (zero when none). A key in use is refused
+// in the transaction that would enrol it, so that two joins at once
+// cannot both take it. Only records that hold the key's text are
+// decoded, so a lab of thousands of agents pays a byte search each.
+func keyHolder(idents *bolt.Bucket, pub, except string) (Identity, error) {
+	var found Identity
+	needle := []byte(pub)
+	err := idents.ForEach(func(k, v []byte) error {
+		if string(k) == except || !bytes.Contains(v, needle) {
+			return nil
+		}
+		var ident Identity
+		if err := json.Unmarshal(v, &ident); err != nil {
+			return fmt.Errorf("decode identity %s: %w", k, err)
+		}
+		if ident.PublicKey == pub && (found.AgentID == "" || ident.Active()) {
+			found = ident
+		}
+		return nil
+	})
+	return found, err
 }

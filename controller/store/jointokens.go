@@ -93,9 +93,11 @@ func (s *Store) RevokeJoinToken(id string, at time.Time) (JoinToken, error) {
 	return t, nil
 }
 
-// JoinDecision says whether a join may enrol: given the token and the
-// identity the agent id has (zero when none), it returns nil to enrol.
-type JoinDecision func(t JoinToken, prev Identity) error
+// JoinDecision says whether a join may enrol: given the token, the
+// identity the agent id has (zero when none) and the identity of another
+// agent id that already holds the join's public key, revoked or not (zero
+// when none), it returns nil to enrol.
+type JoinDecision func(t JoinToken, prev, keyHolder Identity) error
 
 // Join enrols e.AgentID with e.PublicKey by token e.TokenID in one
 // transaction, if decide allows it: the token's use is counted and the
@@ -117,7 +119,11 @@ func (s *Store) Join(e Enrolment, decide JoinDecision) (prev Identity, err error
 		if _, err := getJSON(idents, e.AgentID, &prev); err != nil {
 			return err
 		}
-		if err := decide(t, prev); err != nil {
+		holder, err := keyHolder(idents, e.PublicKey, e.AgentID)
+		if err != nil {
+			return err
+		}
+		if err := decide(t, prev, holder); err != nil {
 			return err
 		}
 		t.Used++
