@@ -41,6 +41,8 @@ type Set struct {
 	hash     string
 
 	sizes [4]sizeCache // by protocol.SizeRank
+	// unique are the sizes' pictures ready to be made unique (unique.go).
+	unique [4]uniqueCache
 	// cache keeps the prepared pictures on disk (BuiltinCached); nil: none.
 	cache *diskCache
 }

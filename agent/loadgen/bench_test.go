@@ -28,12 +28,9 @@ func (benchImages) Len() int     { return 16 }
 func (b benchImages) DataURL(size string, i int) (string, error) {
 	return "data:image/jpeg;base64," + strings.Repeat(string(rune('A'+i%16)), b.bytes), nil
 }
-func (b benchImages) UniqueDataURLs(size string, start, n int, seed uint64) ([]string, error) {
-	out := make([]string, n)
-	for i := range out {
-		out[i], _ = b.DataURL(size, start+i)
-	}
-	return out, nil
+func (b benchImages) UniquePicture(size string, i int, seed uint64) (string, string, error) {
+	u, err := b.DataURL(size, i)
+	return u[:64], u[64:], err
 }
 
 // Base64 JPEG sizes of the method's frames at quality ~85.

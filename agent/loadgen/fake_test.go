@@ -181,12 +181,8 @@ func (t testImages) Len() int   { return t.n }
 func (t testImages) DataURL(size string, i int) (string, error) {
 	return fmt.Sprintf("data:image/jpeg;base64,%s-pic%d", size, i%t.n), nil
 }
-func (t testImages) UniqueDataURLs(size string, start, n int, seed uint64) ([]string, error) {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("data:image/jpeg;base64,%s-pic%d-u%x-%d", size, (start+i)%t.n, seed, i)
-	}
-	return out, nil
+func (t testImages) UniquePicture(size string, i int, seed uint64) (string, string, error) {
+	return fmt.Sprintf("data:image/jpeg;base64,%s-pic%d-u%x-%d", size, i%t.n, seed, i), "", nil
 }
 
 // oneCombo is a workload of a single combination.

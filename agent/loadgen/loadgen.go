@@ -43,9 +43,12 @@ type Images interface {
 	Len() int
 	// DataURL is picture i mod Len at size as a base64 JPEG data URL.
 	DataURL(size string, i int) (string, error)
-	// UniqueDataURLs is n pictures whose pixels differ from each other and
-	// from the plain set, cycling the pictures from index start.
-	UniqueDataURLs(size string, start, n int, seed uint64) ([]string, error)
+	// UniquePicture is picture i mod Len at size as a data URL, head +
+	// tail, its pixels made to differ from the plain picture's and from
+	// every other (i, seed) pair's. Once a size is prepared it must cost
+	// little (a tail shared by the picture's copies): it runs on a
+	// camera's goroutine just before its request is sent.
+	UniquePicture(size string, i int, seed uint64) (head, tail string, err error)
 }
 
 // Hooks are optional callbacks. They run on the measuring goroutines

@@ -60,26 +60,28 @@ func (r *runner) cameras(n int) []*camera {
 	return r.cams[:n]
 }
 
-// pictures gives the data URL of image j of request r.
-type pictures func(req, j int) string
+// pictures gives the data URL of image j of request r, as head + tail: a
+// unique picture's head is its own (its first bytes, where it differs),
+// its tail shared with every copy of the picture, so that a request's
+// picture costs no copy of the whole; a plain picture is all head.
+type pictures func(req, j int) (head, tail string)
 
-// picturesFor prepares every image a phase will send, before it is timed:
-// request r carries pictures (first + r*images + j) mod Len, or in unique
-// mode its own perturbed copies of pictures r*images + j (the seed alone
-// keeps them apart from another phase's).
+// picturesFor gives the pictures of a phase: request r carries pictures
+// (first + r*images + j) mod Len, prepared before the phase is timed, or
+// in unique mode its own perturbed copies of pictures r*images + j (the
+// seed alone keeps them apart from another phase's), each made from its
+// prepared picture as its request is built (a few hundred bytes of its
+// own, the rest shared), before the request is timed.
 func (r *runner) picturesFor(size string, images, requests int, unique bool, seed uint64, first int) (pictures, error) {
 	if unique {
-		urls, err := r.imgs.UniqueDataURLs(size, 0, requests*images, seed)
-		if err != nil {
+		// The first call prepares the size; later ones cannot fail.
+		if _, _, err := r.imgs.UniquePicture(size, 0, seed); err != nil {
 			return nil, fmt.Errorf("unique %s images: %w", size, err)
 		}
-		if len(urls) < requests*images {
-			return nil, fmt.Errorf("unique %s images: got %d, want %d", size, len(urls), requests*images)
-		}
-		for i := range urls {
-			urls[i] = jsonSafe(urls[i])
-		}
-		return func(req, j int) string { return urls[req*images+j] }, nil
+		return func(req, j int) (string, string) {
+			head, tail, _ := r.imgs.UniquePicture(size, req*images+j, seed)
+			return head, tail
+		}, nil
 	}
 	n := r.imgs.Len()
 	urls := make([]string, n)
@@ -90,7 +92,7 @@ func (r *runner) picturesFor(size string, images, requests int, unique bool, see
 		}
 		urls[i] = jsonSafe(u)
 	}
-	return func(req, j int) string { return urls[(first+req*images+j)%n] }, nil
+	return func(req, j int) (string, string) { return urls[(first+req*images+j)%n], "" }, nil
 }
 
 // warmupFirst is the picture the warm-up starts at when every phase cycles
@@ -109,13 +111,17 @@ func warmupFirst(setLen, images, warm int) int {
 }
 
 func (r *runner) segments(pics pictures, req, images int) []string {
-	segs := make([]string, 0, 2*images+1)
+	segs := make([]string, 0, 3*images+1)
 	segs = append(segs, r.parts.prefix)
 	for j := 0; j < images; j++ {
 		if j > 0 {
 			segs = append(segs, r.parts.sep)
 		}
-		segs = append(segs, pics(req, j))
+		head, tail := pics(req, j)
+		segs = append(segs, head)
+		if tail != "" {
+			segs = append(segs, tail)
+		}
 	}
 	return append(segs, r.parts.suffix)
 }

@@ -90,8 +90,8 @@ func (o onePicture) Len() int     { return 1 }
 func (o onePicture) DataURL(string, int) (string, error) {
 	return o.url, nil
 }
-func (o onePicture) UniqueDataURLs(string, int, int, uint64) ([]string, error) {
-	return nil, errors.New("no unique pictures here")
+func (o onePicture) UniquePicture(string, int, uint64) (string, string, error) {
+	return "", "", errors.New("no unique pictures here")
 }
 
 // demoProfiles are the configurations the demo serves.
