@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/agent/outbox"
 	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -22,8 +23,9 @@ import (
 // (ApplyJoined). The agent's nkey pair is made here: only its public
 // half is sent, over TLS trusted by the join string's CA pin alone, and
 // its seed is written to the credentials file (JoinPaths), readable by
-// its owner only. A refusal, or any failure, leaves no file behind and
-// the files of an earlier join as they were. An agent that already
+// its owner only, in a directory no other user may write to, checked
+// before a use is spent. A refusal, or any failure, leaves no file behind
+// and the files of an earlier join as they were. An agent that already
 // joined with the same token starts with what that join wrote, so that a
 // --join left in a service's command line costs no use at each start.
 // The join string is never logged.
@@ -33,20 +35,21 @@ func Join(ctx context.Context, cfg Config, join string, log zerolog.Logger) (Con
 		return cfg, err
 	}
 	host, _ := os.Hostname()
-	id := cfg.withDefaults(host).ID
+	d := cfg.withDefaults(host)
+	id := d.ID
 	if err := protocol.ValidateAgentID(id); err != nil {
 		return cfg, fmt.Errorf("%w: start the agent with --id ID (or id: in its config)", err)
 	}
 	creds, path := JoinPaths(cfg)
+	if err := checkJoinDirs(d.SpoolDir, filepath.Dir(creds)); err != nil {
+		return cfg, err
+	}
 	if prev, err := loadJoined(path); err == nil && prev.TokenID == js.TokenID && prev.AgentID == id {
 		if _, err := os.Stat(creds); err == nil {
 			log.Info().Str("controller", prev.Controller).Str("join_token", js.TokenID).Str("credentials", creds).
 				Msg("already joined with this token: starting with the credentials it wrote")
 			return ApplyJoined(cfg)
 		}
-	}
-	if err := checkWritable(filepath.Dir(creds)); err != nil {
-		return cfg, fmt.Errorf("cannot write the agent's credentials in %s (%w): set nats_credentials: in its config to a file it may write", filepath.Dir(creds), err)
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
@@ -82,12 +85,29 @@ func Join(ctx context.Context, cfg Config, join string, log zerolog.Logger) (Con
 	return ApplyJoined(cfg)
 }
 
-// checkWritable makes dir (0700) if missing and checks that a file can be
-// made in it, before the join spends a use of the token.
-func checkWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// checkJoinDirs refuses a join, before it spends a use of the token or
+// writes a file, whose files would lie where another user could replace
+// them, or where they cannot be written. The credentials' directory holds
+// the join settings, which name the NATS server and the CA the agent
+// trusts; the spool, which the agent refuses at start on the same grounds
+// (outbox.Open), is beside them by default, so both must be the agent's
+// user's alone (outbox.SecureDir), each missing directory made 0700.
+func checkJoinDirs(spool, credsDir string) error {
+	const nothing = "nothing was sent, no use of the join token spent"
+	if _, err := outbox.SecureDir(spool); err != nil {
+		return fmt.Errorf("agent config: spool_dir: spool %s: %w (%s)", spool, err, nothing)
 	}
+	if _, err := outbox.SecureDir(credsDir); err != nil {
+		return fmt.Errorf("the agent's credentials cannot go in %s: %w (%s)", credsDir, err, nothing)
+	}
+	if err := checkWritable(credsDir); err != nil {
+		return fmt.Errorf("cannot write the agent's credentials in %s (%w): set nats_credentials: in its config to a file it may write", credsDir, err)
+	}
+	return nil
+}
+
+// checkWritable checks that a file can be made in dir.
+func checkWritable(dir string) error {
 	f, err := os.CreateTemp(dir, ".join-probe-*")
 	if err != nil {
 		return err

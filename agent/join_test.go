@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,8 @@ func TestApplyJoined(t *testing.T) {
 	}
 }
 
-// A join that cannot reach its controller leaves no file behind.
+// A join that cannot reach its controller leaves no file behind (the
+// spool's directory, checked before the join, is made as at start).
 func TestJoinUnreachableLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	js := "vlmfleet-join:1:0123456789ab:" + strings.Repeat("A", 43) + ":sha256:" + strings.Repeat("0", 64) + ":https://127.0.0.1:1"
@@ -47,9 +49,15 @@ func TestJoinUnreachableLeavesNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the controller at https://127.0.0.1:1") {
 		t.Fatalf("join: %v", err)
 	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 0 {
-		t.Fatalf("left %v", entries)
+	var left []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return err
+	})
+	if len(left) != 0 {
+		t.Fatalf("left %v", left)
 	}
 }
 
@@ -63,4 +71,28 @@ func FuzzDecodeJoined(f *testing.F) {
 			t.Fatalf("accepted %+v", j)
 		}
 	})
+}
+
+// The credentials' directory must be the agent's user's alone, as the
+// spool must, wherever nats_credentials puts it: one that others may write
+// to is refused before anything is sent (the controller here cannot be
+// reached, which the join would otherwise say) and gets no file.
+func TestJoinRefusesCredentialsWhereOthersMayWrite(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	js := "vlmfleet-join:1:0123456789ab:" + strings.Repeat("A", 43) + ":sha256:" + strings.Repeat("0", 64) + ":https://127.0.0.1:1"
+	cfg := Config{ID: "orin1", SpoolDir: filepath.Join(t.TempDir(), "spool"), NATSCredentials: filepath.Join(open, "orin1.nk")}
+	_, err := Join(context.Background(), cfg, js, zerolog.Nop())
+	want := "the agent's credentials cannot go in " + open + ": " + open + " may be written by others (mode 0777)"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "no use of the join token spent") {
+		t.Fatalf("join: %v; want it to say %q", err, want)
+	}
+	if entries, _ := os.ReadDir(open); len(entries) != 0 {
+		t.Fatalf("left %v", entries)
+	}
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch] [--join STRING]
+# deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch] [--join [-]]
 #
 # Installs the vlmfleet agent or controller as a systemd service: the system
 # user vlmfleet, its directories, the binary, a configuration skeleton (an
@@ -18,15 +18,33 @@
 #                  vlmfleet-power.socket, vlmfleet-power@.service and
 #                  /usr/local/libexec/vlmfleet-power; then set
 #                  power: {switch: true} in the agent's configuration
-#   --join STRING  (agent) enrol this device with the controller the join
+#   --join [-]     (agent) enrol this device with the controller the join
 #                  string names (vlmfleet join-token create), as the agent's
-#                  user; the string is never printed (docs/security.md)
+#                  user. The string is read from $VLMFLEET_JOIN, else from
+#                  standard input (asked for, not shown, on a terminal);
+#                  "--join -" reads standard input even with $VLMFLEET_JOIN
+#                  set. Never as an argument: every local user sees the
+#                  arguments (ps), and sudo logs them. The string is never
+#                  printed (docs/security.md)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
-  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch] [--join STRING]" >&2
+  echo "usage: deploy/install.sh agent|controller [--binary PATH] [--dry-run] [--prefix DIR] [--power-switch] [--join [-]]" >&2
+  exit 2
+}
+
+# join_argument_refused stops an install given the join string as an
+# argument, without repeating it: by now it has been in the process list
+# and, under sudo, in sudo's log.
+join_argument_refused() {
+  cat >&2 <<'EOF'
+install.sh: --join takes no join string as an argument: every local user sees the arguments (ps), and sudo logs them. Give it on standard input instead:
+  sudo deploy/install.sh agent --join            (paste it when asked; it is not shown)
+  sudo deploy/install.sh agent --join < FILE     (a file only you may read, holding the string)
+If other users share this machine, revoke that join token (vlmfleet join-token revoke ID) and make a new one.
+EOF
   exit 2
 }
 
@@ -41,18 +59,30 @@ binary="$here/../vlmfleet"
 dry=0
 prefix=/
 power=0
-join=""
+join_from=""
 while [ $# -gt 0 ]; do
   case $1 in
     --binary) [ $# -ge 2 ] || { echo "install.sh: --binary needs a PATH" >&2; usage; }; binary=$2; shift 2 ;;
     --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a DIR" >&2; usage; }; prefix=$2; shift 2 ;;
     --dry-run) dry=1; shift ;;
     --power-switch) power=1; shift ;;
-    --join) [ $# -ge 2 ] || { echo "install.sh: --join needs the join string" >&2; usage; }; join=$2; shift 2 ;;
+    --join)
+      join_from=auto
+      shift
+      case ${1:-} in
+        -) join_from=stdin; shift ;;
+        '' | --*) ;;
+        *) join_argument_refused ;;
+      esac
+      ;;
     *) echo "install.sh: unknown argument $1" >&2; usage ;;
   esac
 done
 
+if [ -n "$join_from" ] && [ "$role" != agent ]; then
+  echo "install.sh: --join is for an agent: the controller makes join strings (vlmfleet join-token create)" >&2
+  exit 2
+fi
 if [ "$power" = 1 ] && [ "$role" != agent ]; then
   echo "install.sh: --power-switch is for the agent (it switches the device the agent measures)" >&2
   exit 2
@@ -66,6 +96,29 @@ case $prefix in
   *) echo "install.sh: --prefix $prefix: must be an absolute path" >&2; exit 2 ;;
 esac
 root=${prefix%/}
+
+# The join string, read with builtins only, so that no command this script
+# runs has it among its arguments; the environment's copy is dropped, so
+# that only the join (below) gets it.
+join=""
+if [ -n "$join_from" ]; then
+  if [ "$join_from" = auto ] && [ -n "${VLMFLEET_JOIN:-}" ]; then
+    join=$VLMFLEET_JOIN
+  elif [ -t 0 ]; then
+    printf 'install.sh: paste the join string (vlmfleet join-token create printed it; it is not shown), then Enter: ' >&2
+    IFS= read -r -s -n 4096 join || true
+    echo >&2
+  else
+    IFS= read -r -n 4096 join || true
+  fi
+  unset VLMFLEET_JOIN
+  join=${join//[[:space:]]/}
+  case $join in
+    vlmfleet-join:*) ;;
+    '') echo "install.sh: --join: no join string in \$VLMFLEET_JOIN or on standard input (give it as: deploy/install.sh agent --join < FILE)" >&2; exit 2 ;;
+    *) echo "install.sh: --join: not a join string (vlmfleet-join:...): copy it whole, as vlmfleet join-token create printed it" >&2; exit 2 ;;
+  esac
+fi
 # The system steps (user, ownership, systemctl) belong to the machine this
 # runs on; with a prefix the files land elsewhere, so they are shown only.
 system=1
@@ -170,14 +223,6 @@ fi
 # under /var/lib/vlmfleet) are the agent's own; the join string travels in
 # the environment, never on a command line or in this output.
 if [ -n "$join" ]; then
-  if [ "$role" != agent ]; then
-    echo "install.sh: --join is for an agent: the controller makes join strings (vlmfleet join-token create)" >&2
-    exit 2
-  fi
-  case $join in
-    vlmfleet-join:*) ;;
-    *) echo "install.sh: --join: not a join string (vlmfleet-join:...): copy it whole, as vlmfleet join-token create printed it" >&2; exit 2 ;;
-  esac
   if [ "$had_config" = 0 ]; then
     act sed -i -E 's/^(id|nats_url|nats_credentials|nats_ca_pin|nats_ca):/# &/' "$root$config"
   fi

@@ -294,22 +294,53 @@ func TestInstallPowerSwitch(t *testing.T) {
 	}
 }
 
-// install.sh agent --join enrols the device as the agent's user, with the
-// join string in the environment: it is never printed. A skeleton
-// installed with it has its example id and NATS settings commented out,
-// which the join replaces.
+// installIn runs install.sh with stdin and env added to its environment,
+// and returns its output and exit status.
+func installIn(t *testing.T, stdin string, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{"install.sh"}, args...)...)
+	cmd.Stdin, cmd.Env = strings.NewReader(stdin), append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("install.sh %v: %v", args, err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// testSecret is the secret of testJoin, looked for where it must not be.
+const testSecret = "s3cr3tS3CR3Ts3cr3tS3CR3Ts3cr3tS3CR3Ts3cr3t"
+
+var testJoin = "vlmfleet-join:1:0123456789ab:" + testSecret + ":sha256:" + strings.Repeat("0", 64) + ":https://ctl.lab:8080"
+
+// install.sh agent --join enrols the device as the agent's user, the join
+// string read from standard input or $VLMFLEET_JOIN and handed on in the
+// environment: it is never printed. A skeleton installed with it has its
+// example id and NATS settings commented out, which the join replaces.
 func TestInstallAgentJoin(t *testing.T) {
 	bin := fakeBinary(t)
-	const secret = "s3cr3tS3CR3Ts3cr3tS3CR3Ts3cr3tS3CR3Ts3cr3t"
-	join := "vlmfleet-join:1:0123456789ab:" + secret + ":sha256:" + strings.Repeat("0", 64) + ":https://ctl.lab:8080"
-	out := mustInstall(t, "agent", "--binary", bin, "--dry-run", "--join", join)
-	wantLines(t, out, "+ runuser -u vlmfleet -- /usr/local/bin/vlmfleet agent --config /etc/vlmfleet/agent.yaml --join-only # the join string in $VLMFLEET_JOIN")
-	prefix := t.TempDir()
-	out = mustInstall(t, "agent", "--binary", bin, "--prefix", prefix, "--join", join)
-	wantLines(t, out, "+ runuser -u vlmfleet -- /usr/local/bin/vlmfleet agent --config /etc/vlmfleet/agent.yaml --join-only # the join string in $VLMFLEET_JOIN; not run: --prefix")
-	if strings.Contains(out, secret) {
-		t.Errorf("install.sh printed the join string:\n%s", out)
+	const shown = "+ runuser -u vlmfleet -- /usr/local/bin/vlmfleet agent --config /etc/vlmfleet/agent.yaml --join-only # the join string in $VLMFLEET_JOIN"
+	for name, tc := range map[string]struct {
+		stdin string
+		env   []string
+		args  []string
+	}{
+		"--join - reads stdin":        {" " + testJoin + "\r\n", []string{"VLMFLEET_JOIN=vlmfleet-join:other"}, []string{"--join", "-"}},
+		"--join reads stdin":          {testJoin, nil, []string{"--join", "--power-switch"}},
+		"--join reads $VLMFLEET_JOIN": {"", []string{"VLMFLEET_JOIN=" + testJoin}, []string{"--join"}},
+	} {
+		out, code := installIn(t, tc.stdin, tc.env, append([]string{"agent", "--binary", bin, "--dry-run"}, tc.args...)...)
+		if code != 0 || strings.Contains(out, testSecret) {
+			t.Errorf("%s: exit %d, want 0 and no secret in the output:\n%s", name, code, out)
+		}
+		wantLines(t, out, shown)
 	}
+	prefix := t.TempDir()
+	out, code := installIn(t, testJoin+"\n", nil, "agent", "--binary", bin, "--prefix", prefix, "--join", "-")
+	if code != 0 || strings.Contains(out, testSecret) {
+		t.Errorf("install with --join: exit %d, want 0 and no secret in the output:\n%s", code, out)
+	}
+	wantLines(t, out, shown+"; not run: --prefix")
 	cfg, err := os.ReadFile(filepath.Join(prefix, "etc/vlmfleet/agent.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -319,13 +350,32 @@ func TestInstallAgentJoin(t *testing.T) {
 			t.Errorf("the installed configuration lacks %q:\n%s", l, cfg)
 		}
 	}
-	for msg, args := range map[string][]string{
-		"install.sh: --join is for an agent":    {"controller", "--binary", bin, "--dry-run", "--join", join},
-		"install.sh: --join: not a join string": {"agent", "--binary", bin, "--dry-run", "--join", "hello"},
+}
+
+// A join string given as an argument is refused, before anything is done,
+// with how to give it instead, and is not repeated; so are a join string
+// that is missing or malformed and a join for the controller.
+func TestInstallAgentJoinRefusals(t *testing.T) {
+	bin := fakeBinary(t)
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"agent", "--binary", bin, "--join", testJoin}, "install.sh: --join takes no join string as an argument: every local user sees the arguments (ps), and sudo logs them"},
+		{"", []string{"agent", "--join", testJoin, "--binary", bin}, "sudo deploy/install.sh agent --join < FILE"},
+		{"", []string{"agent", "--binary", bin, "--dry-run", "--join", "hello"}, "install.sh: --join takes no join string as an argument"},
+		{"", []string{"agent", "--binary", bin, "--dry-run", "--join"}, "install.sh: --join: no join string in $VLMFLEET_JOIN or on standard input"},
+		{"hello\n", []string{"agent", "--binary", bin, "--dry-run", "--join", "-"}, "install.sh: --join: not a join string (vlmfleet-join:...)"},
+		{testJoin, []string{"controller", "--binary", bin, "--dry-run", "--join"}, "install.sh: --join is for an agent"},
 	} {
-		out, code := install(t, args...)
-		if code != 2 || !strings.Contains(out, msg) {
-			t.Errorf("%v: exit %d\n%s", args, code, out)
+		prefix := t.TempDir()
+		out, code := installIn(t, tc.stdin, nil, append(tc.args, "--prefix", prefix)...)
+		if code != 2 || !strings.Contains(out, tc.want) || strings.Contains(out, testSecret) {
+			t.Errorf("%q: exit %d\n%s\nwant exit 2 saying %q, without the secret", tc.args, code, out, tc.want)
+		}
+		if entries, _ := os.ReadDir(prefix); len(entries) != 0 {
+			t.Errorf("%q: refused, but installed %v", tc.args, entries)
 		}
 	}
 }

@@ -85,3 +85,31 @@ func TestPowerHelperScript(t *testing.T) {
 		t.Errorf("calls:\n%s\nwant:\n%s", b, want)
 	}
 }
+
+// The helper repeats a request as it came, in its answer and in the
+// journal line: a request with backslash escapes, which dash's echo would
+// turn into a new line (and \c into the end of the output), yields one
+// line each, so a socket user cannot forge a journal entry.
+func TestPowerHelperRepeatsRequestsVerbatim(t *testing.T) {
+	env, _ := powerRig(t)
+	const req = `mode a\nvlmfleet-power:\0040forged\0040line\c`
+	// dash, Debian's /bin/sh, is the shell whose echo reads the escapes.
+	sh, err := exec.LookPath("dash")
+	if err != nil {
+		t.Logf("dash is not installed here: the helper runs under /bin/sh")
+		sh = "/bin/sh"
+	}
+	cmd := exec.Command(sh, "vlmfleet-power")
+	var stdout, stderr strings.Builder
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, strings.NewReader(req+"\n"), &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("vlmfleet-power: %v\n%s", err, stderr.String())
+	}
+	answer := `error: mode name "a\nvlmfleet-power:\0040forged\0040line\c": letters, digits, _ - . + only`
+	if stdout.String() != answer+"\n" {
+		t.Errorf("answer %q, want the one line %q", stdout.String(), answer+"\n")
+	}
+	if want := "vlmfleet-power: " + req + ": " + answer + "\n"; stderr.String() != want {
+		t.Errorf("journal %q, want the one line %q", stderr.String(), want)
+	}
+}

@@ -98,12 +98,12 @@ type entry struct {
 
 // Open opens (or makes) the spool in opt.Dir and loads what a previous run
 // left there, to be sent first. A spool that another user made or may
-// write to is refused (secureDir): what it holds is sent as the agent's.
+// write to is refused (SecureDir): what it holds is sent as the agent's.
 func Open(opt Options) (*Outbox, error) {
 	if opt.MaxBytes <= 0 {
 		opt.MaxBytes = DefaultMaxBytes
 	}
-	dir, err := secureDir(opt.Dir)
+	dir, err := SecureDir(opt.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: %w", opt.Dir, err)
 	}

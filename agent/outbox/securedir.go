@@ -10,19 +10,21 @@ import (
 	"syscall"
 )
 
-// maxLinks bounds how many symbolic links secureDir follows.
+// maxLinks bounds how many symbolic links SecureDir follows.
 const maxLinks = 32
 
-// secureDir makes dir, each missing directory 0700, and returns it with
+// SecureDir makes dir, each missing directory 0700, and returns it with
 // the links on its way resolved, once no one but this user (and root) can
 // put a file in it. Every message in the spool is sent as the agent's own,
 // so a directory another user made or may write to would let them speak
-// for it: under a directory others may write to (the system's temp dir,
-// where the default spool lies), each directory must be a real directory,
-// not a link (Lstat), this user's, and not writable by others; so must the
-// spool itself and every directory made here. A link is followed only
-// where no one but root and this user could have made it.
-func secureDir(dir string) (string, error) {
+// for it (Open); so would the directory of the agent's credentials and
+// join settings, which the join writes beside the spool. Under a directory
+// others may write to (the system's temp dir, where the default spool
+// lies), each directory must be a real directory, not a link (Lstat), this
+// user's, and not writable by others; so must dir itself and every
+// directory made here. A link is followed only where no one but root and
+// this user could have made it.
+func SecureDir(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
