@@ -115,7 +115,7 @@ func newTestEnv(t *testing.T) testEnv {
 func fakeConfig(t *testing.T, kind string, env map[string]string) Config {
 	cfg := Config{
 		Kind:    kind,
-		Command: []string{filepath.Join(fakeDir(t), processKindOf(t, kind).command)},
+		Command: []string{filepath.Join(fakeDir(t), processKindOf(t, kind).command[0])},
 		Model:   "Qwen3-VL-4B-Instruct",
 		Env:     env,
 	}
