@@ -117,7 +117,7 @@ func buyerRuns(t testing.TB) []protocol.Run {
 			Config:    protocol.Configuration{Model: model, ParamsB: params, Quantization: quant, Engine: engine, Device: device},
 			Workload:  w,
 			CreatedAt: when, StartedAt: when, FinishedAt: when.Add(time.Hour),
-			Engine: protocol.EngineInfo{Kind: protocol.EngineVLLM, Name: engine},
+			Engine: protocol.EngineInfo{Kind: "vllm", Name: engine},
 			Device: protocol.DeviceFacts{Name: device, Kind: protocol.DeviceDGPU},
 		}
 		for _, l := range levels {

@@ -200,7 +200,7 @@ func TestHelloAndStateLimits(t *testing.T) {
 // A hello's broken deployments are bounded and each says why.
 func TestHelloBrokenDeploymentLimits(t *testing.T) {
 	h := AgentHello{Schema: SchemaVersion, AgentID: "a1",
-		BrokenDeployments: []BrokenDeployment{{ID: "", Engine: EngineLlamaCpp, Reason: "deployments[0].id: empty"}}}
+		BrokenDeployments: []BrokenDeployment{{ID: "", Engine: "llamacpp", Reason: "deployments[0].id: empty"}}}
 	data, _ := json.Marshal(h)
 	if _, err := DecodeAgentHello(data); err != nil {
 		t.Fatalf("a hello with no valid deployment and one broken one (without an id) refused: %v", err)

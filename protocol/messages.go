@@ -7,7 +7,7 @@ import "time"
 // executable never leave the agent.
 type Deployment struct {
 	ID string `json:"id"`
-	// Engine is the adapter kind: vllm, llamacpp, ollama, external or sim.
+	// Engine is the engine kind the deployment's config names.
 	Engine       string  `json:"engine"`
 	Model        string  `json:"model"`
 	ParamsB      float64 `json:"params_b"`

@@ -148,27 +148,14 @@ type ClientInfo struct {
 	Go           string `json:"go,omitempty"`
 }
 
-// Engine kinds: the adapters an agent's config names and EngineInfo.Kind
-// records. The simulator's kind marks a run simulated wherever it appears.
-const (
-	EngineVLLM     = "vllm"
-	EngineLlamaCpp = "llamacpp"
-	EngineOllama   = "ollama"
-	EngineExternal = "external"
-	EngineSim      = "sim"
-)
-
-// Engine display names (EngineInfo.Name, Configuration.Engine) of the
-// engines vlmfleet knows; the explorer shows them as they are.
-const (
-	EngineNameVLLM     = "vLLM"
-	EngineNameLlamaCpp = "llama.cpp"
-	EngineNameOllama   = "Ollama"
-)
+// EngineSim is the engine kind of the simulator: a run of it is
+// simulated wherever it is read. The other kinds are the agent's
+// (agent/engine registers them); the wire carries them as plain strings.
+const EngineSim = "sim"
 
 // EngineInfo records exactly how the engine ran.
 type EngineInfo struct {
-	// Kind is the adapter: one of the Engine* kinds.
+	// Kind is the engine kind the agent's config named ("sim" for the simulator).
 	Kind string `json:"kind"`
 	// Name is the engine as shown to people: "vLLM", "llama.cpp", ...
 	Name     string            `json:"name"`

@@ -90,10 +90,10 @@ func TestAttachNamesTheServer(t *testing.T) {
 	for _, c := range []struct {
 		what, base, model, name, version string
 	}{
-		{"llama.cpp", llama.URL + "/v1", "tiny", protocol.EngineNameLlamaCpp, fakellama.Build},
-		{"vLLM", vllm.URL + "/v1", "Qwen/Qwen3-VL-4B", protocol.EngineNameVLLM, "0.11.0"},
+		{"llama.cpp", llama.URL + "/v1", "tiny", NameLlamaCpp, fakellama.Build},
+		{"vLLM", vllm.URL + "/v1", "Qwen/Qwen3-VL-4B", NameVLLM, "0.11.0"},
 		{"Ollama", ollama.URL + "/v1", "tiny", "Ollama", "0.17.4"},
-		{"llama.cpp without /props", llamaNoProps.URL + "/v1", "m", protocol.EngineNameLlamaCpp, ""},
+		{"llama.cpp without /props", llamaNoProps.URL + "/v1", "m", NameLlamaCpp, ""},
 		{"simulator", sim, p.Model, "vLLM", ""},
 		{"unknown", unknown.URL + "/v1", "m", "external", ""},
 	} {

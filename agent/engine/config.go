@@ -13,17 +13,18 @@ import (
 // config. Nothing in it ever comes from the network: the controller names a
 // deployment by id and the agent looks these settings up itself.
 type Config struct {
-	Kind string `yaml:"kind" json:"kind"` // vllm | llamacpp | ollama | external | sim
+	// Kind is one of the registered kinds (Kinds).
+	Kind string `yaml:"kind" json:"kind"`
 	// Command is the executable's argv prefix, e.g. ["vllm"],
 	// ["/opt/llama.cpp/llama-server"] or a container wrapper
-	// ["docker","run",...,"vllm/vllm-openai"]. Default per kind: "vllm",
-	// "llama-server", "ollama" (whose client imports the model too).
+	// ["docker","run",...,"vllm/vllm-openai"]. Default: the kind's own.
 	Command []string `yaml:"command" json:"command"`
-	// Model is a Hugging Face checkpoint directory or hub id (vllm) or a
-	// .gguf file (llamacpp, ollama). Local paths must lie under Env.ModelRoots; a
-	// relative path is looked up under each root in turn.
+	// Model is what the kind serves: a Hugging Face checkpoint directory
+	// or hub id, a .gguf file, or a model name on an external server.
+	// Local paths must lie under Env.ModelRoots; a relative path is looked
+	// up under each root in turn.
 	Model string `yaml:"model" json:"model"`
-	// MMProj is the vision projector .gguf (under ModelRoots) of llamacpp and ollama.
+	// MMProj is the vision projector .gguf (under ModelRoots) of a GGUF model.
 	MMProj     string `yaml:"mmproj" json:"mmproj"`
 	ServedName string `yaml:"served_name" json:"served_name"`
 	// URL is the external server's base URL, ".../v1".

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,7 +278,7 @@ func TestValidate(t *testing.T) {
 		cfg  Config
 		want string // "" means valid
 	}{
-		{"no kind", Config{}, "kind: missing; want one of vllm, llamacpp, ollama, external, sim"},
+		{"no kind", Config{}, "kind: missing; want one of " + strings.Join(Kinds(), ", ")},
 		{"bad kind", Config{Kind: "tgi"}, `kind: "tgi"; want one of`},
 		{"ollama ok", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"OLLAMA_FLASH_ATTENTION": "1"}}, ""},
 		{"ollama no mmproj", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf"}, "mmproj: missing; Ollama needs the vision projector"},
@@ -287,11 +288,12 @@ func TestValidate(t *testing.T) {
 		{"ollama context env", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"OLLAMA_CONTEXT_LENGTH": "4096"}}, `use the "ctx_size" setting`},
 		{"ollama home env", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Env: map[string]string{"HOME": "/root"}}, "env: HOME is set by vlmfleet"},
 		{"ollama extra args", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, ExtraArgs: []string{"--verbose"}}, "extra_args: ollama serve takes its settings from the environment"},
-		{"ollama gpu layers", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, GPULayers: intp(10)}, "gpu_layers: Ollama decides"},
+		{"ollama gpu layers", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, GPULayers: intp(10)}, "gpu_layers: only for kind llamacpp; Ollama decides the offload itself"},
 		{"ollama api key", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, APIKey: "k"}, "api_key: Ollama has no API key"},
 		{"ollama served name", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, ServedName: "Qwen VL"}, `served_name: "Qwen VL" is not an Ollama model name`},
-		{"ollama vllm setting", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, MaxModelLen: 4096}, "only for kind vllm"},
+		{"ollama vllm setting", Config{Kind: KindOllama, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, MaxModelLen: 4096}, "max_model_len: only for " + kindsReading("max_model_len") + "; set the context with ctx_size"},
 		{"vllm ok", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct"}, ""},
+		{"mmproj on vllm", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", MMProj: mm}, "mmproj: only for kinds llamacpp and ollama; vLLM reads the vision tower from the checkpoint"},
 		{"vllm no model", Config{Kind: KindVLLM}, "model: missing"},
 		{"empty command", Config{Kind: KindVLLM, Command: []string{""}, Model: "Qwen3-VL-4B-Instruct"}, "command[0]: empty"},
 		{"absolute outside roots", Config{Kind: KindVLLM, Model: outside}, "outside the model roots"},
@@ -310,8 +312,8 @@ func TestValidate(t *testing.T) {
 		{"managed flag", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", ExtraArgs: []string{"--port=9"}}, "extra_args[0]: --port is set by vlmfleet"},
 		{"managed flag with field", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, ExtraArgs: []string{"-c", "4096"}}, `use the "ctx_size" setting`},
 		{"gpu util", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", GPUMemoryUtilization: 1.5}, "gpu_memory_utilization: 1.5"},
-		{"llama setting on vllm", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", CtxSize: 4096}, "only for kind llamacpp"},
-		{"vllm setting on llama", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Dtype: "half"}, "only for kind vllm"},
+		{"llama setting on vllm", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", CtxSize: 4096}, "ctx_size: only for kinds llamacpp and ollama; use max_model_len and gpu_memory_utilization with vLLM"},
+		{"vllm setting on llama", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, Dtype: "half"}, "dtype: only for " + kindsReading("dtype") + "; a GGUF file carries its number format"},
 		{"negative layers", Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: mm, GPULayers: intp(-1)}, "gpu_layers: -1"},
 		{"env name", Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", Env: map[string]string{"A=B": "c"}}, "env: variable name"},
 		{"drop cache on external", Config{Kind: KindExternal, URL: "http://127.0.0.1:1/v1", DropPageCache: true}, "drop_page_cache: only applies"},
@@ -456,28 +458,32 @@ func TestSimSpeedupAccepted(t *testing.T) {
 	}
 }
 
-// The table of kinds: the order error messages list them in, the default
-// readiness waits docs/engines.md gives, and the kinds started as processes.
+// The registry: kinds are listed sorted, a kind it does not know waits a
+// minute, and every kind vlmfleet starts has a default command. The
+// default waits of the known kinds are held to docs/engines.md
+// (TestDocsKindTable).
 func TestKindTable(t *testing.T) {
-	want := []struct {
-		kind    string
-		timeout time.Duration
-	}{{KindVLLM, 15 * time.Minute}, {KindLlamaCpp, 10 * time.Minute}, {KindOllama, 10 * time.Minute},
-		{KindExternal, time.Minute}, {KindSim, time.Minute}, {"unknown", time.Minute}}
-	if got := strings.Join(Kinds(), " "); got != "vllm llamacpp ollama external sim" {
-		t.Errorf("Kinds() = %s", got)
+	names := Kinds()
+	if len(names) == 0 || !slices.IsSorted(names) {
+		t.Errorf("Kinds() = %q, want the registered kinds sorted", names)
 	}
-	for _, w := range want {
-		if got := DefaultStartupTimeout(w.kind); got != w.timeout {
-			t.Errorf("DefaultStartupTimeout(%s) = %s, want %s", w.kind, got, w.timeout)
-		}
+	if got := DefaultStartupTimeout("unknown"); got != time.Minute {
+		t.Errorf("DefaultStartupTimeout(unknown) = %s, want 1m", got)
 	}
-	if got := processKindNames(); got != "vllm, llamacpp and ollama" {
-		t.Errorf("processKindNames() = %q", got)
-	}
-	for _, k := range kinds {
-		if pk, ok := k.(processKind); ok && pk.command == "" {
+	var started []string
+	for _, k := range processKinds() {
+		started = append(started, k.name())
+		if len(k.command) == 0 || k.command[0] == "" {
 			t.Errorf("%s: no default command", k.name())
 		}
+	}
+	if got := kindsReading("mmproj"); got != "kinds llamacpp and ollama" {
+		t.Errorf("kindsReading(mmproj) = %q", got)
+	}
+	if got := kindsReading("gpu_layers"); got != "kind llamacpp" {
+		t.Errorf("kindsReading(gpu_layers) = %q", got)
+	}
+	if got := processKindNames(); len(started) < 2 || got != strings.Join(started[:len(started)-1], ", ")+" and "+started[len(started)-1] {
+		t.Errorf("processKindNames() = %q for %q", got, started)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goccy/go-yaml"
 )
@@ -86,4 +87,31 @@ func engineBlocks(v any) []any {
 		}
 	}
 	return out
+}
+
+// docs/engines.md's table of kinds has a row for each registered kind and
+// no other, with the kind's default startup_timeout.
+func TestDocsKindTable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "engines.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([a-z]+)` +\\|.*\\| *([0-9]+[hms]) *\\|$")
+	documented := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		kind, wait := m[1], m[2]
+		documented[kind] = true
+		if _, ok := kindNamed(kind); !ok {
+			t.Errorf("docs/engines.md lists kind %q, which is not registered", kind)
+			continue
+		}
+		if d, err := time.ParseDuration(wait); err != nil || d != DefaultStartupTimeout(kind) {
+			t.Errorf("docs/engines.md: kind %s waits %s, the code %s", kind, wait, DefaultStartupTimeout(kind))
+		}
+	}
+	for _, kind := range Kinds() {
+		if !documented[kind] {
+			t.Errorf("kind %s has no row in docs/engines.md's table of kinds", kind)
+		}
+	}
 }

@@ -1,9 +1,9 @@
 // Package engine starts, watches and stops the serving engine an agent
-// measures: vLLM, llama.cpp's llama-server and Ollama as child processes, an
-// external server vlmfleet only talks to, and the in-process simulated
-// engine. Every adapter waits until its engine really answers, records how
-// it ran (argv, version, properties), and turns failures into errors that
-// carry the engine's own last log lines.
+// measures: a program it starts as a child process, an external server it
+// only talks to, or the in-process simulated engine. Each kind is one file
+// that registers itself (kinds.go). Every adapter waits until its engine
+// really answers, records how it ran (argv, version, properties), and
+// turns failures into errors that carry the engine's own last log lines.
 package engine
 
 import (

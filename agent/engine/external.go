@@ -12,11 +12,13 @@ import (
 )
 
 // KindExternal is a server the user runs; vlmfleet only talks to it.
-const KindExternal = protocol.EngineExternal
+const KindExternal = "external"
 
 // externalKind waits a minute for readiness by default: the server is
 // started by someone else, usually before the agent.
 type externalKind struct{}
+
+func init() { register(externalKind{}) }
 
 func (externalKind) name() string                  { return KindExternal }
 func (externalKind) startupTimeout() time.Duration { return time.Minute }
@@ -161,11 +163,12 @@ type serverID struct {
 	props         map[string]string
 }
 
-// identify asks the places common servers say what they are, most
-// specific first: the simulator's model list, llama.cpp's /props
-// (build_info, total_slots), Ollama's /api/version, vLLM's /version; the
-// model list's owned_by ("llamacpp", "vllm") names the engine when those
-// are missing. A server that says none of it is left unnamed.
+// identify asks each engine vlmfleet knows whether the server is one of
+// its own, after the simulator's model list, which names the engine it
+// stands for. The surest answer wins (an endpoint only that engine serves,
+// then the model list's owned_by, then an answer others could give too),
+// so no engine's look depends on another's; on a tie the first kind by
+// name. A server that none recognises is left unnamed.
 func identify(ctx context.Context, p *prober, base string, listed modelList, model string) serverID {
 	root := strings.TrimSuffix(base, "/v1")
 	owner := ""
@@ -175,34 +178,22 @@ func identify(ctx context.Context, p *prober, base string, listed modelList, mod
 	if name := listedName(listed, model); name != "" {
 		return serverID{name: name, version: versionAt(ctx, p, root+"/version")}
 	}
-	if id, ok := llamaIdentity(ctx, p, root); ok {
-		return id
-	}
-	if v := versionAt(ctx, p, root+"/api/version"); v != "" {
-		return serverID{name: protocol.EngineNameOllama, version: v}
-	}
-	v := versionAt(ctx, p, root+"/version")
-	switch owner {
-	case "llamacpp":
-		return serverID{name: protocol.EngineNameLlamaCpp, version: v}
-	case "vllm", "":
-		if v != "" || owner == "vllm" {
-			return serverID{name: protocol.EngineNameVLLM, version: v}
+	var best serverID
+	surest := notIt
+	for _, s := range servingEngines() {
+		id, ev := s.recognise(ctx, p, root, owner)
+		if ev > surest {
+			best, surest = id, ev
+			best.name = s.displayName()
+		}
+		if surest == fingerprint {
+			break
 		}
 	}
-	return serverID{version: v}
-}
-
-// llamaIdentity reads llama-server's /props: its build and slots. Only an
-// answer with build_info or total_slots is llama.cpp's.
-func llamaIdentity(ctx context.Context, p *prober, root string) (serverID, bool) {
-	// The adapter's own reading of /props, so that an attached llama-server
-	// records what a started one does.
-	build, props := llamaAdapter{}.describe(ctx, p, root, nil)
-	if props["props_error"] != "" || (build == "" && props["total_slots"] == "") {
-		return serverID{}, false
+	if surest == notIt {
+		return serverID{version: versionAt(ctx, p, root+"/version")}
 	}
-	return serverID{name: protocol.EngineNameLlamaCpp, version: build, props: props}, true
+	return best
 }
 
 // versionAt is the "version" of the JSON object at url, "" when there is none.

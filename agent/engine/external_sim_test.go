@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // An external server (here shaped like Ollama) is checked, not started or stopped.
@@ -113,5 +114,16 @@ func TestSim(t *testing.T) {
 	}
 	if err := e.Stop(ctx); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// The simulator stands in for engines by the names people know them by:
+// each of its profiles names the engine of a kind vlmfleet starts, so that
+// a simulated run takes that engine's request switches.
+func TestSimulatedEnginesAreKnown(t *testing.T) {
+	for _, p := range simengine.Profiles() {
+		if _, ok := servingEngineOf(protocol.EngineInfo{Kind: KindSim, Name: p.Engine}, ""); !ok {
+			t.Errorf("profile %s/%s: engine %q is no started kind's display name", p.Device, p.Model, p.Engine)
+		}
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +22,11 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/vlmfleet/vlmfleet/agent/engine/internal/fakeengine/persona"
 )
 
-// fakeBinaries is the directory holding the fake `vllm` and `llama-server`,
-// built once per test binary on first use.
+// fakeBinaries is the directory holding the fake engine under the name of
+// each kind's executable, built once per test binary on first use.
 var fakeBinaries struct {
 	once sync.Once
 	dir  string
@@ -38,37 +41,75 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// fakeDir builds internal/fakeengine as vllm and hard-links it as llama-server.
+// fakeKind is how the fake engine (internal/fakeengine) plays one kind
+// that vlmfleet starts. Each kind's test file says it for its kind
+// (fakeKinds), so that the tests run through every kind the fake plays.
+type fakeKind struct {
+	// persona describes the kind's program to the fake; without one the
+	// fake plays it by its executable's name (vllm, llama-server).
+	persona *persona.Persona
+	// gguf: the config names the test env's GGUF model and projector
+	// rather than its checkpoint.
+	gguf bool
+	// oom is what the program prints when CUDA memory runs out.
+	oom string
+	// notPlayed says why the fake does not play the kind, and where it
+	// is tested instead.
+	notPlayed string
+}
+
+// fakeKinds are the kinds the fake engine plays, by kind; a kind's test
+// file adds its own from its init.
+var fakeKinds = map[string]fakeKind{
+	KindVLLM:     {oom: "torch.OutOfMemoryError: CUDA out of memory"},
+	KindLlamaCpp: {gguf: true, oom: "cudaMalloc failed: out of memory"},
+	KindOllama:   {notPlayed: "`ollama serve` imports the model through its own client; e2e/realengine runs the real Ollama"},
+}
+
+// fakeDir builds internal/fakeengine and links it under the executable
+// name of each kind it plays.
 func fakeDir(t *testing.T) string {
 	t.Helper()
 	fakeBinaries.once.Do(func() {
-		dir, err := os.MkdirTemp("", "vlmfleet-fakeengine-")
-		if err != nil {
-			fakeBinaries.err = err
-			return
-		}
-		fakeBinaries.dir = dir
-		// go test puts its own toolchain first on PATH, so this is the go
-		// that runs the tests.
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			fakeBinaries.err = fmt.Errorf("build fake engine: %w", err)
-			return
-		}
-		cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", filepath.Join(dir, "vllm"), "./internal/fakeengine")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fakeBinaries.err = fmt.Errorf("build fake engine: %v\n%s", err, out)
-			return
-		}
-		if err := os.Link(filepath.Join(dir, "vllm"), filepath.Join(dir, "llama-server")); err != nil {
-			fakeBinaries.err = err
-		}
+		fakeBinaries.dir, fakeBinaries.err = buildFake()
 	})
 	if fakeBinaries.err != nil {
 		t.Fatal(fakeBinaries.err)
 	}
 	return fakeBinaries.dir
+}
+
+func buildFake() (string, error) {
+	dir, err := os.MkdirTemp("", "vlmfleet-fakeengine-")
+	if err != nil {
+		return "", err
+	}
+	// go test puts its own toolchain first on PATH, so this is the go
+	// that runs the tests.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return dir, fmt.Errorf("build fake engine: %w", err)
+	}
+	bin := filepath.Join(dir, "fakeengine")
+	cmd := exec.Command(goBin, "build", "-ldflags=-s -w", "-o", bin, "./internal/fakeengine")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return dir, fmt.Errorf("build fake engine: %v\n%s", err, out)
+	}
+	for kind, fk := range fakeKinds {
+		k, ok := registry[kind].(processKind)
+		if !ok || fk.notPlayed != "" {
+			continue
+		}
+		link := filepath.Join(dir, k.command[0])
+		if _, err := os.Stat(link); err == nil {
+			continue
+		}
+		if err := os.Link(bin, link); err != nil {
+			return dir, err
+		}
+	}
+	return dir, nil
 }
 
 // testEnv is an Env with one model root holding a vLLM checkpoint
@@ -110,25 +151,49 @@ func newTestEnv(t *testing.T) testEnv {
 	}
 }
 
-// fakeConfig is a config of kind (vllm or llamacpp) that runs the fake
-// engine on the test env's model, with env for the fake.
+// fakeConfig is a config of kind that runs the fake engine as the kind's
+// default command on the test env's model, with env for the fake.
 func fakeConfig(t *testing.T, kind string, env map[string]string) Config {
+	t.Helper()
+	fk, ok := fakeKinds[kind]
+	if !ok || fk.notPlayed != "" {
+		t.Fatalf("the fake engine does not play kind %q", kind)
+	}
+	command := processKindOf(t, kind).command
 	cfg := Config{
 		Kind:    kind,
-		Command: []string{filepath.Join(fakeDir(t), processKindOf(t, kind).command)},
+		Command: append([]string{filepath.Join(fakeDir(t), command[0])}, command[1:]...),
 		Model:   "Qwen3-VL-4B-Instruct",
-		Env:     env,
+		Env:     maps.Clone(env),
 	}
-	if kind == KindLlamaCpp {
+	if fk.persona != nil {
+		if cfg.Env == nil {
+			cfg.Env = map[string]string{}
+		}
+		cfg.Env[persona.Env] = fk.persona.Encode()
+	}
+	if fk.gguf {
 		cfg.Model, cfg.MMProj = "qwen3-vl-4b-q8_0.gguf", "mmproj-qwen3-vl-4b-f16.gguf"
 	}
 	return cfg
 }
 
-// eachProcessKind runs test for vllm and for llama.cpp, in parallel, each
-// with its own test env.
+// playedKinds are the kinds the fake engine plays, sorted.
+func playedKinds() []string {
+	var out []string
+	for kind, fk := range fakeKinds {
+		if fk.notPlayed == "" {
+			out = append(out, kind)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eachProcessKind runs test for every kind the fake engine plays, in
+// parallel, each with its own test env.
 func eachProcessKind(t *testing.T, test func(t *testing.T, kind string, env testEnv)) {
-	for _, kind := range []string{KindVLLM, KindLlamaCpp} {
+	for _, kind := range playedKinds() {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			test(t, kind, newTestEnv(t))
@@ -180,15 +245,23 @@ func pngDataURL(t *testing.T, w, h int) string {
 // the status and body.
 func chat(t *testing.T, ep Endpoint, img string, images int) (int, string) {
 	t.Helper()
+	return chatWith(t, ep, img, images, nil)
+}
+
+// chatWith is chat with fields added to (or replacing those of) the body.
+func chatWith(t *testing.T, ep Endpoint, img string, images int, fields map[string]any) (int, string) {
+	t.Helper()
 	content := []any{map[string]any{"type": "text", "text": "Describe the scene."}}
 	for i := 0; i < images; i++ {
 		content = append(content, map[string]any{"type": "image_url", "image_url": map[string]string{"url": img}})
 	}
-	body, _ := json.Marshal(map[string]any{
+	msg := map[string]any{
 		"model": ep.Model, "stream": true, "max_tokens": 128,
 		"stream_options": map[string]bool{"include_usage": true},
 		"messages":       []any{map[string]any{"role": "user", "content": content}},
-	})
+	}
+	maps.Copy(msg, fields)
+	body, _ := json.Marshal(msg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ep.BaseURL+"/chat/completions", bytes.NewReader(body))
@@ -272,6 +345,24 @@ func mustContain(t *testing.T, what, s string, subs ...string) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// completionTokens is the usage an answer streamed by chat reports.
+func completionTokens(t *testing.T, body string) int {
+	t.Helper()
+	for _, line := range strings.Split(body, "\n") {
+		var chunk struct {
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if ok && json.Unmarshal([]byte(data), &chunk) == nil && chunk.Usage != nil {
+			return chunk.Usage.CompletionTokens
+		}
+	}
+	t.Fatalf("no usage in the answer:\n%s", body)
+	return 0
+}
 
 func processKindOf(t *testing.T, kind string) processKind {
 	t.Helper()

@@ -1,13 +1,15 @@
 package engine
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
 
 // engineKind is what one kind of engine decides for itself. Each kind
-// lives in its own file (vllm.go, llamacpp.go, ollama.go, external.go,
-// sim.go) with its defaults and checks; the settings every kind shares are
+// lives in its own file, which registers it (register, from the file's
+// init) with its defaults and checks; the settings every kind shares are
 // checked in config.go, and the kinds started as child processes share
 // theirs in prockind.go.
 type engineKind interface {
@@ -23,24 +25,44 @@ type engineKind interface {
 	newEngine(r *resolved, env Env) Engine
 }
 
-// kinds are the engine kinds an agent can be configured with, in the
-// order the error messages list them.
-var kinds = []engineKind{vllmKind, llamaKind, ollamaKind, externalKind{}, simKind{}}
+// registry holds the kinds by name. Each kind's file adds itself during
+// package initialisation, as database/sql drivers do; nothing changes it
+// afterwards, so it is read without a lock.
+var registry = map[string]engineKind{}
 
-func kindNamed(name string) (engineKind, bool) {
-	for _, k := range kinds {
-		if k.name() == name {
-			return k, true
-		}
+// register adds a kind. Two kinds of one name are a programming error,
+// found by every test of the package.
+func register(k engineKind) {
+	if k.name() == "" {
+		panic("engine: a kind without a name")
 	}
-	return nil, false
+	if _, dup := registry[k.name()]; dup {
+		panic(fmt.Sprintf("engine: kind %q registered twice", k.name()))
+	}
+	registry[k.name()] = k
 }
 
-// Kinds returns the engine kinds an agent can be configured with.
+func kindNamed(name string) (engineKind, bool) {
+	k, ok := registry[name]
+	return k, ok
+}
+
+// registered returns the kinds in the order of their names, the order
+// messages and tests list them in.
+func registered() []engineKind {
+	out := make([]engineKind, 0, len(registry))
+	for _, k := range registry {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name() < out[j].name() })
+	return out
+}
+
+// Kinds returns the engine kinds an agent can be configured with, sorted.
 func Kinds() []string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = k.name()
+	var names []string
+	for _, k := range registered() {
+		names = append(names, k.name())
 	}
 	return names
 }
@@ -54,17 +76,31 @@ func DefaultStartupTimeout(kind string) time.Duration {
 	return time.Minute
 }
 
+// processKinds are the kinds vlmfleet starts itself, sorted.
+func processKinds() []processKind {
+	var out []processKind
+	for _, k := range registered() {
+		if pk, ok := k.(processKind); ok {
+			out = append(out, pk)
+		}
+	}
+	return out
+}
+
 // processKindNames lists the kinds vlmfleet starts itself, as a sentence
 // does: "a, b and c".
 func processKindNames() string {
 	var names []string
-	for _, k := range kinds {
-		if _, ok := k.(processKind); ok {
-			names = append(names, k.name())
-		}
+	for _, k := range processKinds() {
+		names = append(names, k.name())
 	}
-	if len(names) < 2 {
-		return strings.Join(names, "")
+	return sentence(names)
+}
+
+// sentence joins words as a sentence lists them: "a", "a and b", "a, b and c".
+func sentence(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }

@@ -11,18 +11,20 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // KindLlamaCpp is llama.cpp's llama-server, started on a GGUF file and
-// its vision projector.
-const KindLlamaCpp = protocol.EngineLlamaCpp
+// its vision projector; NameLlamaCpp is how people know it.
+const (
+	KindLlamaCpp = "llamacpp"
+	NameLlamaCpp = "llama.cpp"
+)
 
 // llamaKind waits 10 minutes for readiness by default: llama-server only
 // loads the file, with nothing to compile.
 var llamaKind = processKind{
 	processAdapter: llamaAdapter{},
-	command:        "llama-server",
+	command:        []string{"llama-server"},
 	timeout:        10 * time.Minute,
 	managed: map[string]string{
 		"--host":         "",
@@ -42,7 +44,13 @@ var llamaKind = processKind{
 		"--alias":        "served_name",
 		"--api-key":      "api_key",
 	},
+	reads: []string{"mmproj", "gpu_layers", "ctx_size"},
+	refusals: ggufRefusals(map[string]string{
+		"enable_prefix_caching": "llama.cpp's prompt cache is switched per request (the workload's cache_prompt)",
+	}),
 }
+
+func init() { register(llamaKind) }
 
 // llamaAdapter runs llama.cpp's llama-server.
 type llamaAdapter struct{}
@@ -56,7 +64,7 @@ func (llamaAdapter) check(r *resolved, env Env) error {
 }
 
 func (llamaAdapter) kind() string        { return KindLlamaCpp }
-func (llamaAdapter) displayName() string { return protocol.EngineNameLlamaCpp }
+func (llamaAdapter) displayName() string { return NameLlamaCpp }
 
 // defaultGPULayers offloads every layer; llama.cpp caps it at the model's count.
 const defaultGPULayers = 999
@@ -210,6 +218,10 @@ func (llamaAdapter) describe(ctx context.Context, p *prober, root string, r *res
 	return lp.BuildInfo, props
 }
 
+func (llamaAdapter) versionArgv(command []string) []string {
+	return append(append([]string(nil), command...), "--version")
+}
+
 // llamaVersionLine is what `llama-server --version` prints: "version: 6123 (abc1234)".
 var llamaVersionLine = regexp.MustCompile(`version:\s*(\d+)\s*\(([0-9A-Fa-f]+)\)`)
 
@@ -219,4 +231,33 @@ func (llamaAdapter) parseVersion(out string) string {
 		return "b" + m[1] + "-" + m[2]
 	}
 	return strings.TrimSpace(lastLines(out, 1))
+}
+
+// startedWithoutCache: llama-server has no switch at start; its cache
+// is turned off per request (switches).
+func (llamaAdapter) startedWithoutCache([]string) bool { return false }
+
+// switches: cache_prompt lets a request reuse the slot's cached prompt;
+// ignore_eos keeps the answer going to max_tokens.
+func (llamaAdapter) switches() RequestSwitches {
+	return RequestSwitches{
+		CacheField: "cache_prompt",
+		ForcedLength: func(n int) map[string]any {
+			return map[string]any{"max_tokens": n, "ignore_eos": true}
+		},
+	}
+}
+
+// recognise reads llama-server's /props: an answer with build_info or
+// total_slots is llama.cpp's, and says its build and slots (what a
+// started one records). Without it, the model list's owned_by "llamacpp".
+func (a llamaAdapter) recognise(ctx context.Context, p *prober, root, owner string) (serverID, evidence) {
+	build, props := a.describe(ctx, p, root, nil)
+	if props["props_error"] == "" && (build != "" || props["total_slots"] != "") {
+		return serverID{version: build, props: props}, fingerprint
+	}
+	if owner == "llamacpp" {
+		return serverID{version: versionAt(ctx, p, root+"/version")}, ownedBy
+	}
+	return serverID{}, notIt
 }

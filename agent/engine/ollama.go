@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // ollamaAdapter runs `ollama serve` with a server of its own: its own port,
@@ -27,14 +26,28 @@ import (
 type ollamaAdapter struct{}
 
 // KindOllama is Ollama, started as `ollama serve` with the GGUF files
-// imported into a model store of its own.
-const KindOllama = protocol.EngineOllama
+// imported into a model store of its own; NameOllama is how people know it.
+const (
+	KindOllama = "ollama"
+	NameOllama = "Ollama"
+)
 
 // ollamaKind waits 10 minutes for readiness by default: Ollama copies the
 // files into its store before it loads them. `ollama serve` takes no
 // flags, so extra_args are refused altogether (checkOllama) rather than
 // flag by flag.
-var ollamaKind = processKind{processAdapter: ollamaAdapter{}, command: "ollama", timeout: 10 * time.Minute}
+var ollamaKind = processKind{
+	processAdapter: ollamaAdapter{},
+	command:        []string{"ollama"},
+	timeout:        10 * time.Minute,
+	reads:          []string{"mmproj", "ctx_size"},
+	refusals: ggufRefusals(map[string]string{
+		"gpu_layers":            "Ollama decides the offload itself; remove it",
+		"enable_prefix_caching": "Ollama has no switch for its prompt cache",
+	}),
+}
+
+func init() { register(ollamaKind) }
 
 // check refuses what Ollama takes no part in or vlmfleet sets itself, and
 // makes the served name one Ollama accepts.
@@ -65,9 +78,6 @@ func (ollamaAdapter) check(r *resolved, env Env) error {
 func checkOllama(c Config) error {
 	if len(c.ExtraArgs) > 0 {
 		return fmt.Errorf("extra_args: ollama serve takes its settings from the environment; use env (for example OLLAMA_FLASH_ATTENTION: \"1\")")
-	}
-	if c.GPULayers != nil {
-		return fmt.Errorf("gpu_layers: Ollama decides the offload itself; remove it")
 	}
 	if c.APIKey != "" {
 		return fmt.Errorf("api_key: Ollama has no API key; vlmfleet starts it on loopback only")
@@ -108,7 +118,7 @@ func ollamaDefaultName(base string) string {
 }
 
 func (ollamaAdapter) kind() string        { return KindOllama }
-func (ollamaAdapter) displayName() string { return protocol.EngineNameOllama }
+func (ollamaAdapter) displayName() string { return NameOllama }
 
 // ollamaManagedEnv are the variables vlmfleet sets for `ollama serve`, with
 // the config field to use instead ("" when the workload or the port decides).
@@ -356,6 +366,25 @@ func (ollamaAdapter) parseVersion(out string) string {
 		return m[1]
 	}
 	return strings.TrimSpace(lastLines(out, 1))
+}
+
+func (ollamaAdapter) versionArgv(command []string) []string {
+	return subcommandVersionArgv(command, "serve")
+}
+
+// startedWithoutCache: Ollama has no switch for its prompt cache.
+func (ollamaAdapter) startedWithoutCache([]string) bool { return false }
+
+// switches: Ollama's OpenAI API takes neither a cache switch nor a way to
+// pass the end of the answer.
+func (ollamaAdapter) switches() RequestSwitches { return RequestSwitches{} }
+
+// recognise: /api/version is Ollama's own.
+func (ollamaAdapter) recognise(ctx context.Context, p *prober, root, _ string) (serverID, evidence) {
+	if v := versionAt(ctx, p, root+"/api/version"); v != "" {
+		return serverID{version: v}, fingerprint
+	}
+	return serverID{}, notIt
 }
 
 // checkLog warns about what Ollama decided against the configuration.

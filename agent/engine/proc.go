@@ -19,8 +19,8 @@ import (
 
 // adapter is what differs between engines vlmfleet starts as processes.
 type adapter interface {
+	servingEngine
 	kind() string
-	displayName() string
 	// args are the arguments after the command prefix, and the properties
 	// they imply (for Info().Props).
 	args(r *resolved, port int, needs Needs, log zerolog.Logger) ([]string, map[string]string)
@@ -29,7 +29,12 @@ type adapter interface {
 	ready(ctx context.Context, p *prober, root string, r *resolved) error
 	// describe reads version and properties from the ready engine.
 	describe(ctx context.Context, p *prober, root string, r *resolved) (string, map[string]string)
-	// parseVersion reads `<command> --version` output.
+	// versionArgv is the command line that prints the version of the
+	// engine that command starts, for when its HTTP API does not say; nil
+	// when there is none (a version of something else, such as the Python
+	// interpreter a module runs in, would be recorded as the engine's).
+	versionArgv(command []string) []string
+	// parseVersion reads the output of versionArgv.
 	parseVersion(out string) string
 }
 
@@ -503,14 +508,14 @@ func (r *running) waitGone(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// versionFromCommand runs `<command> --version` when the engine's HTTP API
-// did not say.
+// versionFromCommand runs the adapter's version command when the
+// engine's HTTP API did not say.
 func (e *procEngine) versionFromCommand(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	argv := append(append([]string(nil), e.r.command...), "--version")
-	if len(argv) >= 2 && argv[len(argv)-2] == "serve" {
-		argv = append(argv[:len(argv)-2], "--version")
+	argv := e.ad.versionArgv(e.r.command)
+	if len(argv) == 0 {
+		return ""
 	}
 	path, err := lookPath(argv[0], e.env.Getenv)
 	if err != nil {

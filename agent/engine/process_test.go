@@ -111,11 +111,7 @@ func TestFailedStartOutOfMemory(t *testing.T) {
 			t.Errorf("error = %+v", ee)
 		}
 		mustContain(t, "error", err.Error(), "engine exited during startup: exit status 1", "out of memory", "log tail:")
-		if kind == KindVLLM {
-			mustContain(t, "tail", ee.LogTail, "torch.OutOfMemoryError: CUDA out of memory")
-		} else {
-			mustContain(t, "tail", ee.LogTail, "cudaMalloc failed: out of memory")
-		}
+		mustContain(t, "tail", ee.LogTail, fakeKinds[kind].oom)
 	})
 }
 
@@ -424,4 +420,36 @@ func TestInfoDuringStart(t *testing.T) {
 	if e.Info().Props["total_slots"] != "1" {
 		t.Errorf("props = %v", e.Info().Props)
 	}
+}
+
+// The fake engine plays every kind vlmfleet starts, or the kind says why
+// not and where it is tested instead.
+func TestEveryStartedKindIsPlayed(t *testing.T) {
+	for _, k := range processKinds() {
+		if _, ok := fakeKinds[k.name()]; !ok {
+			t.Errorf("kind %s: not in fakeKinds; its test file should say how the fake engine plays it (a persona) or why it cannot", k.name())
+		}
+	}
+}
+
+// A kind's forced-length switches make the engine answer exactly the
+// tokens asked for, where it would have ended sooner by itself.
+func TestForcedLength(t *testing.T) {
+	t.Parallel()
+	eachProcessKind(t, func(t *testing.T, kind string, env testEnv) {
+		e, ep := mustStart(t, fakeConfig(t, kind, map[string]string{"FAKE_TOKENS": "4"}), env.Env, Needs{})
+		img := pngDataURL(t, 64, 64)
+		code, body := chat(t, ep, img, 1)
+		if code != 200 || completionTokens(t, body) != 4 {
+			t.Fatalf("unforced answer: HTTP %d, want 4 tokens where the model ends:\n%s", code, body)
+		}
+		forced := RequestSwitchesFor(e.Info(), "").ForcedLength
+		if forced == nil {
+			t.Fatalf("kind %s has no forced-length switches", kind)
+		}
+		code, body = chatWith(t, ep, img, 1, forced(37))
+		if got := completionTokens(t, body); code != 200 || got != 37 {
+			t.Errorf("forced to 37 tokens with %v: HTTP %d, %d tokens", forced(37), code, got)
+		}
+	})
 }

@@ -15,12 +15,16 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// KindSim is the simulated engine, served in the agent's process.
+// KindSim is the simulated engine, served in the agent's process. Its
+// name is the protocol's, as a run of it is marked simulated wherever it
+// is read.
 const KindSim = protocol.EngineSim
 
 // simKind waits a minute for readiness by default: the simulated engine is
 // ready as soon as it listens.
 type simKind struct{}
+
+func init() { register(simKind{}) }
 
 func (simKind) name() string                  { return KindSim }
 func (simKind) startupTimeout() time.Duration { return time.Minute }

@@ -4,22 +4,26 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// KindVLLM is vLLM, started as `vllm serve` on a Hugging Face checkpoint.
-const KindVLLM = protocol.EngineVLLM
+// KindVLLM is vLLM, started as `vllm serve` on a Hugging Face checkpoint;
+// NameVLLM is how people know it.
+const (
+	KindVLLM = "vllm"
+	NameVLLM = "vLLM"
+)
 
 // vllmKind waits 15 minutes for readiness by default: vLLM compiles and
 // captures CUDA graphs before it serves, many minutes on a Jetson.
 var vllmKind = processKind{
 	processAdapter: vllmAdapter{},
-	command:        "vllm",
+	command:        []string{"vllm"},
 	timeout:        15 * time.Minute,
 	managed: map[string]string{
 		"--host":                     "",
@@ -37,38 +41,20 @@ var vllmKind = processKind{
 		"--no-enable-prefix-caching": "enable_prefix_caching",
 		"--api-key":                  "api_key",
 	},
+	reads:    []string{"quantization", "dtype", "max_model_len", "gpu_memory_utilization", "enable_prefix_caching"},
+	refusals: checkpointRefusals(NameVLLM),
 }
+
+func init() { register(vllmKind) }
 
 // vllmAdapter runs `vllm serve`.
 type vllmAdapter struct{}
 
 func (vllmAdapter) kind() string        { return KindVLLM }
-func (vllmAdapter) displayName() string { return protocol.EngineNameVLLM }
+func (vllmAdapter) displayName() string { return NameVLLM }
 
-// check takes a checkpoint directory under a model root or a hub id, and
-// refuses the GGUF engines' settings.
-func (vllmAdapter) check(r *resolved, env Env) error {
-	c := r.Config
-	if err := checkModelAndSizes(c, "Hugging Face checkpoint directory under a model root (or a hub id like Qwen/Qwen3-VL-4B-Instruct)"); err != nil {
-		return err
-	}
-	if c.MMProj != "" {
-		return fmt.Errorf("mmproj: only for kinds llamacpp and ollama; vLLM reads the vision tower from the checkpoint")
-	}
-	if c.CtxSize != 0 || c.GPULayers != nil {
-		return fmt.Errorf("ctx_size/gpu_layers: only for kind llamacpp; use max_model_len and gpu_memory_utilization with vllm")
-	}
-	m, err := resolveModelPath("model", c.Model, env.ModelRoots, true)
-	if err != nil {
-		return err
-	}
-	r.model = m
-	r.served = c.ServedName
-	if r.served == "" {
-		r.served = baseName(c.Model)
-	}
-	return nil
-}
+// check takes a checkpoint directory under a model root or a hub id.
+func (vllmAdapter) check(r *resolved, env Env) error { return resolveCheckpoint(r, env) }
 
 // args builds `serve MODEL ...`. Each setting is one argv element, so the
 // JSON of --limit-mm-per-prompt needs no shell quoting.
@@ -112,7 +98,7 @@ func (vllmAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) 
 	if r.EnablePrefixCaching {
 		a = append(a, "--enable-prefix-caching")
 	} else {
-		a = append(a, "--no-enable-prefix-caching")
+		a = append(a, vllmPrefixCacheOff)
 	}
 	if r.APIKey != "" {
 		a = append(a, "--api-key", r.APIKey)
@@ -159,6 +145,10 @@ func (vllmAdapter) describe(ctx context.Context, p *prober, root string, r *reso
 	return strings.TrimSpace(v.Version), props
 }
 
+func (vllmAdapter) versionArgv(command []string) []string {
+	return subcommandVersionArgv(command, "serve")
+}
+
 // parseVersion takes the last non-empty line: `vllm --version` may log
 // INFO lines before the bare version.
 func (vllmAdapter) parseVersion(out string) string {
@@ -169,4 +159,35 @@ func (vllmAdapter) parseVersion(out string) string {
 		}
 	}
 	return ""
+}
+
+// vllmPrefixCacheOff is the flag that keeps vLLM from answering a
+// repeated prompt or picture from its prefix cache.
+const vllmPrefixCacheOff = "--no-enable-prefix-caching"
+
+func (vllmAdapter) startedWithoutCache(command []string) bool {
+	return slices.Contains(command, vllmPrefixCacheOff)
+}
+
+// switches: vLLM takes ignore_eos and min_tokens as sampling parameters
+// beside OpenAI's; its prompt cache is switched at start, not per request.
+func (vllmAdapter) switches() RequestSwitches {
+	return RequestSwitches{ForcedLength: minTokensIgnoreEOS}
+}
+
+// recognise: vLLM's model list says owned_by "vllm"; a bare /version
+// with a version in it is vLLM's too when the list names no owner, as
+// no other engine vlmfleet knows serves one.
+func (vllmAdapter) recognise(ctx context.Context, p *prober, root, owner string) (serverID, evidence) {
+	if owner != "" && owner != "vllm" {
+		return serverID{}, notIt
+	}
+	v := versionAt(ctx, p, root+"/version")
+	switch {
+	case owner == "vllm":
+		return serverID{version: v}, ownedBy
+	case v != "":
+		return serverID{version: v}, weakly
+	}
+	return serverID{}, notIt
 }

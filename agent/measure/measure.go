@@ -286,30 +286,32 @@ func watchEngine(ctx context.Context, eng engine.Engine, cancel context.CancelCa
 func (m *measurement) target(ep engine.Endpoint) loadgen.Target {
 	t := loadgen.Target{BaseURL: ep.BaseURL, Model: ep.Model, APIKey: ep.APIKey, ExtraBody: ep.ExtraBody,
 		Speedup: m.clock.speedup, Simulated: m.run.Simulated}
-	if v, ok := cachePrompt(m.run.Workload, m.run.Engine, m.run.Config.Engine); ok {
+	if field, v, ok := cachePrompt(m.run.Workload, m.run.Engine, m.run.Config.Engine); ok {
 		out := make(map[string]any, len(t.ExtraBody)+1)
 		for k, x := range t.ExtraBody {
 			out[k] = x
 		}
-		out["cache_prompt"] = v
+		out[field] = v
 		t.ExtraBody = out
 	}
 	return t
 }
 
-// cachePrompt decides whether requests carry llama.cpp's cache_prompt. It
-// is llama.cpp's own field: other servers may refuse fields they do not
-// know, so it goes to a llama.cpp (a simulated one too, whose display name
-// is "llama.cpp" however its profile was spelled), or to an endpoint that
-// does not say what it is when the user named it llama.cpp.
-func cachePrompt(w protocol.Workload, info protocol.EngineInfo, displayName string) (bool, bool) {
+// cachePrompt decides whether requests carry the workload's cache_prompt,
+// and in which field: the engine's own cache switch (llama.cpp's
+// "cache_prompt"). Other servers may refuse fields they do not know, so it
+// goes only to an engine that has one: started, simulated (by the name of
+// the engine it stands for), or an endpoint that does not say what it is
+// when the user named it such an engine.
+func cachePrompt(w protocol.Workload, info protocol.EngineInfo, displayName string) (string, bool, bool) {
 	if w.CachePrompt == nil {
-		return false, false
+		return "", false, false
 	}
-	if info.Kind == engine.KindLlamaCpp || info.Name == protocol.EngineNameLlamaCpp || displayName == protocol.EngineNameLlamaCpp {
-		return *w.CachePrompt, true
+	field := engine.RequestSwitchesFor(info, displayName).CacheField
+	if field == "" {
+		return "", false, false
 	}
-	return false, false
+	return field, *w.CachePrompt, true
 }
 
 // engineDeathGrace is how long a combination whose requests all failed

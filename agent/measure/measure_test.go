@@ -132,12 +132,12 @@ func TestCachePromptGoesOnlyToLlamaCpp(t *testing.T) {
 		{protocol.EngineInfo{Kind: engine.KindVLLM, Name: "vLLM"}, "", false},
 		{protocol.EngineInfo{Kind: engine.KindExternal, Name: "external"}, "", false},
 	} {
-		v, ok := cachePrompt(w, c.info, c.display)
-		if ok != c.send || v {
+		field, v, ok := cachePrompt(w, c.info, c.display)
+		if ok != c.send || v || (ok && field != "cache_prompt") {
 			t.Errorf("%+v as %q: send %v (%v), want %v", c.info, c.display, ok, v, c.send)
 		}
 	}
-	if _, ok := cachePrompt(protocol.Workload{}, protocol.EngineInfo{Kind: engine.KindLlamaCpp}, ""); ok {
+	if _, _, ok := cachePrompt(protocol.Workload{}, protocol.EngineInfo{Kind: engine.KindLlamaCpp}, ""); ok {
 		t.Error("cache_prompt sent though the workload leaves it unset")
 	}
 }

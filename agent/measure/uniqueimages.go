@@ -2,30 +2,25 @@ package measure
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // hasCacheSwitch reports whether a switch vlmfleet sets keeps the engine's
-// cache from answering a picture it has seen: cache_prompt:false on every
-// request to a llama.cpp, a vLLM started without prefix caching, or a
-// simulator (started or attached), which has no cache. Ollama has no such
-// switch, and an attached endpoint that does not say it is a llama.cpp may
-// cache as it likes.
+// cache from answering a picture it has seen: the engine's cache field
+// false on every request (llama.cpp's cache_prompt), a flag it was started
+// with (engine.StartedWithoutCache), or a simulator (started or attached),
+// which has no cache. An engine with no such switch, or an attached
+// endpoint that does not say it has one, may cache as it likes.
 func hasCacheSwitch(w protocol.Workload, info protocol.EngineInfo, displayName string) bool {
-	if v, sent := cachePrompt(w, info, displayName); sent {
+	if _, v, sent := cachePrompt(w, info, displayName); sent {
 		return !v
 	}
 	if engine.SimulationOf(info).Simulated {
 		return true
 	}
-	switch info.Kind {
-	case engine.KindVLLM:
-		return slices.Contains(info.Command, "--no-enable-prefix-caching")
-	}
-	return false
+	return engine.StartedWithoutCache(info)
 }
 
 // chooseUniqueImages settles whether the run's requests carry perturbed

@@ -34,7 +34,7 @@ func benchOf(t *testing.T, url string, w protocol.Workload) protocol.Run {
 func TestAttachedLlamaCppIsNamedAndMeasuredCacheFree(t *testing.T) {
 	srv := fakellama.Start(t, fakellama.Options{Slots: 1})
 	run := benchOf(t, srv.URL+"/v1", tinyWorkload()) // cameras 1 and 2
-	if run.Config.Engine != protocol.EngineNameLlamaCpp || run.Engine.Version != fakellama.Build || run.Engine.Props["total_slots"] != "1" {
+	if run.Config.Engine != engine.NameLlamaCpp || run.Engine.Version != fakellama.Build || run.Engine.Props["total_slots"] != "1" {
 		t.Errorf("engine %q version %q props %v; want llama.cpp %s with its slots", run.Config.Engine, run.Engine.Version, run.Engine.Props, fakellama.Build)
 	}
 	bodies := srv.Requests()

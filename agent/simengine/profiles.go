@@ -8,14 +8,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// Engine display names, as the explorer shows them.
+// The engines the published profiles were measured on, by the names
+// people know them by: the display names of agent/engine's kinds, which
+// its tests hold these to (the simulator stands in for those engines).
 const (
-	EngineLlamaCpp = protocol.EngineNameLlamaCpp
-	EngineVLLM     = protocol.EngineNameVLLM
+	EngineLlamaCpp = "llama.cpp"
+	EngineVLLM     = "vLLM"
 )
 
 // Profile is one simulated (device, model, quantization, engine)

@@ -39,7 +39,7 @@ func comparedRun(id string, day int, ttft720 float64) protocol.Run {
 		ID: id, Status: protocol.RunCompleted, Source: protocol.SourceLab,
 		Config:     protocol.Configuration{Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson AGX Orin"},
 		Workload:   protocol.Workload{MaxTokens: 128},
-		Engine:     protocol.EngineInfo{Kind: protocol.EngineLlamaCpp, Name: "llama.cpp", Version: "b" + string(rune('0'+day))},
+		Engine:     protocol.EngineInfo{Kind: "llamacpp", Name: "llama.cpp", Version: "b" + string(rune('0'+day))},
 		CreatedAt:  time.Date(2026, 11, 1+day, 9, 0, 0, 0, time.UTC),
 		FinishedAt: time.Date(2026, 11, 1+day, 10, 0, 0, 0, time.UTC),
 	}

@@ -182,7 +182,7 @@ func TestServedRowsMatchTheExplorersFormats(t *testing.T) {
 			ID: id, Status: protocol.RunCompleted, Source: protocol.SourceLab,
 			Config:     protocol.Configuration{Model: model, ParamsB: params, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson AGX Orin"},
 			Workload:   protocol.Workload{MaxTokens: 128},
-			Engine:     protocol.EngineInfo{Kind: protocol.EngineLlamaCpp, Name: "llama.cpp", Version: "b1"},
+			Engine:     protocol.EngineInfo{Kind: "llamacpp", Name: "llama.cpp", Version: "b1"},
 			CreatedAt:  time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC),
 			FinishedAt: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC),
 		}

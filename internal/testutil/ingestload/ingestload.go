@@ -208,10 +208,10 @@ func Header(id, jobID, sweepID, agent string, created time.Time) protocol.Run {
 	return protocol.Run{
 		Schema: protocol.SchemaVersion, ID: id, JobID: jobID, SweepID: sweepID, AgentID: agent,
 		Source: protocol.SourceLab, Status: protocol.RunRunning, CreatedAt: created, StartedAt: created,
-		Config:   protocol.Configuration{Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "BF16", Engine: protocol.EngineNameVLLM, Device: "Jetson AGX Orin"},
+		Config:   protocol.Configuration{Model: "Qwen3-VL-4B-Instruct", ParamsB: 4.4, Quantization: "BF16", Engine: "vLLM", Device: "Jetson AGX Orin"},
 		Workload: w,
 		Engine: protocol.EngineInfo{
-			Kind: protocol.EngineVLLM, Name: protocol.EngineNameVLLM, Version: "0.11.0",
+			Kind: "vllm", Name: "vLLM", Version: "0.11.0",
 			Command: []string{"/opt/vllm/bin/vllm", "serve", "/models/Qwen3-VL-4B-Instruct", "--served-model-name", "Qwen3-VL-4B-Instruct",
 				"--host", "127.0.0.1", "--port", "38211", "--max-num-seqs", "16", "--max-model-len", "8192", "--gpu-memory-utilization", "0.8",
 				"--limit-mm-per-prompt", `{"image":8}`, "--no-enable-prefix-caching"},

@@ -60,7 +60,9 @@ func llamaMain(args []string) int {
 		return code
 	}
 	fmt.Fprintf(os.Stderr, "build: 6123 (abc1234) with cc for x86_64-linux-gnu\nsystem info: n_threads = 2\nmain: HTTP server is listening, hostname: %s, port: %d\nsrv load_model: loading model '%s'\n", cfg.host, cfg.port, cfg.model)
-	if code, ok := common("llama-server", cfg.port); !ok {
+	oom := "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9120.00 MiB on device 0: cudaMalloc failed: out of memory\n" +
+		"llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"
+	if code, ok := common("llama-server", cfg.port, oom); !ok {
 		return code
 	}
 	s := newLlamaServer(cfg)
@@ -140,7 +142,8 @@ type llamaServer struct {
 }
 
 func newLlamaServer(cfg llamaConfig) *llamaServer {
-	return &llamaServer{server: newServer("llama-server"), cfg: cfg, slots: make(chan struct{}, cfg.np)}
+	crash := "CUDA error: out of memory\n  current device: 0, in function ggml_cuda_pool_malloc"
+	return &llamaServer{server: newServer("llama-server", crash, "ignore_eos"), cfg: cfg, slots: make(chan struct{}, cfg.np)}
 }
 
 func (s *llamaServer) routes() *http.ServeMux {
@@ -239,14 +242,14 @@ func (s *llamaServer) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !req.Stream {
-		streamAnswer(w, req, s.cfg.alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
+		streamAnswer(w, req, req.answerTokens(s.honours), s.cfg.alias, prompt, map[string]any{"timings": map[string]float64{"prompt_n": float64(prompt), "prompt_ms": 100, "predicted_n": 4, "predicted_ms": 40}})
 		return
 	}
 	// A streamed answer is shaped as a real build's (the role chunk
 	// with the first token, usage and timings in a final chunk), and a
 	// repeated prompt comes from the cache unless cache_prompt is false.
 	cached := s.cache.Cached(string(body), req.CachePrompt == nil || *req.CachePrompt, prompt)
-	fakellama.WriteStream(w, s.cfg.alias, req.answerTokens(), prompt, cached)
+	fakellama.WriteStream(w, s.cfg.alias, req.answerTokens(s.honours), prompt, cached)
 }
 
 func llamaError(code int, msg, typ string) map[string]any {

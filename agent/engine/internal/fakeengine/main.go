@@ -1,7 +1,10 @@
-// Command fakeengine stands in for `vllm` and `llama-server` in the engine
-// package's tests: installed under either name, it parses that program's
-// real command line (refusing unknown flags as the real one does), serves
-// its real endpoints, and misbehaves on request through FAKE_* variables:
+// Command fakeengine stands in for the programs of the engine kinds in
+// the engine package's tests: installed as `llama-server` it plays
+// llama.cpp's, told a persona (FAKE_PERSONA, package persona) by a kind's
+// test it plays that kind's program, and otherwise it is `vllm`. It parses
+// the program's real command line (refusing unknown flags as the real one
+// does), serves its real endpoints, and misbehaves on request through
+// FAKE_* variables:
 //
 //	FAKE_STARTUP_MS      sleep before binding the port (slow start)
 //	FAKE_LOADING_MS      after binding, stay not-ready this long (llama: 503
@@ -37,6 +40,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vlmfleet/vlmfleet/agent/engine/internal/fakeengine/persona"
 )
 
 func main() {
@@ -50,6 +55,14 @@ func main() {
 			fmt.Fprintln(os.Stderr, "fakeengine:", err)
 			os.Exit(99)
 		}
+	}
+	if s := os.Getenv(persona.Env); s != "" {
+		p, err := persona.Decode(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fakeengine:", err)
+			os.Exit(99)
+		}
+		os.Exit(personaMain(p, os.Args[1:]))
 	}
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "llama-server") {
 		os.Exit(llamaMain(os.Args[1:]))
@@ -109,9 +122,10 @@ func sleepMS(name string) {
 	}
 }
 
-// common sets up signals, the worker child and the scripted start failures.
-// It returns false when the process must exit with code.
-func common(role string, port int) (int, bool) {
+// common sets up signals, the worker child and the scripted start failures
+// (oom is what the program prints when CUDA memory runs out). It returns
+// false when the process must exit with code.
+func common(role string, port int, oom string) (int, bool) {
 	if os.Getenv("FAKE_IGNORE_TERM") == "1" {
 		signal.Ignore(syscall.SIGTERM)
 	} else {
@@ -156,12 +170,7 @@ func common(role string, port int) (int, bool) {
 	}
 	switch os.Getenv("FAKE_FAIL") {
 	case "oom":
-		if role == "vllm" {
-			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.29 GiB of which 312.00 MiB is free.")
-		} else {
-			fmt.Fprintln(os.Stderr, "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9120.00 MiB on device 0: cudaMalloc failed: out of memory")
-			fmt.Fprintln(os.Stderr, "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache")
-		}
+		fmt.Fprintln(os.Stderr, oom)
 		return 1, false
 	case "crash":
 		fmt.Fprintln(os.Stderr, "Traceback (most recent call last):\nRuntimeError: Engine core initialization failed. See root cause above.")
@@ -179,15 +188,27 @@ func runChild() {
 	}
 }
 
-// server is the HTTP side shared by both roles.
+// server is the HTTP side shared by the roles.
 type server struct {
-	role    string
+	role string
+	// crash is what the program prints when it dies of CUDA memory
+	// while serving (FAKE_CRASH_AFTER).
+	crash string
+	// honours are the request fields that set the answer's length that
+	// the program takes (chatRequest.answerTokens).
+	honours map[string]bool
 	ready   chan struct{}
 	mu      sync.Mutex
 	handled int
 }
 
-func newServer(role string) *server { return &server{role: role, ready: make(chan struct{})} }
+func newServer(role, crash string, honours ...string) *server {
+	s := &server{role: role, crash: crash, honours: map[string]bool{}, ready: make(chan struct{})}
+	for _, h := range honours {
+		s.honours[h] = true
+	}
+	return s
+}
 
 func (s *server) isReady() bool {
 	select {
@@ -225,11 +246,7 @@ func (s *server) afterRequest() {
 	n := s.handled
 	s.mu.Unlock()
 	if k := envInt("FAKE_CRASH_AFTER", 0); k > 0 && n >= k {
-		if s.role == "vllm" {
-			fmt.Fprintln(os.Stderr, "ERROR [core.py:700] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.17 GiB.")
-		} else {
-			fmt.Fprintln(os.Stderr, "CUDA error: out of memory\n  current device: 0, in function ggml_cuda_pool_malloc")
-		}
+		fmt.Fprintln(os.Stderr, s.crash)
 		os.Exit(1)
 	}
 }
@@ -249,6 +266,8 @@ type chatRequest struct {
 	} `json:"messages"`
 	Stream        bool  `json:"stream"`
 	MaxTokens     int   `json:"max_tokens"`
+	MinTokens     int   `json:"min_tokens"`
+	IgnoreEOS     bool  `json:"ignore_eos"`
 	CachePrompt   *bool `json:"cache_prompt"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
@@ -277,18 +296,26 @@ func (c chatRequest) images() []string {
 	return out
 }
 
-// answerTokens is the answer's length: FAKE_TOKENS, capped by max_tokens.
-func (c chatRequest) answerTokens() int {
+// answerTokens is the answer's length: FAKE_TOKENS, where the model
+// would end, unless a field the program honours says to go on (ignore_eos
+// to max_tokens, min_tokens to at least that); capped by max_tokens.
+func (c chatRequest) answerTokens(honours map[string]bool) int {
 	n := envInt("FAKE_TOKENS", 4)
+	if honours["ignore_eos"] && c.IgnoreEOS && c.MaxTokens > 0 {
+		n = c.MaxTokens
+	}
+	if honours["min_tokens"] && c.MinTokens > n {
+		n = c.MinTokens
+	}
 	if c.MaxTokens > 0 && c.MaxTokens < n {
 		n = c.MaxTokens
 	}
 	return n
 }
 
-// streamAnswer writes an OpenAI-style answer, streamed as SSE or whole.
-func streamAnswer(w http.ResponseWriter, req chatRequest, model string, promptTokens int, extraFinal map[string]any) {
-	n := req.answerTokens()
+// streamAnswer writes an OpenAI-style answer of n tokens, streamed as SSE
+// or whole.
+func streamAnswer(w http.ResponseWriter, req chatRequest, n int, model string, promptTokens int, extraFinal map[string]any) {
 	usage := map[string]int{"prompt_tokens": promptTokens, "completion_tokens": n, "total_tokens": promptTokens + n}
 	if !req.Stream {
 		resp := map[string]any{

@@ -41,10 +41,11 @@ func vllmMain(args []string) int {
 		return code
 	}
 	fmt.Fprintf(os.Stderr, "INFO vLLM API server version %s\nINFO non-default args: %v\n", envOr("FAKE_VERSION", "0.11.0"), cfg.args)
-	if code, ok := common("vllm", cfg.port); !ok {
+	if code, ok := common("vllm", cfg.port, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 15.29 GiB of which 312.00 MiB is free."); !ok {
 		return code
 	}
-	s := &vllmServer{server: newServer("vllm"), cfg: cfg}
+	crash := "ERROR [core.py:700] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.17 GiB."
+	s := &vllmServer{server: newServer("vllm", crash, "ignore_eos", "min_tokens"), cfg: cfg}
 	return s.listen(cfg.args["--host"], strconv.Itoa(cfg.port), s.routes())
 }
 
@@ -189,7 +190,7 @@ func (s *vllmServer) chat(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, vllmError(msg))
 		return
 	}
-	streamAnswer(w, req, s.cfg.served, 64+1200*len(imgs), nil)
+	streamAnswer(w, req, req.answerTokens(s.honours), s.cfg.served, 64+1200*len(imgs), nil)
 }
 
 func vllmError(msg string) map[string]any {
