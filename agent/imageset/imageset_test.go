@@ -438,7 +438,7 @@ func BenchmarkUnique720p(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := s.UniqueDataURL("720p", 0, 9); err != nil {
+		if _, _, err := s.UniquePicture("720p", 0, 9); err != nil {
 			b.Fatal(err)
 		}
 	}
