@@ -149,8 +149,11 @@ func FuzzWorkloadLimits(f *testing.F) {
 		f.Add(data)
 	}
 	seed(DefaultWorkload())
-	seed(ladderWorkload([]string{"720p"}, MaxCameraLevel, 2000))
-	seed(ladderWorkload([]string{"480p", "720p", "1080p", "2K"}, MaxCameraLevel, 0))
+	// Small seeds past each limit: the fuzzer minimizes every new input,
+	// and a seed of the review's 15 KB sweep spends its time doing so.
+	seed(ladderWorkload([]string{"720p"}, 4, MaxFrameIntervals+1))
+	seed(ladderWorkload([]string{"480p", "720p", "1080p", "2K"}, 64, MaxFrameIntervals))
+	seed(ladderWorkload([]string{"480p", "720p", "1080p", "2K"}, 256, 3)) // the cap exactly
 	seed(ladderWorkload([]string{"720p", "1080p"}, 32, MaxFrameIntervals))
 	f.Add([]byte(`{"sizes":["720p","720p"],"cameras":[1],"frame_interval_sec":[0,0,1e308],"multi_image_sizes":["720p"],"images_per_request":[1,1]}`))
 	f.Fuzz(func(t *testing.T, workload []byte) {
