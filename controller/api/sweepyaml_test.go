@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestDecodeSweepRefusesAWorkloadPastTheLimits(t *testing.T) {
 	var in *SweepInputError
 	if !errors.As(err, &in) || in.Field != "workload.frame_interval_sec" || in.Line != 4 ||
 		in.Error() != "workload.frame_interval_sec: 17 intervals, at most 16" {
-		t.Errorf("YAML: %v (%+v)", err, in)
+		t.Errorf("YAML: %v, at %s", err, where(in))
 	}
 	_, err = DecodeSweep([]byte(`{"workload":{"sizes":["720p"],"frame_interval_sec":` + list + `}}`))
 	var bad *BadSweepError
@@ -154,6 +155,14 @@ func TestDecodeSweepRefusesAWorkloadPastTheLimits(t *testing.T) {
 		"]\n  frame_interval_sec: [" + sixteen + "]\n"))
 	if !errors.As(err, &in) || in.Field != "workload" || in.Line != 2 ||
 		!strings.HasPrefix(in.Error(), "workload: 4360 combinations (4 sizes × 64 camera levels × (1 + 16 frame intervals) + 4 multi-image sizes × 3 image counts), at most 4096 per job") {
-		t.Errorf("too many combinations: %v (field %q, line %d)", err, in.Field, in.Line)
+		t.Errorf("too many combinations: %v, at %s", err, where(in))
 	}
+}
+
+// where is the field and line of a refusal, for a test's message.
+func where(in *SweepInputError) string {
+	if in == nil {
+		return "no field or line"
+	}
+	return fmt.Sprintf("field %q line %d", in.Field, in.Line)
 }
