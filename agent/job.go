@@ -35,6 +35,9 @@ type jobRun struct {
 	// cancel (a measured combination, the end of a cancelled job) is
 	// published on it.
 	ctx, agentCtx context.Context
+	// refusal, when set, is why the job is rejected unread beyond its
+	// address (protocol.RefusedJobError): nothing of it is run or planned.
+	refusal error
 
 	lastProgress time.Time
 	progressMu   sync.Mutex
@@ -46,8 +49,8 @@ type jobRun struct {
 // controller cancelled (see Agent.onControl) ends as cancelled, its run
 // keeping what was measured, and also returns nil. An error is returned
 // only when the agent itself (agentCtx) is stopping.
-func (a *Agent) runJob(agentCtx, ctx context.Context, job *protocol.Job, attempt int) error {
-	j := &jobRun{a: a, job: job, attempt: attempt, ctx: ctx, agentCtx: agentCtx}
+func (a *Agent) runJob(agentCtx, ctx context.Context, job *protocol.Job, attempt int, refusal error) error {
+	j := &jobRun{a: a, job: job, attempt: attempt, ctx: ctx, agentCtx: agentCtx, refusal: refusal}
 	run, err := j.measure()
 	var cancelled *cancelledError
 	if err == nil || agentCtx.Err() != nil || !errors.As(context.Cause(ctx), &cancelled) {
@@ -64,6 +67,10 @@ func (j *jobRun) measure() (protocol.Run, error) {
 	log := a.log.With().Str("job", job.ID).Int("attempt", j.attempt).Logger()
 	if err := j.state(ctx, protocol.JobAccepted, "", ""); err != nil {
 		return protocol.Run{}, err
+	}
+	if j.refusal != nil {
+		log.Error().Err(j.refusal).Msg("rejecting job")
+		return protocol.Run{}, j.state(ctx, protocol.JobRejected, "", j.refusal.Error())
 	}
 	dep, ok := a.deployment(job.Deployment)
 	if !ok {

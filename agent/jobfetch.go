@@ -302,15 +302,8 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	if md, err := msg.Metadata(); err == nil {
 		attempt = int(md.NumDelivered)
 	}
-	job, err := protocol.DecodeJob(msg.Data())
-	if err != nil {
-		a.log.Error().Err(err).Msg("rejecting a malformed job")
-		_ = msg.TermWithReason(err.Error())
-		return
-	}
-	if job.AgentID != a.cfg.ID {
-		a.log.Error().Str("job", job.ID).Str("for", job.AgentID).Msg("rejecting a job addressed to another agent")
-		_ = msg.TermWithReason("addressed to another agent")
+	job, refusal, ok := a.takeJob(msg)
+	if !ok {
 		return
 	}
 	if last, ended := a.out.EndedJob(job.ID); ended {
@@ -336,7 +329,7 @@ func (a *Agent) handleJob(ctx context.Context, msg jetstream.Msg, q *jobQueue) {
 	alive, stopAlive := context.WithCancel(ctx)
 	defer stopAlive()
 	go tick.Every(alive, q.ackWait()/3, func() { _ = msg.InProgress() })
-	err = a.runJob(ctx, jobCtx, job, attempt)
+	err := a.runJob(ctx, jobCtx, job, attempt, refusal)
 	stop(nil)
 	if err != nil && ctx.Err() != nil {
 		// Stopping mid-job: hand the job back at once, so that the agent
@@ -380,6 +373,31 @@ func (q *jobQueue) queued(ctx context.Context) bool {
 		return false
 	}
 	return info.NumPending > 0 || info.NumAckPending > 0
+}
+
+// takeJob reads a delivered job. One that cannot be read, or is addressed
+// to another agent, is terminated here (ok false): it names no job of this
+// agent to report on. One addressed here that asks what no agent may run
+// (a workload past protocol's limits) comes back with refusal, why: it is
+// reported rejected, so that its sweep says why, and nothing of it is
+// planned.
+func (a *Agent) takeJob(msg jetstream.Msg) (job *protocol.Job, refusal error, ok bool) {
+	job, err := protocol.DecodeJob(msg.Data())
+	var refused *protocol.RefusedJobError
+	if errors.As(err, &refused) {
+		job, refusal, err = refused.Job, refused.Err, nil
+	}
+	if err != nil {
+		a.log.Error().Err(err).Msg("rejecting a malformed job")
+		_ = msg.TermWithReason(err.Error())
+		return nil, nil, false
+	}
+	if job.AgentID != a.cfg.ID {
+		a.log.Error().Str("job", job.ID).Str("for", job.AgentID).Msg("rejecting a job addressed to another agent")
+		_ = msg.TermWithReason("addressed to another agent")
+		return nil, nil, false
+	}
+	return job, refusal, true
 }
 
 // ackWhenSent acknowledges an ended job once the stream has acknowledged

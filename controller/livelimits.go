@@ -69,6 +69,11 @@ func newLiveJob(rec store.JobRecord) (*liveJob, error) {
 	if rec.State.Terminal() {
 		return nil, fmt.Errorf("job %s has ended (%s)", rec.Job.ID, rec.State)
 	}
+	if err := rec.Job.Workload.CheckSize(); err != nil {
+		// The store may hold a job that a build without the limits took:
+		// its plan is not made, whatever it asks.
+		return nil, fmt.Errorf("job %s: %w", rec.Job.ID, err)
+	}
 	j := &liveJob{agent: rec.Job.AgentID, plan: map[protocol.ComboKey]bool{{}: true}, workload: rec.Job.Workload,
 		latest: map[string]protocol.Progress{}}
 	for _, pc := range rec.Job.Workload.Plan() {

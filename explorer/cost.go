@@ -14,12 +14,25 @@ import (
 // sentence, so that it fits a column head.
 const MaxCurrencyChars = 12
 
+// The ranges of the cost inputs: wide enough for any device and tariff in
+// any currency, and narrow enough that the cost is a finite number for any
+// draw a run records. Within them price / months is at most 1e13 and a
+// month of energy at most 730 × 1e3 times the draw in watts; a month of
+// 1e-310 (which made price / months infinite) or a kWh price of 1e307 is
+// refused, naming the input, instead of costing +Inf.
+const (
+	MaxCostPrice  = 1e12
+	MinCostMonths = 0.1 // about three days
+	MaxCostMonths = 1200
+	MaxCostKWh    = 1e6
+)
+
 // costWant is what each cost input takes, by its Cost field's JSON name,
 // worded once for the flags' errors and the rows API's.
 var costWant = map[string]string{
-	"price":    "a device price of 0 or more",
-	"months":   "more than 0 months",
-	"kwh":      "a price of a kWh of 0 or more",
+	"price":    "a device price from 0 up to 1e12",
+	"months":   "0.1 to 1200 months (three days to a century)",
+	"kwh":      "a price of a kWh from 0 up to 1e6",
 	"currency": "a name of 1 to " + strconv.Itoa(MaxCurrencyChars) + " characters (USD, EUR, €)",
 }
 
@@ -34,21 +47,21 @@ type CostInputError struct {
 func (e *CostInputError) Error() string { return e.Input + " " + e.Value + ": want " + e.Want }
 
 // Check refuses what the page's fields refuse (logic.js parseCostField),
-// so that no input gives a cost the page would not: a price or kWh price
-// below 0 or not finite, months not above 0 (the device is written off
-// over them), a currency empty or longer than MaxCurrencyChars.
+// so that no input gives a cost the page would not: a price, a number of
+// months or a kWh price outside its range (NaN and infinities too), a
+// currency empty or longer than MaxCurrencyChars.
 func (c Cost) Check() error {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	within := func(v, lo, hi float64) bool { return v >= lo && v <= hi } // false for NaN
 	refuse := func(input, value string) error {
 		return &CostInputError{Input: input, Value: value, Want: costWant[input]}
 	}
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	switch {
-	case !finite(c.Price) || c.Price < 0:
+	case !within(c.Price, 0, MaxCostPrice):
 		return refuse("price", g(c.Price))
-	case !finite(c.Months) || c.Months <= 0:
+	case !within(c.Months, MinCostMonths, MaxCostMonths):
 		return refuse("months", g(c.Months))
-	case !finite(c.KWh) || c.KWh < 0:
+	case !within(c.KWh, 0, MaxCostKWh):
 		return refuse("kwh", g(c.KWh))
 	case c.Currency == "" || utf8.RuneCountInString(c.Currency) > MaxCurrencyChars:
 		return refuse("currency", strconv.Quote(c.Currency))
@@ -123,12 +136,17 @@ func costParamError(err error) error {
 
 // costAt is the row's cost per camera per month at c, from its draw at Max
 // Cameras; false where that draw is not known, where the page shows no
-// cost either.
+// cost either, and where the cost is not a finite number (a draw near the
+// float's limit, which a run may record): JSON has no +Inf to write.
 func (v RowView) costAt(c Cost) (float64, bool) {
 	if v.PowerAtMaxW == nil {
 		return 0, false
 	}
-	return CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras), true
+	cost := CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras)
+	if math.IsNaN(cost) || math.IsInf(cost, 0) {
+		return 0, false
+	}
+	return cost, true
 }
 
 // WithCost is res read at the cost inputs c: c stated in it, and each row

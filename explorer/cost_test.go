@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -112,15 +115,18 @@ func TestHandlerRowsWithoutCostIsUnchanged(t *testing.T) {
 func TestHandlerRowsBadCost(t *testing.T) {
 	srv := serve(t, runList{runs: costRuns()})
 	for query, want := range map[string][]string{
-		"price=-1":            {"price: -1", "0 or more"},
-		"price=ten":           {`price: "ten" is not a number`, "0 or more"},
-		"price=NaN":           {"price: NaN", "0 or more"},
+		"price=-1":            {"price: -1", "from 0 up to 1e12"},
+		"price=ten":           {`price: "ten" is not a number`, "from 0 up to 1e12"},
+		"price=NaN":           {"price: NaN", "from 0 up to 1e12"},
+		"price=1e13":          {"price: 1e+13", "from 0 up to 1e12"},
 		"price=1e400":         {"price", "not a number"},
-		"months=0":            {"months: 0", "more than 0 months"},
-		"months=-3":           {"months: -3", "more than 0 months"},
+		"months=0":            {"months: 0", "0.1 to 1200 months"},
+		"months=-3":           {"months: -3", "0.1 to 1200 months"},
+		"months=0.09":         {"months: 0.09", "0.1 to 1200 months"},
+		"months=1201":         {"months: 1201", "0.1 to 1200 months"},
 		"months=":             {`months: "" is not a number`},
-		"kwh=-0.2":            {"kwh: -0.2", "price of a kWh of 0 or more"},
-		"kwh=Inf":             {"kwh: +Inf", "0 or more"},
+		"kwh=-0.2":            {"kwh: -0.2", "price of a kWh from 0 up to 1e6"},
+		"kwh=Inf":             {"kwh: +Inf", "from 0 up to 1e6"},
 		"cur=":                {`cur: ""`, "1 to 12 characters"},
 		"cur=%20":             {`cur: ""`, "1 to 12 characters"},
 		"cur=ABCDEFGHIJKLM":   {`cur: "ABCDEFGHIJKLM"`, "1 to 12 characters"},
@@ -175,5 +181,66 @@ func TestHandlerRowsCostIsPartOfTheCachedAnswer(t *testing.T) {
 	}
 	if *costs["price=720"] == *costs["price=1000"] {
 		t.Errorf("720 and 1000 give one cost, %v: an answer kept for one price served for the other", *costs["price=720"])
+	}
+}
+
+// Cost inputs whose cost would not be a finite number are refused, naming
+// the parameter, over a run that sampled power: the answer is a 400, never
+// a 500, and nothing is logged at error level.
+func TestHandlerRowsCostThatOverflowsIsRefused(t *testing.T) {
+	var log bytes.Buffer
+	srv := httptest.NewServer(NewHandler(runList{runs: costRuns()}, zerolog.New(&log)))
+	t.Cleanup(srv.Close)
+	for query, want := range map[string]string{
+		"size=480p&cameras=1&months=1e-310":     "months: 1e-310, want 0.1 to 1200 months",
+		"size=720p&cameras=1&kwh=1e307":         "kwh: 1e+307, want a price of a kWh from 0 up to 1e6",
+		"size=720p&price=1e308&months=1e-300":   "price: 1e+308, want a device price from 0 up to 1e12",
+		"size=720p&price=1e12&months=0.1&kwh=0": "",
+	} {
+		code, body := get(t, srv, "GET", PathRows+"?"+query, nil)
+		var e errorBody
+		switch {
+		case want == "" && code != http.StatusOK:
+			t.Errorf("?%s: %d %s; want 200", query, code, body)
+		case want != "" && (code != http.StatusBadRequest || json.Unmarshal([]byte(body), &e) != nil || !strings.HasPrefix(e.Error, want)):
+			t.Errorf("?%s: %d %s; want 400 saying %q", query, code, body, want)
+		}
+	}
+	if strings.Contains(log.String(), `"level":"error"`) {
+		t.Errorf("the handler logged at error level:\n%s", log.String())
+	}
+}
+
+// A draw near the float's limit, which a run may record, costs +Inf at
+// any inputs: that row has no cost, the answer is still JSON, and the
+// table's cell says no cost, not 0.
+func TestRowsCostThatIsNotFiniteIsLeftOut(t *testing.T) {
+	huge := powerRun("h", "Huge-VL", func(cams int) *protocol.Energy {
+		e := moduleEnergy(cams)
+		e.MeanPowerW = 1e306
+		return e
+	})
+	var log bytes.Buffer
+	srv := httptest.NewServer(NewHandler(runList{runs: append(costRuns(), huge)}, zerolog.New(&log)))
+	t.Cleanup(srv.Close)
+	code, body := get(t, srv, "GET", PathRows+"?kwh=0.3", nil)
+	if code != http.StatusOK {
+		t.Fatalf("%d %s; want 200", code, body)
+	}
+	if _, has := rowJSON(t, body, "Huge-VL")["cost_per_camera_month"]; has {
+		t.Errorf("a cost that is not finite is in the answer: %s", body)
+	}
+	if _, has := rowJSON(t, body, "Power-VL")["cost_per_camera_month"]; !has {
+		t.Errorf("a finite cost is missing: %s", body)
+	}
+	var res RowsResponse
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatal(err)
+	}
+	if cell := energyCellsAt(rowsByModel(res)["Huge-VL"], DefaultCost)[3].Text; cell != "—" {
+		t.Errorf("the table's cost cell of the huge draw: %q, want —", cell)
+	}
+	if strings.Contains(log.String(), `"level":"error"`) {
+		t.Errorf("the handler logged at error level:\n%s", log.String())
 	}
 }

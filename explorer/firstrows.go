@@ -130,8 +130,10 @@ func energyCellsAt(v RowView, c Cost) [4]energyCell {
 	if v.JoulesAtMax != nil {
 		out[1].Text = jsToFixed(*v.JoulesAtMax, 1)
 	}
-	cost, _ := v.costAt(c)
-	out[3].Text = jsToFixed(cost, 2)
+	out[3].Text = "—"
+	if cost, ok := v.costAt(c); ok {
+		out[3].Text = jsToFixed(cost, 2)
+	}
 	if v.PowerSource == protocol.PowerSourceGPU {
 		for i := range 3 {
 			out[i].Title = "the GPU alone, not the whole host"

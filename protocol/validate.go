@@ -75,9 +75,42 @@ func DecodeRun(data []byte) (*Run, error) {
 	return decode("result document", data, func(r *Run) int { return r.Schema }, (*Run).Validate)
 }
 
-// DecodeJob reads and validates a job.
+// DecodeJob reads and validates a job. A job that reads and says whose it
+// is, but asks what no agent may run (a workload past the limits, no
+// deployment), is refused with a *RefusedJobError that carries it, so
+// that its agent can report it rejected, saying why.
 func DecodeJob(data []byte) (*Job, error) {
-	return decode("job", data, func(j *Job) int { return j.Schema }, (*Job).Validate)
+	job, err := decode("job", data, func(j *Job) int { return j.Schema }, (*Job).validateAddress)
+	if err != nil {
+		return nil, err
+	}
+	if err := job.Validate(); err != nil {
+		return nil, &RefusedJobError{Job: job, Err: err}
+	}
+	return job, nil
+}
+
+// RefusedJobError is a job DecodeJob refused for what it asks: Job holds
+// what it read of it, of which only the address (id, agent, sweep) was
+// checked, and Err is why, naming the field.
+type RefusedJobError struct {
+	Job *Job
+	Err error
+}
+
+func (e *RefusedJobError) Error() string { return "job: " + e.Err.Error() }
+func (e *RefusedJobError) Unwrap() error { return e.Err }
+
+// validateAddress checks what a job's refusal is reported under: its id,
+// its agent and its sweep.
+func (j *Job) validateAddress() error {
+	if err := ValidateID("id", j.ID); err != nil {
+		return err
+	}
+	if err := ValidateAgentID(j.AgentID); err != nil {
+		return err
+	}
+	return checkLen("sweep_id", j.SweepID, MaxNameLen)
 }
 
 // DecodeJobStateChange reads and validates a job state change.
@@ -225,16 +258,13 @@ func (h *AgentHello) validateBroken() error {
 
 // Validate checks a job before it is published or run.
 func (j *Job) Validate() error {
-	if err := ValidateID("id", j.ID); err != nil {
-		return err
-	}
-	if err := ValidateAgentID(j.AgentID); err != nil {
+	if err := j.validateAddress(); err != nil {
 		return err
 	}
 	if j.Deployment == "" {
 		return fmt.Errorf("deployment is empty")
 	}
-	if err := checkNames(MaxNameLen, "deployment", j.Deployment, "sweep_id", j.SweepID); err != nil {
+	if err := checkLen("deployment", j.Deployment, MaxNameLen); err != nil {
 		return err
 	}
 	if err := j.Power.Validate("power"); err != nil {

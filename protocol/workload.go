@@ -239,6 +239,9 @@ const (
 
 // Validate reports the first field that is wrong and what is allowed.
 func (w Workload) Validate() error {
+	if err := w.CheckSize(); err != nil {
+		return err
+	}
 	if strings.TrimSpace(w.Prompt) == "" {
 		return fmt.Errorf("workload.prompt: must not be empty")
 	}
@@ -248,15 +251,11 @@ func (w Workload) Validate() error {
 	if len(w.Sizes) == 0 && len(w.MultiImageSizes) == 0 {
 		return fmt.Errorf("workload.sizes: at least one image size is needed")
 	}
-	for i, s := range w.Sizes {
-		if _, err := LookupImageSize(s); err != nil {
-			return fmt.Errorf("workload.sizes[%d]: %w", i, err)
-		}
+	if err := checkSizeList("workload.sizes", w.Sizes); err != nil {
+		return err
 	}
-	for i, s := range w.MultiImageSizes {
-		if _, err := LookupImageSize(s); err != nil {
-			return fmt.Errorf("workload.multi_image_sizes[%d]: %w", i, err)
-		}
+	if err := checkSizeList("workload.multi_image_sizes", w.MultiImageSizes); err != nil {
+		return err
 	}
 	if len(w.Sizes) > 0 {
 		if len(w.Cameras) == 0 {
@@ -284,10 +283,15 @@ func (w Workload) Validate() error {
 			return fmt.Errorf("workload.multi_image_requests: %d, want 1..%d", w.MultiImageRequests, MaxRequestsPerComb)
 		}
 	}
+	seenImages := map[int]bool{}
 	for i, n := range w.ImagesPerRequest {
 		if n < 1 || n > MaxImagesInRequest {
 			return fmt.Errorf("workload.images_per_request[%d]: %d, want 1..%d", i, n, MaxImagesInRequest)
 		}
+		if seenImages[n] {
+			return fmt.Errorf("workload.images_per_request[%d]: %d images is listed twice", i, n)
+		}
+		seenImages[n] = true
 	}
 	if w.WarmupRequests < 0 || w.WarmupRequests > 100 {
 		return fmt.Errorf("workload.warmup_requests: %d, want 0..100", w.WarmupRequests)
@@ -302,6 +306,24 @@ func (w Workload) Validate() error {
 		return err
 	}
 	return w.validateBuyerOptions()
+}
+
+// checkSizeList refuses a size that is not one of the method's, and one
+// listed twice: "2k" after "2K" too, which would measure the size twice
+// under two names.
+func checkSizeList(field string, sizes []string) error {
+	for i, s := range sizes {
+		sz, err := LookupImageSize(s)
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		for j := range i {
+			if strings.EqualFold(sizes[j], sz.Name) {
+				return fmt.Errorf("%s[%d]: %s is listed twice (%s[%d] too)", field, i, s, field, j)
+			}
+		}
+	}
+	return nil
 }
 
 // validateBuyerOptions checks the frame intervals, the search and the

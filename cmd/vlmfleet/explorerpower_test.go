@@ -54,9 +54,11 @@ func TestExplorerTablePowerColumns(t *testing.T) {
 		t.Errorf("the seed's table, which has no power samples, shows power columns:\n%s", out)
 	}
 	for _, tc := range []struct{ flag, value, want string }{
-		{"--months", "0", "--months 0: want more than 0 months"},
-		{"--price", "-1", "--price -1: want a device price of 0 or more"},
-		{"--kwh", "-0.2", "--kwh -0.2: want a price of a kWh of 0 or more"},
+		{"--months", "0", "--months 0: want 0.1 to 1200 months (three days to a century)"},
+		{"--months", "1e-310", "--months 1e-310: want 0.1 to 1200 months"},
+		{"--price", "-1", "--price -1: want a device price from 0 up to 1e12"},
+		{"--kwh", "-0.2", "--kwh -0.2: want a price of a kWh from 0 up to 1e6"},
+		{"--kwh", "1e307", "--kwh 1e+307: want a price of a kWh from 0 up to 1e6"},
 		{"--currency", "", `--currency "": want a name of 1 to 12 characters`},
 	} {
 		if code, _, errOut := cliRun(t, nil, "explorer", "table", file, tc.flag, tc.value); code != 2 || !strings.Contains(errOut, tc.want) {

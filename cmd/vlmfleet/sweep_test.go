@@ -103,6 +103,11 @@ func TestSweepCommandWaits(t *testing.T) {
 func TestSweepCommandReportsBadFlags(t *testing.T) {
 	noSizes := testutil.WriteFile(t, filepath.Join(t.TempDir(), "multi.yaml"), "workload:\n  sizes: []\n")
 	lowCeiling := testutil.WriteFile(t, filepath.Join(t.TempDir(), "search.yaml"), "workload:\n  search: 8\n")
+	levels := make([]int, 128)
+	for i := range levels {
+		levels[i] = i + 1
+	}
+	manyCameras := protocol.JoinInts(levels)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -115,6 +120,9 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 		{[]string{"--statistic", "p99"}, `--statistic: statistic "p99": want mean, p90 or p95`},
 		{[]string{"--target", "0"}, "--target 0: want a positive number of seconds"},
 		{[]string{"--search=9"}, "--search: workload.search: ceiling 9, want 16 (the highest camera level) up to 1024"},
+		{[]string{"--frame-interval", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"}, "--frame-interval: workload.frame_interval_sec: 17 intervals, at most 16"},
+		{[]string{"--sizes", "480p,720p,1080p,2K", "--cameras", manyCameras, "--frame-interval", "1,2,3,4,5,6,7,8"},
+			"workload: 4616 combinations (4 sizes × 128 camera levels × (1 + 8 frame intervals) + 4 multi-image sizes × 3 image counts), at most 4096 per job"},
 		{[]string{"--file", lowCeiling}, "search.yaml:2: workload.search: ceiling 8, want 16"},
 		{[]string{"--controller", "127.0.0.1:8080"}, `--controller "127.0.0.1:8080": want a base URL`},
 		{[]string{"extra"}, `unexpected argument "extra"`},

@@ -2,6 +2,8 @@ package api
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,4 +125,44 @@ func TestDecodeSweepSearchAndJudgement(t *testing.T) {
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "workload.judgement.statistic") {
 		t.Errorf("a JSON sweep's bad statistic: %v, want a BadSweepError naming the field", err)
 	}
+}
+
+// A workload past the limits is refused from YAML and JSON alike, naming
+// the field, its limit and, in YAML, its line.
+func TestDecodeSweepRefusesAWorkloadPastTheLimits(t *testing.T) {
+	intervals := make([]string, protocol.MaxFrameIntervals+1)
+	for i := range intervals {
+		intervals[i] = strconv.Itoa(i + 1)
+	}
+	list := "[" + strings.Join(intervals, ", ") + "]"
+	_, err := DecodeSweepYAML([]byte("agents: [a1]\nworkload:\n  sizes: [720p]\n  frame_interval_sec: " + list + "\n"))
+	var in *SweepInputError
+	if !errors.As(err, &in) || in.Field != "workload.frame_interval_sec" || in.Line != 4 ||
+		in.Error() != "workload.frame_interval_sec: 17 intervals, at most 16" {
+		t.Errorf("YAML: %v, at %s", err, where(in))
+	}
+	_, err = DecodeSweep([]byte(`{"workload":{"sizes":["720p"],"frame_interval_sec":` + list + `}}`))
+	var bad *BadSweepError
+	if !errors.As(err, &bad) || err.Error() != "workload.frame_interval_sec: 17 intervals, at most 16" {
+		t.Errorf("JSON: %v", err)
+	}
+	cameras := make([]string, 64)
+	for i := range cameras {
+		cameras[i] = strconv.Itoa(i + 1)
+	}
+	sixteen := strings.Join(intervals[:16], ", ")
+	_, err = DecodeSweepYAML([]byte("workload:\n  sizes: [480p, 720p, 1080p, 2K]\n  cameras: [" + strings.Join(cameras, ", ") +
+		"]\n  frame_interval_sec: [" + sixteen + "]\n"))
+	if !errors.As(err, &in) || in.Field != "workload" || in.Line != 2 ||
+		!strings.HasPrefix(in.Error(), "workload: 4360 combinations (4 sizes × 64 camera levels × (1 + 16 frame intervals) + 4 multi-image sizes × 3 image counts), at most 4096 per job") {
+		t.Errorf("too many combinations: %v, at %s", err, where(in))
+	}
+}
+
+// where is the field and line of a refusal, for a test's message.
+func where(in *SweepInputError) string {
+	if in == nil {
+		return "no field or line"
+	}
+	return fmt.Sprintf("field %q line %d", in.Field, in.Line)
 }

@@ -434,11 +434,15 @@ func loadCombinations(tx *bolt.Tx, r *protocol.Run, requests, series bool) error
 }
 
 // SortCombinations orders combinations as the workload's plan runs them;
-// combinations outside the plan follow, by size, images and cameras.
+// combinations outside the plan follow, by size, images and cameras. A
+// workload past protocol's limits (a run header is not held to them) is
+// not planned: its combinations are all ordered so.
 func SortCombinations(w protocol.Workload, cs []protocol.Combination) {
 	order := map[protocol.ComboKey]int{}
-	for i, p := range w.Plan() {
-		order[p.ComboKey] = i
+	if w.CheckSize() == nil {
+		for i, p := range w.Plan() {
+			order[p.ComboKey] = i
+		}
 	}
 	rank := func(k protocol.ComboKey) int {
 		if i, ok := order[k]; ok {

@@ -159,6 +159,13 @@ func TestCostInputsChangeTheCostAndSurviveReload(t *testing.T) {
 	if !strings.Contains(msg, "Price of a kWh") || !strings.Contains(msg, "not a number") || cost() != "29.79" {
 		t.Errorf("a kWh price that is not a number: message %q, cost %q", msg, cost())
 	}
+	// Inputs that would make the cost infinite are out of range, as in the
+	// rows API.
+	setInput(t, ctx, "#cost-months", "1e-310")
+	msg = eval[string](t, ctx, `document.querySelector('#cost-error').textContent`)
+	if !strings.Contains(msg, "Written off over (months): 1e-310") || !strings.Contains(msg, "0.1 to 1200 months") || cost() != "29.79" {
+		t.Errorf("months of 1e-310: message %q, cost %q; want the range named and 36 kept", msg, cost())
+	}
 
 	// The link carries the inputs: a reload reads them back.
 	link := eval[string](t, ctx, `location.href`)

@@ -549,7 +549,8 @@ export function energyAt(points, size, images, interval, max) {
 // (price / months + W × 730 h × kWh price / 1000) / cameras.
 export function costPerCameraMonth(price, months, kwh, powerW, cameras) {
   if (!(cameras >= 1) || !(months > 0) || powerW == null) return null;
-  return (price / months + (powerW * HOURS_PER_MONTH * kwh) / 1000) / cameras;
+  const cost = (price / months + (powerW * HOURS_PER_MONTH * kwh) / 1000) / cameras;
+  return isFinite(cost) ? cost : null;
 }
 
 export const COST_FIELDS = {
@@ -557,6 +558,14 @@ export const COST_FIELDS = {
   months: 'Written off over (months)',
   kwh: 'Price of a kWh',
   currency: 'Currency',
+};
+
+// COST_RANGES are explorer.Cost.Check's: wide enough for any device and
+// tariff in any currency, narrow enough that the cost is finite.
+export const COST_RANGES = {
+  price: { lo: 0, hi: 1e12, want: 'give 0 up to 1e12' },
+  months: { lo: 0.1, hi: 1200, want: 'give 0.1 to 1200 months (three days to a century)' },
+  kwh: { lo: 0, hi: 1e6, want: 'give 0 up to 1e6' },
 };
 
 // parseCostField reads one cost input: { value } or { error } naming the
@@ -570,7 +579,8 @@ export function parseCostField(field, raw) {
   }
   const n = s === '' ? NaN : Number(s);
   if (!isFinite(n)) return { error: `${name}: “${s}” is not a number` };
-  if (field === 'months' ? n <= 0 : n < 0) return { error: `${name}: ${s} — ${field === 'months' ? 'give more than 0 months' : 'it cannot be negative'}` };
+  const r = COST_RANGES[field];
+  if (!(n >= r.lo && n <= r.hi)) return { error: `${name}: ${s} — ${r.want}` };
   return { value: n };
 }
 
