@@ -113,8 +113,10 @@ func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 // still reads them: the frame interval (0 back to back), the search mark,
 // a paced level's frames, the TTFT tail that p90 and p95 judge by
 // (empty where it was not recorded), then what the level drew (empty
-// where it has no power samples: 0 W would misstate it), and last the
-// power setting the run measured in (runPower; empty when unknown).
+// where it has no power samples: 0 W would misstate it), the power
+// setting the run measured in (runPower; empty when unknown), and last a
+// back-to-back level's load ("burst" or "sustained") with a sustained
+// level's rounds and window.
 func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
@@ -125,7 +127,7 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 		"frame_interval_sec", "search", "frames_due", "frames_sent", "frames_dropped",
 		"ttft_tail_due", "ttft_tail_unstarted", "ttft_tail_p90", "ttft_tail_p95",
 		"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer",
-		"power_mode"})
+		"power_mode", "load", "rounds", "window_sec"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, cb := range run.Combinations {
 		var errs []string
@@ -141,7 +143,8 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")}
 		rec = append(rec, buyerColumns(&cb)...)
 		rec = append(rec, energyColumns(&cb)...)
-		_ = cw.Write(append(rec, runPower(run)))
+		rec = append(rec, runPower(run))
+		_ = cw.Write(append(rec, loadColumns(&cb)...))
 	}
 	cw.Flush()
 	return cw.Error()
@@ -166,6 +169,18 @@ func buyerColumns(cb *protocol.Combination) []string {
 		}
 	}
 	return out
+}
+
+// loadColumns are WriteRunCSV's load columns for one combination: empty
+// on a frame clock.
+func loadColumns(cb *protocol.Combination) []string {
+	switch {
+	case cb.Paced():
+		return []string{"", "", ""}
+	case cb.Sustained():
+		return []string{protocol.LoadSustained, strconv.Itoa(cb.Rounds), strconv.FormatFloat(cb.WindowSec, 'f', -1, 64)}
+	}
+	return []string{protocol.LoadBurst, "", ""}
 }
 
 // energyColumns are WriteRunCSV's power columns for one combination. J per

@@ -36,3 +36,24 @@ func TestRowReadsTheSustainedLevels(t *testing.T) {
 		t.Errorf("the ladder alone: Max Cameras %s, sustained %v; want 8, one round", v.MaxCamerasLabel, v.Sustained)
 	}
 }
+
+// A run's CSV says each back-to-back level's load, and a sustained
+// level's rounds and window, in its last columns.
+func TestRunCSVSaysTheLoad(t *testing.T) {
+	round := protocol.Combination{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 8}, Completed: 8}
+	sustained := round
+	sustained.Load, sustained.Rounds, sustained.WindowSec = protocol.LoadSustained, 3, 4.5
+	paced := round
+	paced.FrameIntervalSec = 5
+	run := protocol.Run{ID: "r", Combinations: []protocol.Combination{round, sustained, paced}}
+	var b strings.Builder
+	if err := WriteRunCSV(&b, &run); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for i, want := range []string{",load,rounds,window_sec", ",burst,,", ",sustained,3,4.5", ",,,"} {
+		if !strings.HasSuffix(lines[i], want) {
+			t.Errorf("line %d %q, want it to end %q", i+1, lines[i], want)
+		}
+	}
+}
