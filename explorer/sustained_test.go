@@ -31,6 +31,11 @@ func TestRowReadsTheSustainedLevels(t *testing.T) {
 	if title := maxCamerasTitle(v); !strings.HasSuffix(title, "sustained, cameras that keep sending") {
 		t.Errorf("title %q does not say the answer is sustained", title)
 	}
+	var table strings.Builder
+	q := Query{Size: "720p", Images: 1, Cameras: 6, Target: 3}
+	if err := WriteTable(&table, RowsResponse{Query: q, Rows: []RowView{v}}); err != nil || !strings.Contains(table.String(), " 6 sustained ") {
+		t.Errorf("the table does not say the answer is sustained (%v):\n%s", err, table.String())
+	}
 	ladder := Row{Points: r.Points[:4]}
 	if v := rowViewAt(ladder, Query{Size: "720p", Images: 1, Cameras: 6, Target: 3}); v.MaxCameras != 8 || v.Sustained {
 		t.Errorf("the ladder alone: Max Cameras %s, sustained %v; want 8, one round", v.MaxCamerasLabel, v.Sustained)
