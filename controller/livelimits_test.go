@@ -123,7 +123,7 @@ func TestProgressOfSearchedLevels(t *testing.T) {
 	job := sw.Jobs[0]
 	ladder := w.Plan()[0].ComboKey
 	probe := func(cams int) protocol.ComboKey {
-		return protocol.ComboKey{Size: ladder.Size, Images: 1, Cameras: cams}
+		return protocol.ComboKey{Size: ladder.Size, Images: 1, Cameras: cams, Load: protocol.LoadSustained}
 	}
 
 	a.live(t, protocol.KindProgress, progressOf("a1", job, ladder, 1))

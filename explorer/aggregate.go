@@ -185,7 +185,7 @@ func points(r *protocol.Run) []Point {
 		if err != nil || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 || c.FrameIntervalSec < 0 {
 			continue
 		}
-		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras, FrameIntervalSec: c.FrameIntervalSec}
+		key := protocol.ComboKey{Size: size.Name, Images: c.Images, Cameras: c.Cameras, FrameIntervalSec: c.FrameIntervalSec, Load: c.Load}
 		if seen[key] {
 			continue
 		}
@@ -198,6 +198,7 @@ func points(r *protocol.Run) []Point {
 			cmp.Compare(a.Images, b.Images),
 			cmp.Compare(a.FrameIntervalSec, b.FrameIntervalSec),
 			cmp.Compare(a.Cameras, b.Cameras),
+			strings.Compare(a.Load, b.Load),
 		)
 	})
 	return out
@@ -208,7 +209,7 @@ func points(r *protocol.Run) []Point {
 // answered nothing is judged, not skipped.
 func pointOf(c *protocol.Combination, size string) Point {
 	p := Point{Size: size, Images: c.Images, Cameras: c.Cameras, Failed: c.Failed,
-		FrameIntervalSec: c.FrameIntervalSec, Search: c.Search, Tail: c.Tail}
+		FrameIntervalSec: c.FrameIntervalSec, Search: c.Search, Load: c.Load, Tail: c.Tail}
 	if g := c.Pacing; g != nil {
 		p.FramesDue, p.FramesSent, p.FramesDropped = g.FramesDue, g.FramesSent, g.FramesDropped
 	}

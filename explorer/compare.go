@@ -81,8 +81,10 @@ type Comparison struct {
 }
 
 // ComboChange is one combination's change from A to B. Combinations are
-// matched by their whole key, the frame interval included: a paced level is
-// never set against a back-to-back one.
+// matched by their whole key, the frame interval and the load included: a
+// paced level is never set against a back-to-back one, nor one round
+// against cameras that keep sending (which wait longer by the method, not
+// by a regression).
 type ComboChange struct {
 	protocol.ComboKey
 	// SearchA and SearchB say that a search for the exact Max Cameras chose
@@ -223,7 +225,7 @@ func compareFigures(a, b *protocol.Run) Comparison {
 	}
 	byKey := func(x, y protocol.ComboKey) int {
 		return cmp.Or(cmp.Compare(protocol.SizeRank(x.Size), protocol.SizeRank(y.Size)), cmp.Compare(x.Images, y.Images),
-			cmp.Compare(x.FrameIntervalSec, y.FrameIntervalSec), cmp.Compare(x.Cameras, y.Cameras))
+			cmp.Compare(x.FrameIntervalSec, y.FrameIntervalSec), cmp.Compare(x.Cameras, y.Cameras), strings.Compare(x.Load, y.Load))
 	}
 	slices.SortFunc(c.Combos, func(x, y ComboChange) int { return byKey(x.ComboKey, y.ComboKey) })
 	slices.SortFunc(c.OnlyA, byKey)
@@ -281,7 +283,28 @@ func workloadWarnings(a, b *protocol.Run) []string {
 	if a.Client.ImageSetHash != "" && b.Client.ImageSetHash != "" && a.Client.ImageSetHash != b.Client.ImageSetHash {
 		out = append(out, "the pictures differ (image set hashes differ)")
 	}
+	if la, lb := loadsOf(a), loadsOf(b); la != lb {
+		out = append(out, fmt.Sprintf("back-to-back levels measured %s in A, %s in B: a level is compared only with one of its own load", la, lb))
+	}
 	return out
+}
+
+// loadsOf says which loads a run's back-to-back levels were measured under.
+func loadsOf(r *protocol.Run) string {
+	var burst, sustained bool
+	for _, c := range r.Combinations {
+		if !c.Paced() {
+			sustained = sustained || c.Sustained()
+			burst = burst || !c.Sustained()
+		}
+	}
+	switch {
+	case burst && sustained:
+		return "one round (as published) and sustained"
+	case sustained:
+		return "sustained"
+	}
+	return "one round, as published"
 }
 
 // metric is one compared figure: how it is taken from a request and summarised.

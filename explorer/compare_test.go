@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -367,5 +368,39 @@ func TestComparePacedAndSearchedCombinations(t *testing.T) {
 	pace(&b, every5, 0)
 	if c, _ := Compare(&a, &b); metricOf(t, c.Combos[1], "dropped").Verdict != VerdictSame {
 		t.Errorf("no drops on either side: %+v", metricOf(t, c.Combos[1], "dropped"))
+	}
+}
+
+// A level measured as one round is never set against the same level
+// measured sustained: cameras that keep sending wait longer by the
+// method, not by a regression. Each is compared with its own load only,
+// and the runs' loads are named.
+func TestCompareNeverSetsOneRoundAgainstSustained(t *testing.T) {
+	round := protocol.ComboKey{Size: "720p", Images: 1, Cameras: 8}
+	sustained := protocol.ComboKey{Size: "720p", Images: 1, Cameras: 8, Load: protocol.LoadSustained}
+	slower := func(k protocol.ComboKey) profile {
+		p := steady(k)
+		if k.Sustained() {
+			p.ttft *= 2
+		}
+		return p
+	}
+	a := synthRun("a", 1, 24, []protocol.ComboKey{round}, steady)
+	b := synthRun("b", 2, 24, []protocol.ComboKey{round, sustained}, slower)
+	c, err := Compare(&a, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Combos) != 1 || c.Combos[0].ComboKey != round {
+		t.Fatalf("compared %+v, want the one-round level alone", c.Combos)
+	}
+	if len(c.OnlyB) != 1 || c.OnlyB[0] != sustained {
+		t.Errorf("only in B: %v, want the sustained level", c.OnlyB)
+	}
+	if c.Verdict == VerdictWorse {
+		t.Errorf("verdict worse: a sustained level was judged against a round")
+	}
+	if !slices.ContainsFunc(c.Warnings, func(w string) bool { return strings.Contains(w, "sustained in B") }) {
+		t.Errorf("warnings %q, want the loads named", c.Warnings)
 	}
 }

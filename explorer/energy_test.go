@@ -135,8 +135,8 @@ func TestRunCSVAndExportCarryThePower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The energy columns, before the power setting's.
-	if got := recs[0][len(recs[0])-6:]; !slices.Equal(got, []string{"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer", "power_mode"}) {
+	// The energy columns, before the power setting's and the load's.
+	if got := recs[0][len(recs[0])-9 : len(recs[0])-3]; !slices.Equal(got, []string{"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer", "power_mode"}) {
 		t.Errorf("last columns %q", got)
 	}
 	if recs[0][38] != "ttft_tail_p95" {
@@ -144,7 +144,7 @@ func TestRunCSVAndExportCarryThePower(t *testing.T) {
 	}
 	for i, want := range [][]string{{"module_input", "18.4", "20", "9.6", "8"}, {"", "", "", "", ""}} {
 		rec := recs[2+i]
-		if got := rec[len(rec)-6 : len(rec)-1]; !slices.Equal(got, want) {
+		if got := rec[len(rec)-9 : len(rec)-4]; !slices.Equal(got, want) {
 			t.Errorf("line %d (%s cameras): %q, want %q", 2+i, rec[7], got, want)
 		}
 	}

@@ -161,15 +161,19 @@ func failureText(failed int, reason string) string {
 // maxCamerasTitle is logic.js maxCamerasTitle: what makes a Max Cameras a
 // search chose exact.
 func maxCamerasTitle(v RowView) string {
+	load := "; one round per level, as published"
+	if v.Sustained {
+		load = "; sustained, cameras that keep sending"
+	}
 	switch {
 	case !v.Measured || v.NotJudged || !v.Search:
 		return ""
 	case v.Exact:
-		return "Exact: a search measured " + itoa(v.MaxCameras+1) + " cameras too, which did not keep up"
+		return "Exact: a search measured " + itoa(v.MaxCameras+1) + " cameras too, which did not keep up" + load
 	case v.Plus:
-		return "A search measured up to its ceiling and the highest number still kept up"
+		return "A search measured up to its ceiling and the highest number still kept up" + load
 	}
-	return "A search measured levels here; the level above this one was not measured at this target"
+	return "A search measured levels here; the level above this one was not measured at this target" + load
 }
 
 // jsFormatSeconds is logic.js formatSeconds: "—" for no figure, else

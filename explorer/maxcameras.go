@@ -21,6 +21,11 @@ import (
 //     answer due, a failed request or dropped frame counted as never
 //     started, meets the target. A paced level with a frame dropped or a
 //     request failed fails under any statistic.
+//   - Where any level at the selection was measured sustained (cameras
+//     that keep sending, protocol/load.go), Max Cameras reads the
+//     sustained levels alone: a level that kept up as one round may not
+//     keep up all day, and a search brackets its answer on sustained
+//     levels. Elsewhere it reads the levels as published, one round each.
 //   - Max Cameras is the highest measured number of cameras that passes, even
 //     when a lower number failed (the seed: "the highest measured number of
 //     cameras at which the response time meets your target"; measurements are
@@ -54,6 +59,34 @@ func (p Point) at(size string, images int, interval float64) bool {
 	return p.Size == size && p.Images == images && p.FrameIntervalSec == interval
 }
 
+// Sustained says that the level's cameras kept sending.
+func (p Point) Sustained() bool { return p.Load == protocol.LoadSustained }
+
+// LoadName names the load beside the level's figures: "sustained", "one
+// round, as published", or "" on a frame clock.
+func (p Point) LoadName() string {
+	return protocol.ComboKey{FrameIntervalSec: p.FrameIntervalSec, Load: p.Load}.LoadName()
+}
+
+// SustainedAt says whether any level at (size, images, interval) was
+// measured with cameras that keep sending: Max Cameras there reads those.
+func SustainedAt(points []Point, size string, images int, interval float64) bool {
+	for _, p := range points {
+		if p.at(size, images, interval) && p.Sustained() {
+			return true
+		}
+	}
+	return false
+}
+
+// judgedAt is whether a point is one of those Max Cameras at (size,
+// images, interval) reads: the sustained ones where there are any, else
+// all.
+func judgedAt(points []Point, size string, images int, interval float64) func(Point) bool {
+	sustained := SustainedAt(points, size, images, interval)
+	return func(p Point) bool { return p.at(size, images, interval) && (!sustained || p.Sustained()) }
+}
+
 // Figures is what judging the point reads.
 func (p Point) Figures() protocol.LevelFigures {
 	return protocol.LevelFigures{Completed: p.Completed, Failed: p.Failed, MeanTTFT: p.TTFT, Tail: p.Tail,
@@ -85,8 +118,9 @@ func MaxCamerasJudged(points []Point, size string, images int, interval float64,
 // images and interval that passes, and whether it is the highest tested.
 func highestPassing(points []Point, size string, images int, interval float64, passes func(Point) bool) (max int, plus bool) {
 	highest := 0
+	judged := judgedAt(points, size, images, interval)
 	for _, p := range points {
-		if !p.at(size, images, interval) {
+		if !judged(p) {
 			continue
 		}
 		if p.Cameras > highest {
@@ -106,8 +140,9 @@ func Judgeable(points []Point, size string, images int, interval float64, j prot
 	if j.Stat() == protocol.StatisticMean {
 		return true
 	}
+	judged := judgedAt(points, size, images, interval)
 	for _, p := range points {
-		if p.at(size, images, interval) && p.Tail == nil {
+		if judged(p) && p.Tail == nil {
 			return false
 		}
 	}
@@ -117,8 +152,9 @@ func Judgeable(points []Point, size string, images int, interval float64, j prot
 // Searched reports whether a search chose any level at size, images and
 // interval: Max Cameras there is exact, not bounded by the ladder.
 func Searched(points []Point, size string, images int, interval float64) bool {
+	judged := judgedAt(points, size, images, interval)
 	for _, p := range points {
-		if p.at(size, images, interval) && p.Search {
+		if judged(p) && p.Search {
 			return true
 		}
 	}
@@ -147,14 +183,18 @@ func FindPoint(points []Point, size string, images, cameras int) (Point, bool) {
 	return FindPointAt(points, size, images, cameras, 0)
 }
 
-// FindPointAt returns the point at (size, images, cameras, interval).
+// FindPointAt returns the point at (size, images, cameras, interval): the
+// sustained one where the level was measured both ways, as Max Cameras
+// reads it.
 func FindPointAt(points []Point, size string, images, cameras int, interval float64) (Point, bool) {
+	var found Point
+	ok := false
 	for _, p := range points {
-		if p.at(size, images, interval) && p.Cameras == cameras {
-			return p, true
+		if p.at(size, images, interval) && p.Cameras == cameras && (!ok || p.Sustained()) {
+			found, ok = p, true
 		}
 	}
-	return Point{}, false
+	return found, ok
 }
 
 // MaxCamerasLabel writes Max Cameras as the page does: "8+", "2", "0".

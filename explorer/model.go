@@ -96,6 +96,11 @@ type Point struct {
 	FrameIntervalSec float64 `json:"frame_interval_sec,omitempty"`
 	// Search says that a search for the exact Max Cameras chose the level.
 	Search bool `json:"search,omitempty"`
+	// Load is how a back-to-back level's cameras sent: empty for one
+	// round, as published; protocol.LoadSustained for cameras that kept
+	// sending. Where a selection has sustained levels, Max Cameras reads
+	// them alone.
+	Load string `json:"load,omitempty"`
 	// FramesDue, FramesSent and FramesDropped are a paced level's frames
 	// (protocol.Pacing): a dropped frame is one a camera skipped because
 	// its previous answer had not finished.

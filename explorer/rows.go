@@ -169,6 +169,9 @@ type RowView struct {
 	// it measured the level above Max Cameras too, which did not keep up.
 	Search bool `json:"search,omitempty"`
 	Exact  bool `json:"exact,omitempty"`
+	// Sustained says that Max Cameras read levels measured with cameras
+	// that keep sending; otherwise one round per level, as published.
+	Sustained bool `json:"sustained,omitempty"`
 	// FramesDue and FramesDropped are the frames of a paced selection.
 	FramesDue     int `json:"frames_due,omitempty"`
 	FramesDropped int `json:"frames_dropped,omitempty"`
@@ -331,6 +334,7 @@ func rowViewAt(r Row, q Query) RowView {
 		Explanation: expl,
 		NotJudged:   ok && !known,
 		Search:      Searched(r.Points, q.Size, q.Images, q.Interval),
+		Sustained:   SustainedAt(r.Points, q.Size, q.Images, q.Interval),
 		FramesDue:   p.FramesDue, FramesDropped: p.FramesDropped,
 	}
 	if _, above := FindPointAt(r.Points, q.Size, q.Images, max+1, q.Interval); v.Search && max > 0 && above {

@@ -24,8 +24,9 @@ func RunPoints(run *protocol.Run) []Point {
 }
 
 // WriteRunSummary prints a run for a terminal: a line per combination with
-// its figures and errors (a level found by search marked so), then Max
-// Cameras under the judgement per image size and frame clock.
+// its figures and errors (a level found by search marked so, and each
+// back-to-back level's load beside it), then Max Cameras under the
+// judgement per image size and frame clock, with the load it read.
 func WriteRunSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 	fmt.Fprintf(w, "\n%s on %s (%s", run.Config.Model, run.Config.Device, run.Config.Engine)
 	if run.Engine.Version != "" {
@@ -43,7 +44,7 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 		}
 		if cb.Completed == 0 {
 			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %10s %10s %8s %10s%s\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, "-", "-", "-", "-", searchMark(cb))
+				cb.Completed, cb.Failed, "-", "-", "-", "-", searchMark(cb)+loadMark(cb))
 		} else {
 			// No request had tokens after its first one's read: the decode
 			// rate is not measurable, which 0.0 would misstate.
@@ -52,7 +53,7 @@ func WriteRunSummary(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 				tps = strconv.FormatFloat(cb.TPS.Mean, 'f', 1, 64)
 			}
 			fmt.Fprintf(w, "%-6s %4d %4d %5d %6d %9.3fs %9.3fs %8s %10.1f%s\n", cb.Size, cb.Images, cb.Cameras,
-				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec, searchMark(cb))
+				cb.Completed, cb.Failed, cb.TTFT.Mean, cb.TTFT.P90, tps, cb.OutputTokensPerSec, searchMark(cb)+loadMark(cb))
 		}
 		for _, e := range cb.Errors {
 			fmt.Fprintf(w, "         %dx %s\n", e.Count, e.Error)
@@ -73,6 +74,24 @@ func searchMark(c protocol.Combination) string {
 	return ""
 }
 
+// loadMark says how a back-to-back level's cameras sent: a sustained
+// level with its measured rounds and its window.
+func loadMark(c protocol.Combination) string {
+	if c.Sustained() {
+		return fmt.Sprintf("  sustained: %d rounds in a %.3g s window", c.Rounds, c.WindowSec)
+	}
+	return "  " + c.LoadName()
+}
+
+// maxCamerasLoad says which load Max Cameras at size read: sustained
+// where any level there was, else one round per level, as published.
+func maxCamerasLoad(points []Point, size string) string {
+	if SustainedAt(points, size, 1, 0) {
+		return "sustained"
+	}
+	return "one round, as published"
+}
+
 // writeRunMaxCameras prints Max Cameras under j for each size measured
 // back to back with one image per request: exact where a search found it
 // ("23"), "64+" where the search's ceiling passed. The levels on a frame
@@ -82,7 +101,8 @@ func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 	fmt.Fprintf(w, "\nMax Cameras, one image per request, back to back: the most cameras measured with %s\n", j.Describe())
 	for _, s := range protocol.ImageSizes() {
 		if Measured(points, s.Name, 1) {
-			fmt.Fprintf(w, "  %-6s %s\n", s.Name, MaxCamerasLabel(MaxCamerasJudged(points, s.Name, 1, 0, j)))
+			fmt.Fprintf(w, "  %-6s %-4s (%s)\n", s.Name, MaxCamerasLabel(MaxCamerasJudged(points, s.Name, 1, 0, j)),
+				maxCamerasLoad(points, s.Name))
 		}
 	}
 	writePacedSummary(w, run, points, j)
@@ -93,8 +113,10 @@ func writeRunMaxCameras(w io.Writer, run *protocol.Run, j protocol.Judgement) {
 // still reads them: the frame interval (0 back to back), the search mark,
 // a paced level's frames, the TTFT tail that p90 and p95 judge by
 // (empty where it was not recorded), then what the level drew (empty
-// where it has no power samples: 0 W would misstate it), and last the
-// power setting the run measured in (runPower; empty when unknown).
+// where it has no power samples: 0 W would misstate it), the power
+// setting the run measured in (runPower; empty when unknown), and last a
+// back-to-back level's load ("burst" or "sustained") with a sustained
+// level's rounds and window.
 func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"model", "engine", "device", "size", "width", "height", "images", "cameras",
@@ -105,7 +127,7 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 		"frame_interval_sec", "search", "frames_due", "frames_sent", "frames_dropped",
 		"ttft_tail_due", "ttft_tail_unstarted", "ttft_tail_p90", "ttft_tail_p95",
 		"power_source", "mean_power_w", "power_window_sec", "joules_per_answer", "above_idle_joules_per_answer",
-		"power_mode"})
+		"power_mode", "load", "rounds", "window_sec"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, cb := range run.Combinations {
 		var errs []string
@@ -121,7 +143,8 @@ func WriteRunCSV(w io.Writer, run *protocol.Run) error {
 			strconv.Itoa(cb.MaxInFlight), f(cb.WallSec), strconv.Itoa(cb.Warmup), strings.Join(errs, "; ")}
 		rec = append(rec, buyerColumns(&cb)...)
 		rec = append(rec, energyColumns(&cb)...)
-		_ = cw.Write(append(rec, runPower(run)))
+		rec = append(rec, runPower(run))
+		_ = cw.Write(append(rec, loadColumns(&cb)...))
 	}
 	cw.Flush()
 	return cw.Error()
@@ -146,6 +169,18 @@ func buyerColumns(cb *protocol.Combination) []string {
 		}
 	}
 	return out
+}
+
+// loadColumns are WriteRunCSV's load columns for one combination: empty
+// on a frame clock.
+func loadColumns(cb *protocol.Combination) []string {
+	switch {
+	case cb.Paced():
+		return []string{"", "", ""}
+	case cb.Sustained():
+		return []string{protocol.LoadSustained, strconv.Itoa(cb.Rounds), strconv.FormatFloat(cb.WindowSec, 'f', -1, 64)}
+	}
+	return []string{protocol.LoadBurst, "", ""}
 }
 
 // energyColumns are WriteRunCSV's power columns for one combination. J per

@@ -43,7 +43,7 @@ func TestRunSummaryShowsPacedLevels(t *testing.T) {
 			t.Errorf("the paced section lacks %q:\n%s", want, pacedPart)
 		}
 	}
-	if !strings.Contains(table, "720p   1\n") {
+	if !strings.Contains(table, "720p   1    (one round, as published)\n") {
 		t.Errorf("back to back Max Cameras is not 1:\n%s", table)
 	}
 }

@@ -87,10 +87,10 @@ func TestRunSummaryMaxCamerasJudged(t *testing.T) {
 		j      protocol.Judgement
 		want   string
 	}{
-		{"search found the exact figure", searched, protocol.Judgement{}, "  720p   23\n"},
-		{"by p90 the failures of 23 count", searched, protocol.Judgement{Statistic: protocol.StatisticP90}, "  720p   22\n"},
-		{"a tighter target", searched, protocol.Judgement{TargetSec: 2.5}, "  720p   20\n"},
-		{"the ceiling kept up", ceiling, protocol.Judgement{}, "  720p   64+\n"},
+		{"search found the exact figure", searched, protocol.Judgement{}, "  720p   23   (one round, as published)\n"},
+		{"by p90 the failures of 23 count", searched, protocol.Judgement{Statistic: protocol.StatisticP90}, "  720p   22   (one round, as published)\n"},
+		{"a tighter target", searched, protocol.Judgement{TargetSec: 2.5}, "  720p   20   (one round, as published)\n"},
+		{"the ceiling kept up", ceiling, protocol.Judgement{}, "  720p   64+  (one round, as published)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := protocol.Run{ID: "b1", Status: protocol.RunCompleted, Config: protocol.Configuration{Model: "m"}, Combinations: tc.combos}

@@ -84,8 +84,14 @@ func WriteTableWith(w io.Writer, res RowsResponse, opt TableOptions) error {
 			sim++
 		}
 		ttft, tps, result := tableFigures(r, res.Judgement().Stat())
+		maxCams := r.MaxCamerasLabel
+		if r.Sustained {
+			// Read from levels whose cameras kept sending; a row without
+			// the mark reads one round per level, as published.
+			maxCams += " sustained"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Model, params, r.Quantization, r.Engine, DeviceLabel(r.RowConfig),
-			ttft, tps, r.MaxCamerasLabel, result, opt.powerCells(r), mark)
+			ttft, tps, maxCams, result, opt.powerCells(r), mark)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

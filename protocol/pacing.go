@@ -52,6 +52,9 @@ func checkFrameInterval(field string, t float64) error {
 // the combination's.
 func (c *Combination) validateBuyerFigures() error {
 	const most = MaxRequestsInCombination
+	if err := c.validateSustained(); err != nil {
+		return err
+	}
 	if (c.Pacing != nil) != c.Paced() {
 		return fmt.Errorf("pacing: recorded %t, but frame_interval_sec is %g", c.Pacing != nil, c.FrameIntervalSec)
 	}

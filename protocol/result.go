@@ -133,6 +133,12 @@ type Combination struct {
 	// Search says that a search for the exact Max Cameras chose this
 	// level; it is measured as every other is.
 	Search bool `json:"search,omitempty"`
+	// Rounds and WindowSec are a sustained level's (ComboKey.Load): the
+	// fewest measured requests any camera sent in the window, and the
+	// window's length in seconds, from its opening to the send that
+	// closed it. A burst records neither.
+	Rounds    int     `json:"rounds,omitempty"`
+	WindowSec float64 `json:"window_sec,omitempty"`
 	// Energy is what the combination drew; nil when it had no power
 	// samples.
 	Energy *Energy `json:"energy,omitempty"`

@@ -17,6 +17,7 @@ func (c *Combination) ScaleTime(speedup float64) {
 	c.TPS.scale(1 / s)
 	c.OutputTokensPerSec /= s
 	c.WallSec *= s
+	c.WindowSec *= s
 	if c.Pacing != nil {
 		c.Pacing.Age.scale(s)
 	}

@@ -9,8 +9,10 @@ func TestSearchLevel(t *testing.T) {
 		k    ComboKey
 		want bool
 	}{
-		{ComboKey{Size: "720p", Images: 1, Cameras: 23}, true},
-		{ComboKey{Size: "720p", Images: 1, Cameras: 64}, true},
+		{ComboKey{Size: "720p", Images: 1, Cameras: 23, Load: LoadSustained}, true},
+		{ComboKey{Size: "720p", Images: 1, Cameras: 64, Load: LoadSustained}, true},
+		{ComboKey{Size: "720p", Images: 1, Cameras: 23}, false}, // the search's probes are sustained
+		{ComboKey{Size: "720p", Images: 1, Cameras: 40, FrameIntervalSec: 5, Load: LoadSustained}, false},
 		{ComboKey{Size: "720p", Images: 1, Cameras: 40, FrameIntervalSec: 5}, true},
 		{ComboKey{Size: "720p", Images: 1, Cameras: 65}, false},                      // past the ceiling
 		{ComboKey{Size: "720p", Images: 1, Cameras: 40, FrameIntervalSec: 2}, false}, // an interval not measured
@@ -21,6 +23,10 @@ func TestSearchLevel(t *testing.T) {
 		if got := w.SearchLevel(c.k); got != c.want {
 			t.Errorf("%s: %v, want %v", c.k, got, c.want)
 		}
+	}
+	w.Load = LoadBurst
+	if !w.SearchLevel(ComboKey{Size: "720p", Images: 1, Cameras: 23}) || w.SearchLevel(ComboKey{Size: "720p", Images: 1, Cameras: 23, Load: LoadSustained}) {
+		t.Error("under load: burst, the search's probes are one round each")
 	}
 	w.Search = 0
 	if w.SearchLevel(ComboKey{Size: "720p", Images: 1, Cameras: 23}) {

@@ -106,6 +106,10 @@ type Workload struct {
 	// Judgement is how a level is judged to keep up: by search, and by
 	// bench's summary. The explorer lets its user judge again.
 	Judgement Judgement `json:"judgement,omitzero"`
+	// Load is how back-to-back levels are measured (load.go): empty, the
+	// ladder as published and the search sustained; LoadBurst or
+	// LoadSustained, every level so.
+	Load string `json:"load,omitempty"`
 }
 
 // DefaultSearchCeiling is the search's ceiling when none is named.
@@ -138,14 +142,22 @@ type ComboKey struct {
 	// FrameIntervalSec is the frame clock the cameras sent on, seconds; 0
 	// is back to back, as published.
 	FrameIntervalSec float64 `json:"frame_interval_sec,omitempty"`
+	// Load is how a back-to-back level's cameras sent (load.go): empty
+	// for one synchronized round, as published; LoadSustained for
+	// cameras that keep sending.
+	Load string `json:"load,omitempty"`
 }
 
 // String is the key's stable form, also used in message ids and store keys:
-// "720p-1img-4cam", and "720p-1img-4cam-every5s" on a frame clock.
+// "720p-1img-4cam", "720p-1img-4cam-every5s" on a frame clock and
+// "720p-1img-4cam-sustained" under sustained load.
 func (k ComboKey) String() string {
 	s := fmt.Sprintf("%s-%dimg-%dcam", k.Size, k.Images, k.Cameras)
 	if k.FrameIntervalSec > 0 {
 		s += "-every" + strconv.FormatFloat(k.FrameIntervalSec, 'g', -1, 64) + "s"
+	}
+	if k.Load != "" {
+		s += "-" + k.Load
 	}
 	return s
 }
@@ -199,7 +211,7 @@ func (w Workload) Plan() []PlannedCombo {
 			add(ComboKey{Size: s, Images: n, Cameras: 1}, w.MultiImageRequests)
 		}
 	}
-	return out
+	return w.sustainLadders(out)
 }
 
 // LevelRequests is the measured requests of a camera level of Sizes back
@@ -303,6 +315,9 @@ func (w Workload) Validate() error {
 		return err
 	}
 	if err := checkLen("workload.image_set", w.ImageSet, MaxLineLen); err != nil {
+		return err
+	}
+	if err := w.validateLoad(); err != nil {
 		return err
 	}
 	return w.validateBuyerOptions()

@@ -13,7 +13,11 @@ import (
 // an answer's end and the camera's next request are not multiplied by its
 // speed-up; every other server ignores an unknown header. The id is random
 // per loop (warm-up and measurement are two loops) and says nothing else.
-// Cameras on a frame clock (paced.go) send FrameHeader instead.
+// A sustained level (sustained.go) is one open loop, whose count of
+// requests is not known ahead: its fields say 0 requests, and each
+// camera's last request carries a fifth field, "last", after which that
+// camera sends nothing more. Cameras on a frame clock (paced.go) send
+// FrameHeader instead.
 const LoopHeader = "X-Vlmfleet-Loop"
 
 func loopID() string { return strconv.FormatUint(randomSeed(), 36) }
@@ -21,6 +25,24 @@ func loopID() string { return strconv.FormatUint(randomSeed(), 36) }
 // appendLoopField appends the header field of request seq of a loop of
 // total requests shared by cameras cameras, with its line end.
 func appendLoopField(b []byte, id string, seq, total, cameras int) []byte {
+	return append(appendLoopFields(b, id, seq, total, cameras), "\r\n"...)
+}
+
+// appendOpenLoopField appends the header field of request seq of an open
+// loop of cameras cameras, with its line end; last marks the camera's
+// last request.
+func appendOpenLoopField(b []byte, id string, seq, cameras int, last bool) []byte {
+	b = appendLoopFields(b, id, seq, 0, cameras)
+	if last {
+		b = append(b, " "+lastField...)
+	}
+	return append(b, "\r\n"...)
+}
+
+// lastField marks a camera's last request of an open loop.
+const lastField = "last"
+
+func appendLoopFields(b []byte, id string, seq, total, cameras int) []byte {
 	b = append(b, LoopHeader...)
 	b = append(b, ": "...)
 	b = append(b, id...)
@@ -29,20 +51,26 @@ func appendLoopField(b []byte, id string, seq, total, cameras int) []byte {
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, int64(total), 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(cameras), 10)
-	return append(b, "\r\n"...)
+	return strconv.AppendInt(b, int64(cameras), 10)
 }
 
 // LoopField is what a LoopHeader field says.
 type LoopField struct {
 	ID                  string
 	Seq, Total, Cameras int
+	// Open says the loop's count of requests is not known ahead (Total
+	// 0); Last, that the request is its camera's last of an open loop.
+	Open, Last bool
 }
 
 // ParseLoopField reads a LoopHeader value; ok is false for anything that is
 // not one a loop could have sent.
 func ParseLoopField(v string) (f LoopField, ok bool) {
 	parts := strings.Fields(v)
+	last := len(parts) == 5 && parts[4] == lastField
+	if last {
+		parts = parts[:4]
+	}
 	if len(parts) != 4 || len(parts[0]) > 64 {
 		return LoopField{}, false
 	}
@@ -54,8 +82,8 @@ func ParseLoopField(v string) (f LoopField, ok bool) {
 		}
 		n[i] = x
 	}
-	f = LoopField{ID: parts[0], Seq: n[0], Total: n[1], Cameras: n[2]}
-	if f.Total < 1 || f.Cameras < 1 || f.Seq >= f.Total {
+	f = LoopField{ID: parts[0], Seq: n[0], Total: n[1], Cameras: n[2], Open: n[1] == 0, Last: last}
+	if f.Cameras < 1 || (!f.Open && (f.Last || f.Seq >= f.Total)) {
 		return LoopField{}, false
 	}
 	return f, true

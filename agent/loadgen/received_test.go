@@ -39,8 +39,9 @@ type receivedImage struct {
 	w, h int
 	// file is the sha256 of the JPEG bytes, pixels that of the decoded planes.
 	file, pixels [32]byte
-	// thumb is the mean luma of 32×32 blocks below the unique-mode overlay,
-	// so that a stamped frame can be traced back to the picture it copies.
+	// thumb is the mean luma of 32×32 blocks below the top rows (where a
+	// flat picture's unique copies carry a patch of texture), so that a
+	// unique frame can be traced back to the picture it copies.
 	thumb []float64
 }
 
@@ -262,7 +263,8 @@ func pixelDigest(img image.Image) [32]byte {
 	return out
 }
 
-// thumbTop skips the rows that unique mode's overlay may cover.
+// thumbTop skips the rows where a flat picture's unique copies carry a
+// patch of texture.
 const (
 	thumbTop   = 64
 	thumbBlock = 32

@@ -133,7 +133,8 @@ func randomSeed() uint64 {
 }
 
 // combo measures one combination: warm-up, then the closed loop, or on a
-// frame clock when the combination is paced (paced.go).
+// frame clock when the combination is paced (paced.go), or with cameras
+// that keep sending when it is sustained (sustained.go).
 func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo, h Hooks) (protocol.Combination, error) {
 	size, err := protocol.LookupImageSize(pc.Size)
 	if err != nil {
@@ -147,6 +148,9 @@ func (r *runner) combo(ctx context.Context, idx, n int, pc protocol.PlannedCombo
 	c := protocol.Combination{ComboKey: pc.ComboKey, Width: size.Width, Height: size.Height}
 	if pc.Paced() {
 		return r.pacedCombo(ctx, idx, n, pc, size.Name, cams, c, h)
+	}
+	if pc.Sustained() {
+		return r.sustainedCombo(ctx, idx, n, pc, size.Name, cams, c, h)
 	}
 	warm := r.w.WarmupRequests * pc.Cameras
 	pics, wpics, err := r.comboPictures(size.Name, pc.Images, pc.Requests, warm)

@@ -12,19 +12,35 @@ import (
 // hi the lowest level above it that failed: no lo, no search (nothing
 // passes, so there is no count to refine); no hi, lo is doubled, up to the
 // ceiling; else the gap between lo and hi is halved until they are
-// adjacent. A level already measured is never chosen: any level between lo
-// and hi would have moved one of them.
+// adjacent.
+//
+// The answer is bracketed on measurements under the search's own load
+// (verified): a ladder measured otherwise (back to back in one burst,
+// while the search is sustained) only hints where to look. A lo known
+// from the ladder alone is measured again before the search goes above
+// it, and a hi known from the ladder alone once lo is verified just below
+// it; a level that fails there moves the search down. A level already
+// measured under the search's load is never chosen again: any level
+// between lo and hi would have moved one of them.
 type levelSearch struct {
-	ceiling int
-	passed  map[int]bool
+	ceiling  int
+	passed   map[int]bool
+	verified map[int]bool
 }
 
 func newLevelSearch(ceiling int) *levelSearch {
-	return &levelSearch{ceiling: ceiling, passed: map[int]bool{}}
+	return &levelSearch{ceiling: ceiling, passed: map[int]bool{}, verified: map[int]bool{}}
 }
 
-// record notes a measured level and whether it kept up.
-func (s *levelSearch) record(cameras int, pass bool) { s.passed[cameras] = pass }
+// record notes a measured level and whether it kept up; verified says it
+// was measured under the search's load, whose verdict no other replaces.
+func (s *levelSearch) record(cameras int, pass, verified bool) {
+	if s.verified[cameras] && !verified {
+		return
+	}
+	s.passed[cameras] = pass
+	s.verified[cameras] = verified
+}
 
 // bounds is lo, the highest level that passed (0: none did), and hi, the
 // lowest that failed above it (0: none was measured).
@@ -43,16 +59,21 @@ func (s *levelSearch) bounds() (lo, hi int) {
 }
 
 // next is the level to measure next; false when the search is over: lo
-// and hi adjacent, the ceiling passed, or nothing passed at all.
+// and hi adjacent, the ceiling passed, or nothing passed at all, each
+// bound measured under the search's load.
 func (s *levelSearch) next() (int, bool) {
 	lo, hi := s.bounds()
 	switch {
 	case lo == 0:
 		return 0, false
+	case !s.verified[lo]:
+		return lo, true
 	case hi == 0 && lo < s.ceiling:
 		return min(2*lo, s.ceiling), true
 	case hi-lo > 1:
 		return lo + (hi-lo)/2, true
+	case hi != 0 && !s.verified[hi]:
+		return hi, true
 	}
 	return 0, false
 }
@@ -91,8 +112,7 @@ func (s *schedule) next() (protocol.PlannedCombo, bool) {
 	if l := s.searching; l != nil {
 		if cams, ok := s.searches[*l].next(); ok {
 			s.probes++
-			k := protocol.ComboKey{Size: l.size, Images: 1, Cameras: cams, FrameIntervalSec: l.interval}
-			return protocol.PlannedCombo{ComboKey: k, Requests: s.w.LevelRequests(cams, l.interval), Search: true}, true
+			return s.probe(*l, cams), true
 		}
 		s.searching = nil
 	}
@@ -101,6 +121,19 @@ func (s *schedule) next() (protocol.PlannedCombo, bool) {
 	}
 	s.at++
 	return s.plan[s.at-1], true
+}
+
+// probe is the search's level of cams cameras on ladder l: sustained back
+// to back unless the workload asks for bursts; paced levels keep their
+// frame clock.
+func (s *schedule) probe(l ladder, cams int) protocol.PlannedCombo {
+	k := protocol.ComboKey{Size: l.size, Images: 1, Cameras: cams, FrameIntervalSec: l.interval}
+	pc := protocol.PlannedCombo{ComboKey: k, Requests: s.w.LevelRequests(cams, l.interval)}
+	if !k.Paced() && s.w.SearchLoad() == protocol.LoadSustained {
+		pc = protocol.SustainedLevel(k, pc.Requests)
+	}
+	pc.Search = true
+	return pc
 }
 
 // total is the combinations known so far: the plan's and the probes
@@ -119,7 +152,7 @@ func (s *schedule) measured(pc protocol.PlannedCombo, pass bool) {
 		search = newLevelSearch(s.w.Search)
 		s.searches[l] = search
 	}
-	search.record(pc.Cameras, pass)
+	search.record(pc.Cameras, pass, pc.Paced() || pc.Sustained() == (s.w.SearchLoad() == protocol.LoadSustained))
 	if pc.Search {
 		return
 	}

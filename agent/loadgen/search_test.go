@@ -43,7 +43,7 @@ func TestLevelSearchProbes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newLevelSearch(tc.ceiling)
 			for _, c := range ladder {
-				s.record(c, tc.pass(c))
+				s.record(c, tc.pass(c), true)
 			}
 			var probes []int
 			for {
@@ -55,7 +55,7 @@ func TestLevelSearchProbes(t *testing.T) {
 					t.Fatalf("probe %d was measured already (probes so far %v)", c, probes)
 				}
 				probes = append(probes, c)
-				s.record(c, tc.pass(c))
+				s.record(c, tc.pass(c), true)
 			}
 			if !slices.Equal(probes, tc.probes) {
 				t.Errorf("probes %v, want %v", probes, tc.probes)
@@ -75,7 +75,7 @@ func TestLevelSearchProbeBound(t *testing.T) {
 	for m := 1; m <= 80; m++ {
 		s := newLevelSearch(ceiling)
 		for _, c := range []int{1, 2, 4, 8, 16} {
-			s.record(c, c <= m)
+			s.record(c, c <= m, true)
 		}
 		doubling, bisecting, gap := 0, 0, 0
 		for c, ok := s.next(); ok; c, ok = s.next() {
@@ -88,7 +88,7 @@ func TestLevelSearchProbeBound(t *testing.T) {
 				}
 				bisecting++
 			}
-			s.record(c, c <= m)
+			s.record(c, c <= m, true)
 		}
 		if doubling > 2 || bisecting > bits.Len(uint(max(gap, 1)-1)) {
 			t.Errorf("limit %d: %d doubling and %d halving probes (gap %d), want at most 2 and ceil(log2(gap))", m, doubling, bisecting, gap)
@@ -109,6 +109,7 @@ func TestScheduleSearchesEachLadderAfterIt(t *testing.T) {
 	w.FrameIntervalSec = []float64{5}
 	w.MultiImageSizes, w.ImagesPerRequest = []string{"720p", "2K"}, []int{1, 3}
 	w.Search = 16
+	w.Load = protocol.LoadBurst // every level one round: the ladder verifies itself
 	if err := w.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +146,93 @@ func TestScheduleSearchesEachLadderAfterIt(t *testing.T) {
 	}
 	if s.total() != len(got) {
 		t.Errorf("total %d at the end, want the %d measured", s.total(), len(got))
+	}
+}
+
+// Where the ladder was measured in bursts and the search is sustained,
+// the ladder's verdicts are hints: each bound the search ends on is
+// measured sustained, and a ladder level that passed as a burst but
+// fails sustained moves the search down.
+func TestLevelSearchVerifiesTheLaddersHints(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		ladder           []int
+		burst, sustained int // the highest level that keeps up
+		probes           []int
+		lo, hi           int
+	}{
+		{"the burst flatters: its top fails sustained", []int{1, 2, 4, 8, 16}, 11, 6, []int{8, 4, 6, 7}, 6, 7},
+		{"the loads agree: both bounds measured again", []int{1, 2, 4, 8}, 5, 5, []int{4, 6, 5}, 5, 6},
+		{"sustained keeps up with more", []int{1, 2, 4, 8}, 4, 9, []int{4, 6, 7, 8, 16, 12, 10, 9}, 9, 10},
+		{"nothing keeps up sustained", []int{1, 2, 4}, 2, 0, []int{2, 1}, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newLevelSearch(64)
+			for _, c := range tc.ladder {
+				s.record(c, c <= tc.burst, false)
+			}
+			var probes []int
+			for c, ok := s.next(); ok; c, ok = s.next() {
+				if s.verified[c] {
+					t.Fatalf("probe %d was measured sustained already (probes so far %v)", c, probes)
+				}
+				probes = append(probes, c)
+				s.record(c, c <= tc.sustained, true)
+			}
+			if !slices.Equal(probes, tc.probes) {
+				t.Errorf("probes %v, want %v", probes, tc.probes)
+			}
+			lo, hi := s.bounds()
+			if lo != tc.lo || hi != tc.hi {
+				t.Errorf("ends with pass %d, failure %d; want %d and %d", lo, hi, tc.lo, tc.hi)
+			}
+			for _, b := range []int{lo, hi} {
+				if b > 0 && !s.verified[b] {
+					t.Errorf("bound %d was not measured sustained", b)
+				}
+			}
+		})
+	}
+}
+
+// By default the ladder is one round, as published, and the search's
+// back-to-back probes are sustained levels with at least three measured
+// requests per camera; a paced ladder's probes keep their frame clock.
+func TestScheduleProbesAreSustained(t *testing.T) {
+	w := protocol.DefaultWorkload()
+	w.Sizes, w.Cameras, w.RequestsPerLevel = []string{"480p"}, []int{1, 2, 4, 8, 16}, 8
+	w.FrameIntervalSec = []float64{5}
+	w.MultiImageSizes, w.ImagesPerRequest = nil, nil
+	w.Search = 64
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	burst := map[float64]int{0: 11, 5: 8}
+	s := newSchedule(w)
+	var got []string
+	for pc, ok := s.next(); ok; pc, ok = s.next() {
+		name := pc.ComboKey.String()
+		if pc.Search {
+			name += "*"
+		}
+		got = append(got, name)
+		if pc.Sustained() && pc.Requests != pc.Cameras*max(3, (8+pc.Cameras-1)/pc.Cameras) {
+			t.Errorf("%s: %d requests planned, want at least 3 per camera and 8 in all", name, pc.Requests)
+		}
+		limit := burst[pc.FrameIntervalSec]
+		if pc.Sustained() {
+			limit = 6
+		}
+		s.measured(pc, pc.Cameras <= limit)
+	}
+	want := []string{
+		"480p-1img-1cam", "480p-1img-2cam", "480p-1img-4cam", "480p-1img-8cam", "480p-1img-16cam",
+		"480p-1img-8cam-sustained*", "480p-1img-4cam-sustained*", "480p-1img-6cam-sustained*", "480p-1img-7cam-sustained*",
+		"480p-1img-1cam-every5s", "480p-1img-2cam-every5s", "480p-1img-4cam-every5s", "480p-1img-8cam-every5s", "480p-1img-16cam-every5s",
+		"480p-1img-12cam-every5s*", "480p-1img-10cam-every5s*", "480p-1img-9cam-every5s*",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("order\n%v\nwant\n%v", got, want)
 	}
 }
 
@@ -190,6 +278,7 @@ func TestMeasureSearchesAfterTheLadder(t *testing.T) {
 	w := oneCombo("480p", 1, 1, 0)
 	w.Cameras = []int{1, 2, 4, 8}
 	w.Search = 8
+	w.Load = protocol.LoadBurst // one request per camera: the probes as the ladder
 	w.Judgement = protocol.Judgement{TargetSec: 0.3}
 	type start struct{ idx, n int }
 	var starts []start

@@ -24,6 +24,11 @@ type Sweep struct {
 	// end and its next request (drawn uniformly per request); it is what
 	// desynchronises real cameras. 0 means defaultGap.
 	Gap float64
+	// Sustained runs the level as cameras that keep sending
+	// (protocol.LoadSustained, runOpenLoop): no barrier after the
+	// warm-up, the requests sent once every camera's ramp ended measured,
+	// at least protocol.SustainedRounds per camera.
+	Sustained bool
 }
 
 // SweepResult holds the means of the measured requests, in simulated seconds.
@@ -64,6 +69,13 @@ func simulate(p Profile, k knobs, contention float64, sw Sweep, seed uint64) (Sw
 	m := newModel(p, contention, seed)
 	m.k = k
 	gaps := newGapRand(seed)
+	if sw.Sustained {
+		done, err := runOpenLoop(m, gaps, sw, pixels)
+		if err != nil {
+			return SweepResult{}, fmt.Errorf("simulate: %w", err)
+		}
+		return meansOf(done), nil
+	}
 	if sw.Warmup > 0 {
 		if _, err := runLoop(m, gaps, sw, pixels, sw.Warmup*sw.Cameras); err != nil {
 			return SweepResult{}, fmt.Errorf("simulate: warm-up: %w", err)
@@ -73,6 +85,11 @@ func simulate(p Profile, k knobs, contention float64, sw Sweep, seed uint64) (Sw
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("simulate: %w", err)
 	}
+	return meansOf(done), nil
+}
+
+// meansOf is the mean TTFT and TPS of the requests done.
+func meansOf(done []*job) SweepResult {
 	var r SweepResult
 	for _, j := range done {
 		r.TTFT += j.firstAt - j.arrive
@@ -82,7 +99,7 @@ func simulate(p Profile, k knobs, contention float64, sw Sweep, seed uint64) (Sw
 	}
 	r.TTFT /= float64(len(done))
 	r.TPS /= float64(len(done))
-	return r, nil
+	return r
 }
 
 // runLoop runs total requests through m from its current time, the

@@ -22,8 +22,12 @@ import (
 // cameras of a loop start together and each camera's next request arrives,
 // in simulated time, exactly when its previous answer ended, however long
 // the host took to carry it; the requests in flight make no progress
-// meanwhile. A loop whose client went away while it still owed requests
-// holds the clock for loopGrace at most.
+// meanwhile. A sustained level is an open loop, whose count of requests is
+// not known ahead: it owes one request per camera that is neither waiting
+// for an answer nor past its last request (marked so in its header), and
+// so its cameras meet the queue's steady state in simulated time too. A
+// loop whose client went away while it still owed requests holds the
+// clock for loopGrace at most.
 //
 // Cameras on a frame clock owe the clock a frame at each tick a camera is
 // free for; frames.go keeps them the same way.
@@ -75,13 +79,29 @@ type loop struct {
 	id               string
 	total, cameras   int
 	arrived, running int // requests arrived, and of those not ended
-	last             time.Time
+	// open says the loop's count is not known ahead (total 0); finished
+	// counts its cameras whose last request has ended.
+	open     bool
+	finished int
+	last     time.Time
 }
 
 // owed is how many requests the loop owes now: every camera not waiting for
-// an answer sends one, while the loop has requests left.
+// an answer sends one, while the loop has requests left, or in an open
+// loop while the camera has not sent its last.
 func (l *loop) owed() int {
+	if l.open {
+		return max(0, l.cameras-l.running-l.finished)
+	}
 	return max(0, min(l.total-l.arrived, min(l.cameras, l.total)-l.running))
+}
+
+// over says the loop will send nothing more and has nothing running.
+func (l *loop) over() bool {
+	if l.open {
+		return l.finished >= l.cameras && l.running <= 0
+	}
+	return l.arrived >= l.total && l.running <= 0
 }
 
 // forgetAfter drops a loop with no news this long: its client is gone.
@@ -133,13 +153,13 @@ func (s *Server) arrivedLocked(j *job, header string, now time.Time) {
 	}
 	l := s.loops[f.ID]
 	if l == nil {
-		l = &loop{id: f.ID, total: f.Total, cameras: f.Cameras}
+		l = &loop{id: f.ID, total: f.Total, cameras: f.Cameras, open: f.Open}
 		s.loops[f.ID] = l
 	}
 	l.arrived++
 	l.running++
 	l.last = now
-	j.loop = l
+	j.loop, j.lastOfCamera = l, f.Last
 }
 
 // endedLocked counts a request of a loop, or a frame of a frame clock,
@@ -155,8 +175,11 @@ func (s *Server) endedLocked(j *job, now time.Time) bool {
 	}
 	j.loop = nil
 	l.running--
+	if j.lastOfCamera {
+		l.finished++
+	}
 	l.last = now
-	if l.arrived >= l.total && l.running <= 0 {
+	if l.over() {
 		delete(s.loops, l.id)
 		return false
 	}

@@ -126,7 +126,9 @@ type job struct {
 	// known), reservedAt when it arrived on the wall clock; see clock.go.
 	loop       *loop
 	reservedAt time.Time
-	received   bool // its body is read; it is being parsed
+	// lastOfCamera says the request is its camera's last of an open loop.
+	lastOfCamera bool
+	received     bool // its body is read; it is being parsed
 	// frame is the frame of a frame clock the request carries (nil: none;
 	// see frames.go), and nextTick the tick its camera takes next, known
 	// once the request has ended.

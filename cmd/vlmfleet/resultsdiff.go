@@ -92,9 +92,11 @@ func printComparison(w io.Writer, cmp explorer.Comparison) {
 	fmt.Fprintf(w, "\nrule: %s\n", cmp.Rule)
 }
 
-// printChanges prints a line per combination, a column per metric: the
-// metrics of every combination, so that a paced level's dropped frames have
-// their column and a back-to-back level leaves it empty.
+// printChanges prints a line per combination, its load (a back-to-back
+// level's: "sustained" or "one round, as published"), then a column per
+// metric: the metrics of every combination, so that a paced level's
+// dropped frames have their column and a back-to-back level leaves it
+// empty.
 func printChanges(w io.Writer, combos []explorer.ComboChange) {
 	var keys, labels []string
 	for _, cc := range combos {
@@ -105,13 +107,13 @@ func printChanges(w io.Writer, combos []explorer.ComboChange) {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(append([]string{"combination"}, labels...), "\t")+"\t")
+	fmt.Fprintln(tw, strings.Join(append([]string{"combination", "load"}, labels...), "\t")+"\t")
 	for _, cc := range combos {
 		name := comboName(cc.ComboKey)
 		if cc.SearchA || cc.SearchB {
 			name += " (search)"
 		}
-		cells := []string{name}
+		cells := []string{name, cc.LoadName()}
 		for _, k := range keys {
 			cell := ""
 			for _, m := range cc.Metrics {
@@ -167,10 +169,16 @@ func comboName(k protocol.ComboKey) string {
 	return s
 }
 
+// keyNames names combinations measured in one run only, a sustained
+// level marked so.
 func keyNames(keys []protocol.ComboKey) []string {
 	var out []string
 	for _, k := range keys {
-		out = append(out, comboName(k))
+		name := comboName(k)
+		if k.Sustained() {
+			name += " sustained"
+		}
+		out = append(out, name)
 	}
 	return out
 }

@@ -17,7 +17,7 @@ import (
 // bench and sweep so that both read them with the same rules.
 type workloadFlags struct {
 	sizes, cameras, multiSizes, images, prompt, cachePrompt *string
-	frameInterval                                           *string
+	frameInterval, load                                     *string
 	requests, multiRequests, warmup, maxTokens              *int
 	unique                                                  *optionalBool
 	timeout                                                 *time.Duration
@@ -49,6 +49,7 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 		timeout:       fs.Duration("timeout", time.Duration(d.RequestTimeoutSec*float64(time.Second)), "bound on one request (0: none)"),
 		cachePrompt:   fs.String("cache-prompt", cache, "send llama.cpp's cache_prompt: true, false or unset (not sent)"),
 		frameInterval: fs.String("frame-interval", "", "also measure every camera level with each camera sending one frame every `SECONDS` (a list, e.g. 5,10), dropping the frames that fall due while its previous answer runs (default: back to back only)"),
+		load:          fs.String("load", "", "how back-to-back levels are measured: burst (one synchronized round per level, as published) or sustained (cameras that keep sending, measured in a window once they have drifted apart); default: the ladder as published and the search sustained"),
 		search:        &searchFlag{},
 		statistic:     fs.String("statistic", protocol.StatisticMean, "judge a level by its mean TTFT (as published: failed requests left out), p90 or p95 (a failed request counted as an answer that never started)"),
 		target:        fs.Float64("target", protocol.DefaultTargetSec, "response-time target in `SECONDS` a level is judged by (Max Cameras, search)"),
@@ -117,7 +118,7 @@ func searchArgHint(fs *flag.FlagSet) string {
 // workloadFlagOrder is the order apply sets fields in: --images after
 // --multi-sizes, so "--multi-sizes none" does not undo it.
 var workloadFlagOrder = []string{"sizes", "cameras", "requests", "multi-sizes", "images", "multi-requests",
-	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt", "frame-interval", "search", "statistic", "target"}
+	"warmup", "max-tokens", "prompt", "unique-images", "timeout", "cache-prompt", "frame-interval", "load", "search", "statistic", "target"}
 
 // apply overrides the fields of w whose flags were given on the command
 // line, checking every value; its errors name the flag.
@@ -182,6 +183,8 @@ func (f *workloadFlags) set(name string, w *protocol.Workload) error {
 		}
 	case "frame-interval":
 		w.FrameIntervalSec, err = listFlag(name, frameIntervals, *f.frameInterval)
+	case "load":
+		w.Load, err = listFlag(name, protocol.ParseLoad, strings.TrimSpace(*f.load))
 	default:
 		return f.setJudgement(name, w)
 	}
@@ -248,8 +251,8 @@ var fieldFlags = map[string]string{
 	"workload.multi_image_sizes": "multi-sizes", "workload.images_per_request": "images",
 	"workload.multi_image_requests": "multi-requests", "workload.warmup_requests": "warmup",
 	"workload.max_tokens": "max-tokens", "workload.prompt": "prompt", "workload.request_timeout_sec": "timeout",
-	"workload.frame_interval_sec": "frame-interval",
-	"workload.search":             "search", "workload.judgement.statistic": "statistic", "workload.judgement.target_sec": "target",
+	"workload.frame_interval_sec": "frame-interval", "workload.load": "load",
+	"workload.search": "search", "workload.judgement.statistic": "statistic", "workload.judgement.target_sec": "target",
 }
 
 // pointAtFlag names the flag behind a validation error: the one

@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds each row once, when it is first displayed,
 // and then only updates text, classes, visibility and order, so a change
 // costs a few milliseconds even with a thousand rows.
-import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, deviceLabel, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
+import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, loadName, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, deviceLabel, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 import { showLabChrome } from './labchrome.js';
 
@@ -726,6 +726,9 @@ function createExplorer(ds) {
     const mc = it.view.mc;
     const known = mc.known !== false;
     const pts = pointsAt(it.row.points, sel.size, sel.images, sel.interval);
+    // Where a level was measured sustained, each says its load: Max
+    // Cameras reads the sustained ones.
+    const loads = mc.sustained;
     const judged = sel.statistic !== 'mean';
     const paced = sel.interval > 0;
     const rows = pts.map((p) => {
@@ -734,6 +737,7 @@ function createExplorer(ds) {
       const j = known ? judgedTTFT(p, sel.statistic) : null;
       const cams = el('th', { scope: 'row', class: 'num', text: String(p.cameras) });
       if (p.search) cams.append(el('span', { class: 'searched', text: ' (search)', title: 'A level chosen by the search for the exact Max Cameras' }));
+      if (loads) cams.append(el('span', { class: 'load', text: ` ${loadName(p)}` }));
       return el('tr', { class: `${ok ? 'pass' : known ? 'fail' : 'nodata'}${p.cameras === sel.cameras ? ' current' : ''}` },
         cams,
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),

@@ -69,11 +69,25 @@ export function passes(p, target, statistic = 'mean') {
   return v != null && roundSeconds(v) <= target;
 }
 
+// sustainedAt says whether any level at size, images and interval was
+// measured with cameras that keep sending.
+export function sustainedAt(points, size, images, interval) {
+  return points.some((p) => p.size === size && p.images === images && intervalOf(p) === interval && p.load === 'sustained');
+}
+
+// judgedAt matches explorer's judgedAt: the levels Max Cameras reads, the
+// sustained ones where there are any, else all.
+function judgedAt(points, size, images, interval) {
+  const sustained = sustainedAt(points, size, images, interval);
+  return (p) => p.size === size && p.images === images && intervalOf(p) === interval && (!sustained || p.load === 'sustained');
+}
+
 // judgeable matches explorer.Judgeable: a percentile needs every level's
 // tail, which a published row imported with its means only lacks.
 export function judgeable(points, size, images, interval, statistic) {
   if (statistic !== 'p90' && statistic !== 'p95') return true;
-  return !points.some((p) => p.size === size && p.images === images && intervalOf(p) === interval && !p.ttft_tail);
+  const judged = judgedAt(points, size, images, interval);
+  return !points.some((p) => judged(p) && !p.ttft_tail);
 }
 
 // maxCameras matches explorer.MaxCamerasJudged: the highest measured number
@@ -92,15 +106,24 @@ export function maxCameras(points, size, images, target, opts = {}) {
   let measured = false;
   let search = false;
   const cams = new Set();
+  const judged = judgedAt(points, size, images, interval);
   for (const p of points) {
-    if (p.size !== size || p.images !== images || intervalOf(p) !== interval) continue;
+    if (!judged(p)) continue;
     measured = true;
     cams.add(p.cameras);
     if (p.search) search = true;
     if (p.cameras > highest) highest = p.cameras;
     if (known && passes(p, target, statistic) && p.cameras > max) max = p.cameras;
   }
-  return { max, plus: max > 0 && max === highest, measured, known, search, exact: search && max > 0 && cams.has(max + 1) };
+  const sustained = sustainedAt(points, size, images, interval);
+  return { max, plus: max > 0 && max === highest, measured, known, search, exact: search && max > 0 && cams.has(max + 1), sustained };
+}
+
+// loadName matches protocol.ComboKey.LoadName: how a back-to-back level's
+// cameras sent, said beside its figures.
+export function loadName(p) {
+  if (intervalOf(p) > 0) return '';
+  return p.load === 'sustained' ? 'sustained' : 'one round, as published';
 }
 
 export function maxCamerasLabel(mc) {
@@ -113,22 +136,27 @@ export function maxCamerasLabel(mc) {
 // exact; '' otherwise.
 export function maxCamerasTitle(mc) {
   if (!mc.measured || mc.known === false || !mc.search) return '';
-  if (mc.exact) return `Exact: a search measured ${mc.max + 1} cameras too, which did not keep up`;
-  if (mc.plus) return 'A search measured up to its ceiling and the highest number still kept up';
-  return 'A search measured levels here; the level above this one was not measured at this target';
+  const load = mc.sustained ? '; sustained, cameras that keep sending' : '; one round per level, as published';
+  if (mc.exact) return `Exact: a search measured ${mc.max + 1} cameras too, which did not keep up${load}`;
+  if (mc.plus) return `A search measured up to its ceiling and the highest number still kept up${load}`;
+  return `A search measured levels here; the level above this one was not measured at this target${load}`;
 }
 
+// findPoint matches explorer.FindPointAt: the sustained level where one
+// was measured both ways.
 export function findPoint(points, size, images, cameras, interval = 0) {
+  let found = null;
   for (const p of points) {
-    if (p.size === size && p.images === images && p.cameras === cameras && intervalOf(p) === interval) return p;
+    if (p.size === size && p.images === images && p.cameras === cameras && intervalOf(p) === interval && (!found || p.load === 'sustained')) found = p;
   }
-  return null;
+  return found;
 }
 
 // pointsAt lists the points at size, images and frame interval by number of
-// cameras.
+// cameras, one round before sustained at the same number.
 export function pointsAt(points, size, images, interval = 0) {
-  return points.filter((p) => p.size === size && p.images === images && intervalOf(p) === interval).sort((a, b) => a.cameras - b.cameras);
+  const rank = (p) => (p.load === 'sustained' ? 1 : 0);
+  return points.filter((p) => p.size === size && p.images === images && intervalOf(p) === interval).sort((a, b) => a.cameras - b.cameras || rank(a) - rank(b));
 }
 
 // formatParams follows the seed: "2.4B", "8.0B", "16B", "31B".

@@ -12,8 +12,9 @@ import (
 )
 
 // A sweep with a search runs it in the lab as bench does: the agent
-// publishes the levels it chose like the ladder's, the controller stores
-// them marked as found by search, and takes the search's live progress.
+// publishes the levels it chose like the ladder's, sustained, the
+// controller stores them marked as found by search, and takes the
+// search's live progress.
 func TestLabSweepSearches(t *testing.T) {
 	l := newLab(t, testContext(t, 90*time.Second), simlab.Options{})
 	ctrl := l.Controller()
@@ -44,8 +45,10 @@ func TestLabSweepSearches(t *testing.T) {
 			continue
 		}
 		searched++
-		if !w.SearchLevel(c.ComboKey) || c.Completed+c.Failed != w.LevelRequests(c.Cameras, 0) || c.Tail == nil {
-			t.Errorf("%s: searched %d+%d requests, tail %v", c.ComboKey, c.Completed, c.Failed, c.Tail)
+		if !w.SearchLevel(c.ComboKey) || !c.Sustained() || c.Completed+c.Failed < c.Cameras*protocol.MinSustainedRounds ||
+			c.Rounds < protocol.MinSustainedRounds || c.Tail == nil {
+			t.Errorf("%s: searched %d+%d requests in %d rounds, tail %v; want sustained, at least %d rounds",
+				c.ComboKey, c.Completed, c.Failed, c.Rounds, c.Tail, protocol.MinSustainedRounds)
 		}
 	}
 	if searched == 0 || len(run.Combinations) != len(w.Plan())+searched {
