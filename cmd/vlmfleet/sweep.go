@@ -98,7 +98,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 	if *f.file != "" {
 		var err error
 		if s, err = readSweepFile(*f.file); err != nil {
-			return s, usageError{err}
+			return s, inputError{err}
 		}
 	}
 	if err := f.workload.apply(fs, &s.Workload); err != nil {
@@ -152,7 +152,7 @@ func checkCancelFlags(fs *flag.FlagSet, id string) error {
 }
 
 // readSweepFile reads a sweep from YAML or JSON; fields left out take the
-// method's defaults. Errors name the file and line.
+// method's defaults. Errors name the file, line and column.
 func readSweepFile(path string) (protocol.Sweep, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -160,13 +160,20 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
-		// The controller's own YAML decoder, so that an error names its
-		// line here as on the sweeps page.
+		// The controller's own YAML decoder, so that its problems are
+		// those the sweeps page shows, each at "file:line:column:" as
+		// compilers and editors read a position.
 		s, err := api.DecodeSweepYAML(data)
-		var in *api.SweepInputError
-		if errors.As(err, &in) && in.Line > 0 && in.Field != "" {
-			// A validation error names the field; the decoder's names its line.
-			return protocol.Sweep{}, fmt.Errorf("%s:%d: %w", path, in.Line, err)
+		var list api.SweepInputErrors
+		if errors.As(err, &list) {
+			lines := make([]string, len(list))
+			for i, in := range list {
+				lines[i] = path + ": " + in.Error()
+				if in.Line > 0 {
+					lines[i] = fmt.Sprintf("%s:%d:%d: %s", path, in.Line, in.Column, in.Error())
+				}
+			}
+			return protocol.Sweep{}, errors.New(strings.Join(lines, "\n"))
 		}
 		if err != nil {
 			return protocol.Sweep{}, fmt.Errorf("%s: %w", path, err)
