@@ -88,7 +88,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "follow it at %s/live or with --wait; results: %s/api/runs?sweep=%s\n", cl.URL(), cl.URL(), created.ID)
 		return nil
 	}
-	return waitSweep(ctx, c, cl, created.ID)
+	return waitSweep(ctx, c, cl, created.ID, againFlags(*f.controller, *f.tokenFile))
 }
 
 // sweep builds the sweep: the method's defaults, or the --file sweep, with
@@ -190,8 +190,27 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 
 // waitSweep draws the progress of the sweep's jobs until all have ended,
 // then prints how each ended, in natural order (j2 before j10), and the
-// answer for the sweep's runs; the error says whether any failed.
-func waitSweep(ctx context.Context, c *cli, cl *client.Client, id string) error {
+// answer for the sweep's runs; the error says whether any failed. again
+// is the flags that name the controller in the commands it suggests.
+func waitSweep(ctx context.Context, c *cli, cl *client.Client, id, again string) error {
+	err := followSweep(ctx, c, cl, id)
+	if err != nil && ctx.Err() != nil {
+		return sweepGoesOn(id, again)
+	}
+	return err
+}
+
+// sweepGoesOn is what an interrupted wait says: the sweep runs on the
+// controller whether anyone waits for it, so the user is told how to
+// follow it again and how to stop it (exit 130, as a shell reports an
+// interrupted command).
+func sweepGoesOn(id, again string) error {
+	return exitError{code: 130, err: fmt.Errorf("interrupted; sweep %s goes on on the controller, its jobs on their agents\n"+
+		"  follow it again: vlmfleet sweep watch%s %s\n"+
+		"  cancel it:       vlmfleet sweep cancel%s %s", id, again, id, again, id)}
+}
+
+func followSweep(ctx context.Context, c *cli, cl *client.Client, id string) error {
 	first, err := cl.Sweep(ctx, id)
 	if err != nil {
 		return err
