@@ -75,7 +75,10 @@ func Join(ctx context.Context, cfg Config, join string, log zerolog.Logger) (Con
 	}
 	log.Info().Str("agent_id", id).Str("credentials", creds).Str("nats", protocol.RedactURL(ans.NATSURL)).
 		Msg("joined: later starts use these credentials and need no join string")
-	if strings.HasPrefix(creds, filepath.Clean(os.TempDir())+string(filepath.Separator)) {
+	// Only where the files went by default: a spool_dir, log_dir or
+	// nats_credentials someone set is where they want them.
+	chosen := cfg.SpoolDir != "" || cfg.LogDir != "" || cfg.NATSCredentials != ""
+	if !chosen && strings.HasPrefix(creds, filepath.Clean(os.TempDir())+string(filepath.Separator)) {
 		log.Warn().Str("credentials", creds).Msg("the credentials are in the temp dir, which a reboot may empty: " +
 			"set log_dir or spool_dir (they go beside spool_dir) or nats_credentials in the agent's config, and join again")
 	}

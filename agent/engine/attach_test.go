@@ -124,16 +124,15 @@ func TestCheckEndpoint(t *testing.T) {
 		{vllm.URL + "/v1", "served"},
 		{vllm.URL + "/v1/", "served"},
 		{ollama.URL + "/v1", "tiny"},
-		{ollama.URL + "/v1", "alias"}, // not listed, but served
-		{llama.URL + "/v1", "anything"},
+		{llama.URL + "/v1", "tiny"},
 	}
 	for _, c := range ok {
 		if err := CheckEndpoint(context.Background(), Endpoint{BaseURL: c.base, Model: c.model}); err != nil {
 			t.Errorf("%s %q: %v", c.base, c.model, err)
 		}
 	}
-	if n := len(llama.Requests()); n != 1 {
-		t.Errorf("llama-server got %d chat requests, want the one that tried the unlisted name", n)
+	if n := len(llama.Requests()); n != 0 {
+		t.Errorf("llama-server got %d chat requests, want none: it lists the model", n)
 	}
 	bad := []struct {
 		base, model string
@@ -141,7 +140,12 @@ func TestCheckEndpoint(t *testing.T) {
 	}{
 		{closed, "x", []string{closed + " does not answer", "connection refused"}},
 		{vllm.URL, "served", []string{"/chat/completions: HTTP 404 (Not Found): the URL should end in /v1", vllm.URL + "/v1"}},
-		{vllm.URL + "/v1", "wrong", []string{`model "wrong"`, "HTTP 404", "does not exist", "serves served"}},
+		{vllm.URL + "/v1", "wrong", []string{`model "wrong": GET ` + vllm.URL + `/v1/models does not list it; it serves "served"`}},
+		{vllm.URL + "/v1/chat/completions", "served", []string{"the URL should end in /v1, e.g. " + vllm.URL + "/v1"}},
+		// A server that answers to any name is held to the names it lists,
+		// so that a run is not filed under a name that is not its model's.
+		{llama.URL + "/v1", "anything", []string{`model "anything"`, `it serves "` + "tiny" + `"`, "--model-name"}},
+		{ollama.URL + "/v1", "alias", []string{`it serves "tiny:latest"`}},
 	}
 	for _, c := range bad {
 		err := CheckEndpoint(context.Background(), Endpoint{BaseURL: c.base, Model: c.model})

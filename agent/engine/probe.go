@@ -176,10 +176,15 @@ func CheckEndpoint(ctx context.Context, ep Endpoint) error {
 		return fmt.Errorf("%s refused the API key (HTTP %d on GET /models): set --api-key or $VLMFLEET_API_KEY", base, code)
 	}
 	var ml modelList
-	if code == http.StatusOK && json.Unmarshal(body, &ml) == nil {
+	if code == http.StatusOK && json.Unmarshal(body, &ml) == nil && len(ml.Data) > 0 {
+		// A server that lists its models is held to its list: one that
+		// answers to any name (llama-server) would have the run filed
+		// under a name that is not the model's.
 		if _, ok := ml.named(ep.Model); ok {
 			return nil
 		}
+		return fmt.Errorf("model %q: GET %s/models does not list it; it serves %s (the run is filed under the model it names; a display name is --model-name)",
+			ep.Model, base, strings.Join(quoted(ml.ids()), ", "))
 	}
 	code, msg, err := p.tryModel(ctx, base, ep.Model)
 	switch {
@@ -188,13 +193,47 @@ func CheckEndpoint(ctx context.Context, ep Endpoint) error {
 	case code == http.StatusOK:
 		return nil
 	case code == http.StatusNotFound && !strings.HasSuffix(base, "/v1"):
-		return fmt.Errorf("%s/chat/completions: HTTP 404 (%s): the URL should end in /v1, e.g. %s/v1", base, msg, base)
-	case code == http.StatusNotFound && len(ml.Data) > 0:
-		return fmt.Errorf("model %q: HTTP 404 (%s); %s serves %s", ep.Model, msg, base, strings.Join(ml.ids(), ", "))
+		return fmt.Errorf("%s/chat/completions: HTTP 404 (%s): the URL should end in /v1, e.g. %s", base, msg, SuggestBaseURL(base))
 	case code == http.StatusNotFound:
 		return fmt.Errorf("model %q: HTTP 404 from %s/chat/completions (%s)", ep.Model, base, msg)
 	}
 	return fmt.Errorf("%s/chat/completions answered a one-token request for model %q with HTTP %d: %s", base, ep.Model, code, msg)
+}
+
+// apiPaths are the OpenAI API's paths under its base URL that a URL copied
+// from a server's documentation or log often ends in.
+var apiPaths = []string{"/chat/completions", "/completions", "/models", "/embeddings"}
+
+// BaseURL is the base URL of the OpenAI API that raw names: raw itself, or
+// raw without an API path it ends in ("…/v1/chat/completions" is
+// "…/v1"), with no trailing slash. trimmed says an API path was cut.
+func BaseURL(raw string) (base string, trimmed bool) {
+	base = strings.TrimRight(raw, "/")
+	for _, p := range apiPaths {
+		if cut, ok := strings.CutSuffix(base, p); ok {
+			return cut, true
+		}
+	}
+	return base, false
+}
+
+// SuggestBaseURL is the base URL to try for one that the server does not
+// answer at: up to and including its /v1 when it has one, else with /v1
+// added.
+func SuggestBaseURL(base string) string {
+	base, _ = BaseURL(base)
+	if i := strings.Index(base+"/", "/v1/"); i >= 0 {
+		return base[:i+len("/v1")]
+	}
+	return base + "/v1"
+}
+
+func quoted(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
 }
 
 // named is the entry listed under name: its id, or Ollama's name:latest.

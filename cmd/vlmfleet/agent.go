@@ -7,21 +7,24 @@ import (
 	"strings"
 
 	"github.com/vlmfleet/vlmfleet/agent"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	fs := newFlagSet(c, "agent")
 	configPath := fs.String("config", "", "agent configuration file (YAML): id, model_roots, deployments, telemetry")
 	natsURL := fs.String("nats-url", "", "NATS URL of the controller, e.g. nats://controller:4222, or a comma-separated list of a NATS cluster's nodes (overrides the config)")
-	natsCreds := fs.String("nats-credentials", "", "file with the agent's NATS credentials from `vlmfleet agent-creds create ID` (overrides the config)")
+	natsCreds := fs.String("nats-credentials", "", "`FILE` with the agent's NATS credentials, from vlmfleet agent-creds create ID (overrides the config)")
 	natsCA := fs.String("nats-ca", "", "`FILE` with the CA the controller's TLS certificate is signed by: a copy of its <data-dir>/tls/ca.pem (overrides the config)")
 	natsPin := fs.String("nats-ca-pin", "", "trust the controller's CA by its fingerprint, sha256:... as the controller logs it (overrides the config)")
 	id := fs.String("id", "", "agent id (default: from the config, else the hostname)")
-	simulate := fs.String("simulate", "", `simulate a device and its engines, e.g. "Jetson AGX Orin" (results are labelled simulated)`)
+	simulate := fs.String("simulate", "", "simulate a `DEVICE` and its engines, e.g. \"Jetson AGX Orin\" (results are labelled simulated); with --join it joins a controller as a lab device does (README: Rehearse a lab on one machine)")
 	simModels := fs.String("sim-models", "", "with --simulate: comma-separated model names to offer (default: every calibrated profile)")
 	speedup := fs.Float64("sim-speedup", 1, "with --simulate: run the simulated engine this many times faster than the device (times are scaled back and recorded)")
 	logDir := fs.String("log-dir", "", "directory for engine logs (default: the system temp dir)")
-	join := fs.String("join", "", "join the controller with this join string from `vlmfleet join-token create` (or $"+envJoin+"): enrol, write the credentials, then run; later starts need it no more")
+	join := fs.String("join", "", "join the controller with this `JOIN_STRING`, from vlmfleet join-token create (or $"+envJoin+"): enrol, write the credentials, then run; later starts need it no more")
+	spoolDir := fs.String("spool-dir", "", "`DIR` for the messages not yet acknowledged by the controller, and beside it the credentials a join writes (overrides the config; default <log-dir>/spool/ID)")
+	labels := fs.String("labels", "", "the agent's labels, `k=v,...`, which a sweep's agent_labels select by (overrides the config's)")
 	joinOnly := fs.Bool("join-only", false, "with --join: enrol and write the credentials, then exit instead of running (deploy/install.sh agent --join does this)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -72,6 +75,16 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	}
 	if *logDir != "" {
 		cfg.LogDir = *logDir
+	}
+	if *spoolDir != "" {
+		cfg.SpoolDir = *spoolDir
+	}
+	if *labels != "" {
+		l, err := protocol.ParseLabels("--labels", *labels)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Labels = l
 	}
 	cfg, err := joinOrApply(ctx, c, cfg, cmp.Or(*join, c.getenv(envJoin)), *joinOnly)
 	if err != nil || *joinOnly {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/agent/measure"
 	"github.com/vlmfleet/vlmfleet/agent/telemetry"
@@ -33,7 +34,7 @@ type benchOptions struct {
 func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	fs := newFlagSet(c, "bench")
 	o := &benchOptions{workload: protocol.DefaultWorkload()}
-	fs.StringVar(&o.url, "url", "", "endpoint base URL ending in /v1 (required)")
+	fs.StringVar(&o.url, "url", "", "endpoint base URL ending in /v1, e.g. http://127.0.0.1:8000/v1; a full path (…/v1/chat/completions) is cut to its base (required)")
 	fs.StringVar(&o.model, "model", "", "model name the endpoint serves (required)")
 	fs.StringVar(&o.apiKey, "api-key", "", "Bearer token (default $VLMFLEET_API_KEY)")
 	wf := addWorkloadFlags(fs)
@@ -76,6 +77,11 @@ func parseBenchFlags(c *cli, args []string) (*benchOptions, error) {
 	}
 	if o.apiKey == "" {
 		o.apiKey = c.getenv("VLMFLEET_API_KEY")
+	}
+	if base, cut := engine.BaseURL(o.url); cut {
+		// A URL copied with its API path names the API all the same.
+		c.log.Debug().Str("url", o.url).Str("base_url", base).Msg("--url names an API path; measuring the API at its base URL")
+		o.url = base
 	}
 	if o.modelName == "" {
 		o.modelName = o.model

@@ -176,7 +176,11 @@ func TestBenchChecksTheEndpointFirst(t *testing.T) {
 		{"http://127.0.0.1:1/v1", "x", "http://127.0.0.1:1/v1 does not answer: dial tcp 127.0.0.1:1: connect: connection refused"},
 		{closed, "m", "connection refused"},
 		{strings.TrimSuffix(sim, "/v1"), p.Model, "the URL should end in /v1"},
-		{sim, "no-such-model", `model "no-such-model": HTTP 404 (The model ` + "`no-such-model`" + ` does not exist.)`},
+		{sim, "no-such-model", `model "no-such-model": GET ` + sim + `/models does not list it; it serves "` + p.Model + `"`},
+		// A full path is measured at its base: the check asks the base's
+		// model list, not …/chat/completions/v1.
+		{sim + "/chat/completions", "no-such-model", `GET ` + sim + `/models does not list it`},
+		{strings.TrimSuffix(sim, "/v1") + "/chat/completions", p.Model, "the URL should end in /v1, e.g. " + sim},
 	} {
 		jsonPath := filepath.Join(t.TempDir(), "run.json")
 		code, out, errOut := runCLIEnv(t, map[string]string{"VLMFLEET_LOG_LEVEL": "info"}, "bench", "--url", c.url, "--model", c.model, "--json", jsonPath)

@@ -50,9 +50,9 @@ var helps = map[string]helpText{
 	},
 	"agent": {
 		purpose: "run an agent that measures the engines of this device for a controller",
-		usage:   "vlmfleet agent --config agent.yaml [--join STRING] [flags]\nvlmfleet agent --simulate DEVICE --nats-url URL [flags]",
+		usage:   "vlmfleet agent --config agent.yaml [--join STRING] [flags]\nvlmfleet agent --simulate DEVICE --join STRING [--spool-dir DIR] [--labels k=v,...] [flags]\nvlmfleet agent --simulate DEVICE --nats-url URL [flags]",
 		details: "--join STRING (or $VLMFLEET_JOIN) enrols the device with the controller the join string names (vlmfleet join-token create):\nthe agent makes its key here, writes its credentials (nats_credentials, default <dir of spool_dir>/ID.nk) and\nID.join.json beside them, which later starts use without the join string. See docs/security.md.",
-		example: "vlmfleet agent --config agent.yaml --join 'vlmfleet-join:1:...'\nvlmfleet agent --config agent.yaml --nats-url nats://controller:4222 --nats-credentials orin1.nk\nvlmfleet agent --simulate \"Jetson AGX Orin\" --sim-speedup 40 --nats-url nats://127.0.0.1:4222 --nats-credentials sim1.nk",
+		example: "vlmfleet agent --config agent.yaml --join 'vlmfleet-join:1:...'\nvlmfleet agent --config agent.yaml --nats-url nats://controller:4222 --nats-credentials orin1.nk\nvlmfleet agent --id sim1 --simulate \"Jetson Orin NX\" --sim-speedup 40 --spool-dir ./sim1 --labels site=rehearsal --join 'vlmfleet-join:1:...'\nvlmfleet agent --simulate \"Jetson AGX Orin\" --sim-speedup 40 --nats-url nats://127.0.0.1:4222 --nats-credentials sim1.nk",
 	},
 	"agent-creds create": {
 		purpose: "issue agent ID's NATS credentials (replacing, and disconnecting, any it had)",

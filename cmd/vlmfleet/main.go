@@ -104,6 +104,16 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		var ee exitError
+		if errors.As(err, &ee) {
+			fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
+			return ee.code
+		}
+		var ie inputError
+		if errors.As(err, &ie) {
+			fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
+			return 2
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
 			fmt.Fprintf(stderr, "vlmfleet %s: %v\n", args[0], err)
@@ -115,6 +125,20 @@ func run(args []string, stdout, stderr io.Writer, getenv func(string) string) in
 	}
 	return 0
 }
+
+// exitError is an error that ends the command with its own exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// inputError marks a mistake in a file the command was given (exit status
+// 2): the message names the file and where in it; the command's help has
+// nothing to add, so it is not pointed at.
+type inputError struct{ error }
 
 // usageError marks a mistake in how a command was called (exit status 2).
 type usageError struct{ error }

@@ -88,7 +88,7 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(c.stdout, "follow it at %s/live or with --wait; results: %s/api/runs?sweep=%s\n", cl.URL(), cl.URL(), created.ID)
 		return nil
 	}
-	return waitSweep(ctx, c, cl, created.ID)
+	return waitSweep(ctx, c, cl, created.ID, againFlags(*f.controller, *f.tokenFile))
 }
 
 // sweep builds the sweep: the method's defaults, or the --file sweep, with
@@ -98,7 +98,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 	if *f.file != "" {
 		var err error
 		if s, err = readSweepFile(*f.file); err != nil {
-			return s, usageError{err}
+			return s, inputError{err}
 		}
 	}
 	if err := f.workload.apply(fs, &s.Workload); err != nil {
@@ -152,7 +152,7 @@ func checkCancelFlags(fs *flag.FlagSet, id string) error {
 }
 
 // readSweepFile reads a sweep from YAML or JSON; fields left out take the
-// method's defaults. Errors name the file and line.
+// method's defaults. Errors name the file, line and column.
 func readSweepFile(path string) (protocol.Sweep, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -160,13 +160,20 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 	}
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
-		// The controller's own YAML decoder, so that an error names its
-		// line here as on the sweeps page.
+		// The controller's own YAML decoder, so that its problems are
+		// those the sweeps page shows, each at "file:line:column:" as
+		// compilers and editors read a position.
 		s, err := api.DecodeSweepYAML(data)
-		var in *api.SweepInputError
-		if errors.As(err, &in) && in.Line > 0 && in.Field != "" {
-			// A validation error names the field; the decoder's names its line.
-			return protocol.Sweep{}, fmt.Errorf("%s:%d: %w", path, in.Line, err)
+		var list api.SweepInputErrors
+		if errors.As(err, &list) {
+			lines := make([]string, len(list))
+			for i, in := range list {
+				lines[i] = path + ": " + in.Error()
+				if in.Line > 0 {
+					lines[i] = fmt.Sprintf("%s:%d:%d: %s", path, in.Line, in.Column, in.Error())
+				}
+			}
+			return protocol.Sweep{}, errors.New(strings.Join(lines, "\n"))
 		}
 		if err != nil {
 			return protocol.Sweep{}, fmt.Errorf("%s: %w", path, err)
@@ -183,8 +190,27 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 
 // waitSweep draws the progress of the sweep's jobs until all have ended,
 // then prints how each ended, in natural order (j2 before j10), and the
-// answer for the sweep's runs; the error says whether any failed.
-func waitSweep(ctx context.Context, c *cli, cl *client.Client, id string) error {
+// answer for the sweep's runs; the error says whether any failed. again
+// is the flags that name the controller in the commands it suggests.
+func waitSweep(ctx context.Context, c *cli, cl *client.Client, id, again string) error {
+	err := followSweep(ctx, c, cl, id)
+	if err != nil && ctx.Err() != nil {
+		return sweepGoesOn(id, again)
+	}
+	return err
+}
+
+// sweepGoesOn is what an interrupted wait says: the sweep runs on the
+// controller whether anyone waits for it, so the user is told how to
+// follow it again and how to stop it (exit 130, as a shell reports an
+// interrupted command).
+func sweepGoesOn(id, again string) error {
+	return exitError{code: 130, err: fmt.Errorf("interrupted; sweep %s goes on on the controller, its jobs on their agents\n"+
+		"  follow it again: vlmfleet sweep watch%s %s\n"+
+		"  cancel it:       vlmfleet sweep cancel%s %s", id, again, id, again, id)}
+}
+
+func followSweep(ctx context.Context, c *cli, cl *client.Client, id string) error {
 	first, err := cl.Sweep(ctx, id)
 	if err != nil {
 		return err

@@ -39,8 +39,8 @@ func TestReadSweepFile(t *testing.T) {
 		"alias.yaml":  "name: &n x\nagents: [*n]\n",
 	} {
 		_, err := readSweepFile(testutil.WriteFile(t, filepath.Join(dir, name), body))
-		want := map[string]string{"typo.yaml": "line 3: unknown field \"camera\"", "bad.yaml": "bad.yaml:2: workload.cameras[0]", "syntax.json": "line 2 column",
-			"deep.yaml": "line 3 column 44: lists and mappings nested more than 32 deep", "alias.yaml": "line 1 column 7: \"&n\": a sweep file takes no anchors, aliases"}[name]
+		want := map[string]string{"typo.yaml": "typo.yaml:3:3: unknown field \"camera\" in workload; did you mean \"cameras\"?", "bad.yaml": "bad.yaml:2:13: workload.cameras[0]", "syntax.json": "line 2 column",
+			"deep.yaml": "deep.yaml:3:44: lists and mappings nested more than 32 deep", "alias.yaml": "alias.yaml:1:7: \"&n\": a sweep file takes no anchors, aliases"}[name]
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: got %v, want an error naming the file and %q", name, err, want)
 		}
@@ -123,7 +123,7 @@ func TestSweepCommandReportsBadFlags(t *testing.T) {
 		{[]string{"--frame-interval", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"}, "--frame-interval: workload.frame_interval_sec: 17 intervals, at most 16"},
 		{[]string{"--sizes", "480p,720p,1080p,2K", "--cameras", manyCameras, "--frame-interval", "1,2,3,4,5,6,7,8"},
 			"workload: 4616 combinations (4 sizes × 128 camera levels × (1 + 8 frame intervals) + 4 multi-image sizes × 3 image counts), at most 4096 per job"},
-		{[]string{"--file", lowCeiling}, "search.yaml:2: workload.search: ceiling 8, want 16"},
+		{[]string{"--file", lowCeiling}, "search.yaml:2:11: workload.search: ceiling 8, want 16"},
 		{[]string{"--controller", "127.0.0.1:8080"}, `--controller "127.0.0.1:8080": want a base URL`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"--power-limits", "300,lots"}, `--power-limits: item 2, "lots", is not a number of watts; want e.g. --power-limits 300,450`},
@@ -235,5 +235,32 @@ func TestSweepAgentLabelsReachTheController(t *testing.T) {
 	code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--agent-labels", "site=lab1", "--sizes", "720p", "--cameras", "1"}, &out, &errb, tokenEnv(l.Ctl.APIToken()))
 	if code != 1 || !strings.Contains(errb.String(), "agent_labels: no online agent carries {site=lab1} (online: a1 {})") {
 		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+}
+
+// A sweep file's problems are each named at file:line:column, all at once,
+// and exit 2 without pointing at the command's help, which cannot fix a
+// file.
+func TestSweepFileProblemsAtOnceWithoutHelp(t *testing.T) {
+	file := testutil.WriteFile(t, filepath.Join(t.TempDir(), "s1.yaml"),
+		"agents: [a1]\nworkload:\n  camras: [1, 2]\n  search: true\n  judgment: {statistic: p90}\n")
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep", "--file", file}, &out, &errb, func(string) string { return "" })
+	want := []string{
+		"vlmfleet sweep: " + file + `:3:3: unknown field "camras" in workload; did you mean "cameras"?`,
+		file + ":4:11: workload.search: true, want a whole number; a search ceiling is a number of cameras: write `search: 64`, not `search: true`",
+		file + `:5:3: unknown field "judgment" in workload; did you mean "judgement"?`,
+	}
+	if code != 2 {
+		t.Errorf("exit %d, want 2", code)
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("stderr %q, want %d lines", errb.String(), len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d %q, want %q", i+1, lines[i], w)
+		}
 	}
 }

@@ -42,6 +42,23 @@ func (f controllerFlags) client(c *cli) (*client.Client, error) {
 	return newClient(c, *f.controller, *f.tokenFile)
 }
 
+// again is the flags to give a later command for the same controller as
+// this one: those given here (the environment serves both alike).
+func (f controllerFlags) again() string {
+	return againFlags(*f.controller, *f.tokenFile)
+}
+
+func againFlags(controller, tokenFile string) string {
+	var b strings.Builder
+	if controller != "" {
+		fmt.Fprintf(&b, " --controller %s", controller)
+	}
+	if tokenFile != "" {
+		fmt.Fprintf(&b, " --token-file %s", tokenFile)
+	}
+	return b.String()
+}
+
 // oneID parses fs and wants exactly one positional argument, an id.
 func oneID(fs *flag.FlagSet, args []string, what string) (string, error) {
 	pos, err := parseInterspersed(fs, args)
@@ -132,7 +149,7 @@ func sweepWatchCmd(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	return waitSweep(ctx, c, cl, id)
+	return waitSweep(ctx, c, cl, id, cf.again())
 }
 
 func sweepCancelCmd(ctx context.Context, c *cli, args []string) error {

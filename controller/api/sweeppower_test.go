@@ -34,7 +34,7 @@ func TestDecodeSweepYAMLPowerAxis(t *testing.T) {
 			"power_limits_w[0]: 300000 W; want a power limit above 0 and at most 5000 W"},
 		{"a duplicate limit", "power_limits_w: [300, 450, 300]\n", 1, 28, "power_limits_w[2]",
 			"power_limits_w[2]: 300 W is listed twice (power_limits_w[0] too)"},
-		{"a limit that is a word", "power_limits_w: [lots]\n", 1, 0, "", "sweep: line 1"},
+		{"a limit that is a word", "power_limits_w: [lots]\n", 1, 18, "power_limits_w[0]", `power_limits_w[0]: the text "lots", want a number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeSweepYAML([]byte(tc.yaml))

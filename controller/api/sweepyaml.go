@@ -2,10 +2,12 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -27,6 +29,53 @@ type SweepInputError struct {
 
 func (e *SweepInputError) Error() string { return e.Err.Error() }
 func (e *SweepInputError) Unwrap() error { return e.Err }
+
+// Located is the message after its position: "line 3 column 5: ...".
+func (e *SweepInputError) Located() string {
+	if e.Line <= 0 {
+		return e.Error()
+	}
+	return fmt.Sprintf("line %d column %d: %s", e.Line, e.Column, e.Error())
+}
+
+// SweepInputErrors are the problems of one sweep file, in the order of
+// the file, at most maxSweepErrors of them.
+type SweepInputErrors []*SweepInputError
+
+// Error is each problem on a line of its own, after its position, the
+// first after "sweep: " as every refused sweep's message starts.
+func (es SweepInputErrors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Located()
+	}
+	return "sweep: " + strings.Join(lines, "\n")
+}
+
+// Unwrap lets errors.As find the first problem as a *SweepInputError.
+func (es SweepInputErrors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// badSweepInput is the sweep file's problems as the API's 400, sorted by
+// position (those without one last) and cut to maxSweepErrors.
+func badSweepInput(errs ...*SweepInputError) error {
+	sorted := slices.Clone(errs)
+	slices.SortStableFunc(sorted, func(a, b *SweepInputError) int {
+		if (a.Line == 0) != (b.Line == 0) {
+			return cmp.Compare(b.Line, a.Line)
+		}
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	if len(sorted) > maxSweepErrors {
+		sorted = sorted[:maxSweepErrors]
+	}
+	return &BadSweepError{Err: SweepInputErrors(sorted)}
+}
 
 // sweepYAMLBody is the YAML form of POST /api/sweeps: the API takes JSON
 // only (so that a page of another site cannot send a change without a
@@ -54,35 +103,67 @@ func yamlEnvelope(data []byte) (string, bool) {
 
 // DecodeSweepYAML reads a sweep file in YAML as DecodeSweep reads JSON:
 // fields left out take the method's defaults, unknown fields are refused,
-// and the sweep is validated. Its errors are *SweepInputError (and
-// *BadSweepError) with the line of the problem when it is known: the
-// decoder's own position, or the line of the field a validation error
-// names. A file past the limits of checkSweepYAML is refused before the
-// parser sees it.
+// and the sweep is validated. Its error is a *BadSweepError holding
+// SweepInputErrors: every unknown field (with the field it likely meant)
+// and every value of the wrong kind, up to maxSweepErrors, and when the
+// file could be decoded despite its unknown fields, what the decoder or
+// the validator then finds; each with its line and column when known. A
+// file past the limits of checkSweepYAML is refused before the parser
+// sees it.
 func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
-	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return protocol.Sweep{}, &BadSweepError{Err: &SweepInputError{Err: errors.New("sweep: the YAML is empty")}}
+		return protocol.Sweep{}, badSweepInput(&SweepInputError{Err: errors.New("the YAML is empty")})
 	}
 	if err := checkSweepYAML(data); err != nil {
-		return protocol.Sweep{}, &BadSweepError{Err: err}
-	}
-	if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField()); err != nil {
-		in := &SweepInputError{Err: fmt.Errorf("sweep: %s", yamlMessage(err))}
-		var ye yaml.Error
-		if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
-			in.Line, in.Column = ye.GetToken().Position.Line, ye.GetToken().Position.Column
-			in.Err = fmt.Errorf("sweep: line %d: %s", in.Line, yamlMessage(err))
+		in, ok := err.(*SweepInputError)
+		if !ok {
+			in = &SweepInputError{Err: err}
 		}
-		return protocol.Sweep{}, &BadSweepError{Err: in}
+		return protocol.Sweep{}, badSweepInput(in)
+	}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return protocol.Sweep{}, badSweepInput(decoderInput(err))
+	}
+	var shape *shapeCheck
+	if len(f.Docs) > 0 {
+		shape = checkSweepShape(f.Docs[0].Body)
+	} else {
+		shape = checkSweepShape(nil)
+	}
+	errs := shape.errs
+	if shape.typed {
+		return protocol.Sweep{}, badSweepInput(errs...)
+	}
+	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
+	var opts []yaml.DecodeOption
+	if len(errs) == 0 {
+		// What the walk did not see, the decoder still refuses.
+		opts = append(opts, yaml.DisallowUnknownField())
+	}
+	if err := yaml.UnmarshalWithOptions(data, &s, opts...); err != nil {
+		return protocol.Sweep{}, badSweepInput(append(errs, decoderInput(err))...)
 	}
 	if err := ValidateSweep(s); err != nil {
 		in := &SweepInputError{Err: err}
 		in.Field = fieldOf(err.Error())
 		in.Line, in.Column = yamlPosition(data, in.Field)
-		return protocol.Sweep{}, &BadSweepError{Err: in}
+		errs = append(errs, in)
+	}
+	if len(errs) > 0 {
+		return protocol.Sweep{}, badSweepInput(errs...)
 	}
 	return s, nil
+}
+
+// decoderInput is the decoder's error at its position.
+func decoderInput(err error) *SweepInputError {
+	in := &SweepInputError{Err: errors.New(yamlMessage(err))}
+	var ye yaml.Error
+	if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
+		in.Line, in.Column = ye.GetToken().Position.Line, ye.GetToken().Position.Column
+	}
+	return in
 }
 
 // yamlMessage is the decoder's message without its source excerpt, which
@@ -141,20 +222,25 @@ func parentField(p string) string {
 }
 
 // ErrorBody is the JSON of an error answer: {"error": message}, with the
-// line, column and field of a sweep's problem when they are known (added
-// fields, so that clients reading only "error" read what they did).
+// line, column and field of a sweep's first problem when they are known
+// (added fields, so that clients reading only "error" read what they
+// did), and for a sweep file, "errors": each problem with its own line,
+// column, field and message without its position, for a page to place.
 func ErrorBody(err error) map[string]any {
 	body := map[string]any{"error": err.Error()}
+	var list SweepInputErrors
 	var in *SweepInputError
 	var bad *BadSweepError
 	switch {
 	case errors.As(err, &in):
-		if in.Line > 0 {
-			body["line"] = in.Line
-			body["column"] = in.Column
-		}
-		if in.Field != "" {
-			body["field"] = in.Field
+		addPosition(body, in)
+		if errors.As(err, &list) {
+			probs := make([]map[string]any, len(list))
+			for i, e := range list {
+				probs[i] = map[string]any{"error": e.Error()}
+				addPosition(probs[i], e)
+			}
+			body["errors"] = probs
 		}
 	case errors.As(err, &bad):
 		// A sweep sent as JSON, or refused when scheduled (a deployment no
@@ -164,4 +250,14 @@ func ErrorBody(err error) map[string]any {
 		}
 	}
 	return body
+}
+
+func addPosition(m map[string]any, in *SweepInputError) {
+	if in.Line > 0 {
+		m["line"] = in.Line
+		m["column"] = in.Column
+	}
+	if in.Field != "" {
+		m["field"] = in.Field
+	}
 }

@@ -31,13 +31,13 @@ func TestDecodeSweepYAMLErrorsCarryTheirLine(t *testing.T) {
 		{"validation of a list item", sweepYAMLWithBadCamera, 6, "workload.cameras[2]", "workload.cameras[2]: 0, want 1.."},
 		{"validation of a field left out: its parent", "agents: [a1]\nworkload:\n  sizes: []\n  multi_image_sizes: []\n", 3, "workload.sizes", "at least one image size"},
 		{"unknown field", "agents: [a1]\nworkload:\n  camras: [1]\n", 3, "", `unknown field "camras"`},
-		{"syntax: where the decoder finds it", "agents: [a1\nworkload: {}\n", 2, "", "sweep: line 2"},
-		{"type", "agents: [a1]\nworkload:\n  cameras: lots\n", 3, "", "sweep: line 3"},
+		{"syntax: where the decoder finds it", "agents: [a1\nworkload: {}\n", 2, "", "sweep: line 2 column 1: "},
+		{"type", "agents: [a1]\nworkload:\n  cameras: lots\n", 3, "workload.cameras", `sweep: line 3 column 12: workload.cameras: the text "lots", want a list`},
 		{"a search ceiling below the ladder", "agents: [a1]\nworkload:\n  cameras: [1, 16]\n  search: 8\n", 4, "workload.search",
 			"workload.search: ceiling 8, want 16 (the highest camera level) up to 1024"},
 		{"a search ceiling past the limit", "workload:\n  search: 2000\n", 2, "workload.search", "want 16 (the highest camera level) up to 1024"},
 		{"a search of the multi-image family", "workload:\n  sizes: []\n  search: 64\n", 3, "workload.search", "the multi-image family measures one camera only"},
-		{"search as a switch", "workload:\n  search: true\n", 2, "", "sweep: line 2"},
+		{"search as a switch", "workload:\n  search: true\n", 2, "workload.search", "workload.search: true, want a whole number; a search ceiling is a number of cameras: write `search: 64`, not `search: true`"},
 		{"a statistic that is none", "workload:\n  judgement:\n    statistic: p50\n", 3, "workload.judgement.statistic",
 			`workload.judgement.statistic: "p50", want mean, p90 or p95`},
 		{"a negative target", "workload:\n  judgement: {statistic: p90, target_sec: -1}\n", 2, "workload.judgement.target_sec",
@@ -86,7 +86,10 @@ func TestDecodeSweepYAMLRefusesABadFrameInterval(t *testing.T) {
 			// its type.
 			want := "workload.frame_interval_sec[1]: "
 			if strings.ContainsAny(v, `"[`) {
-				want = "cannot unmarshal"
+				want += "the text \"x\", want a number"
+				if v == "[5]" {
+					want = "workload.frame_interval_sec[1]: a list, want a number"
+				}
 			} else if !strings.Contains(err.Error(), "want a positive number of seconds up to 3600") {
 				t.Errorf("error %q does not say what is allowed", err)
 			}

@@ -40,14 +40,14 @@ func checkSweepYAML(data []byte) error {
 		return err
 	}
 	if len(data) > MaxSweepYAML {
-		return &SweepInputError{Err: fmt.Errorf("sweep: the YAML is %d bytes, at most %d (%d KiB)", len(data), MaxSweepYAML, MaxSweepYAML>>10)}
+		return &SweepInputError{Err: fmt.Errorf("the YAML is %d bytes, at most %d (%d KiB)", len(data), MaxSweepYAML, MaxSweepYAML>>10)}
 	}
 	return checkYAMLTokens(lexer.Tokenize(string(data)))
 }
 
 func yamlLimitError(line, column int, format string, args ...any) error {
 	return &SweepInputError{Line: line, Column: column,
-		Err: fmt.Errorf("sweep: line %d column %d: %s", line, column, fmt.Sprintf(format, args...))}
+		Err: fmt.Errorf(format, args...)}
 }
 
 func yamlDepthError(line, column int) error {
