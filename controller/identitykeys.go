@@ -66,14 +66,19 @@ func holderIDs(idents []store.Identity) string {
 	return strings.Join(ids, ", ")
 }
 
-// keyAdmitted says whether the server still admits public key pub for
-// some agent: a revoked or replaced key that another identity holds (a
-// conflict admittedKeys resolved) keeps that agent's connections.
+// keyAdmitted says whether the server still admits public key pub: the
+// controller's own, or an agent's that another identity holds (a conflict
+// admittedKeys resolved). Revoking or replacing one holder of such a key
+// must not close the connections of the one that keeps it.
 func (c *Controller) keyAdmitted(ctx context.Context, pub string) bool {
+	ctlPub, err := c.ctlKey.PublicKey()
+	if err != nil || pub == ctlPub {
+		return true
+	}
 	idents, err := c.store.Identities(ctx)
 	if err != nil {
 		return false
 	}
-	admitted, _ := admittedKeys(idents, "")
+	admitted, _ := admittedKeys(idents, ctlPub)
 	return slices.ContainsFunc(admitted, func(id store.Identity) bool { return id.PublicKey == pub })
 }

@@ -219,6 +219,13 @@ func TestConflictingIdentitiesAreReportedAndRepairable(t *testing.T) {
 	defer nc.Close()
 	publishes(t, c, nc, "victim")
 
+	ctlClosed := make(chan struct{}, 1)
+	c.nc.SetDisconnectErrHandler(func(*nats.Conn, error) {
+		select {
+		case ctlClosed <- struct{}{}:
+		default:
+		}
+	})
 	for _, id := range []string{"zzz", "squat"} {
 		if code, body := l.do(t, http.MethodDelete, "/api/agents/"+id+"/credentials", nil, true); code != http.StatusOK {
 			t.Fatalf("revoke %s: %d %s", id, code, body)
@@ -231,4 +238,9 @@ func TestConflictingIdentitiesAreReportedAndRepairable(t *testing.T) {
 		t.Fatalf("revoking the squatter closed victim's connection: %v", nc.Status())
 	}
 	publishes(t, c, nc, "victim")
+	select {
+	case <-ctlClosed:
+		t.Fatal("revoking the agent that held the controller's key closed the controller's own connection")
+	default:
+	}
 }
