@@ -19,7 +19,9 @@ type profileRuns struct {
 	err   error
 }
 
-func (p profileRuns) ProfileRows(context.Context) ([]protocol.ProfileRow, error) { return p.lines, p.err }
+func (p profileRuns) ProfileRows(context.Context) ([]protocol.ProfileRow, error) {
+	return p.lines, p.err
+}
 
 func TestHandlerProfilesPublished(t *testing.T) {
 	srv := serve(t, runList{runs: handlerRuns()})
