@@ -34,7 +34,9 @@ type handler struct {
 // NewHandler serves GET /api/explorer/data (the Dataset), GET
 // /api/explorer/rows (the table at a Query, for scripts), GET
 // /api/explorer/compare (two runs side by side, when src is also a
-// RunLoader) and hands everything else (the pages and their static files)
+// RunLoader), GET /api/explorer/profiles (the latency and throughput
+// tables: the published lines, and the measured ones when src is also a
+// ProfileSource) and hands everything else (the pages and their static files)
 // to web.Handler. When src is Generational, the aggregate and the encoded
 // answers are kept until its generation moves.
 //
@@ -46,6 +48,7 @@ func NewHandler(src RunSource, log zerolog.Logger, pageOpts ...web.Option) http.
 	mux.HandleFunc("GET "+PathData, h.data)
 	mux.HandleFunc("GET "+PathRows, h.rows)
 	mux.HandleFunc("GET "+PathCompare, h.compare)
+	mux.HandleFunc("GET "+PathProfiles, h.profiles)
 	mux.HandleFunc("/api/explorer/", h.other)
 	mux.Handle("/", web.Handler(append(pageOpts, web.WithTableRows(h.firstRows))...))
 	return mux
@@ -131,11 +134,11 @@ func (h *handler) rows(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) other(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case PathData, PathRows, PathCompare:
+	case PathData, PathRows, PathCompare, PathProfiles:
 		w.Header().Set("Allow", "GET, HEAD")
 		h.writeJSON(w, r, http.StatusMethodNotAllowed, errorBody{Error: r.Method + " " + r.URL.Path + ": only GET is allowed"})
 	default:
-		h.writeJSON(w, r, http.StatusNotFound, errorBody{Error: r.URL.Path + ": not found; the explorer serves " + PathData + ", " + PathRows + " and " + PathCompare})
+		h.writeJSON(w, r, http.StatusNotFound, errorBody{Error: r.URL.Path + ": not found; the explorer serves " + PathData + ", " + PathRows + ", " + PathCompare + " and " + PathProfiles})
 	}
 }
 

@@ -16,10 +16,10 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// cmdExplorer dispatches `vlmfleet explorer table|export`.
+// cmdExplorer dispatches `vlmfleet explorer table|export|profiles`.
 func cmdExplorer(ctx context.Context, c *cli, args []string) error {
-	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"table": explorerTable, "export": explorerExport},
-		"table or export", groupHelp("the explorer for scripts and for publishing", "explorer table", "explorer export"))
+	return subcommand(ctx, c, args, map[string]func(context.Context, *cli, []string) error{"table": explorerTable, "export": explorerExport, "profiles": explorerProfiles},
+		"table, export or profiles", groupHelp("the explorer for scripts and for publishing", "explorer table", "explorer export", "explorer profiles"))
 }
 
 // datasetFlags choose where the runs come from: a controller, or local files.

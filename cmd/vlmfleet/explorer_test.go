@@ -170,8 +170,8 @@ func TestExplorerUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"explorer"}, "table or export"},
-		{[]string{"explorer", "show"}, "table or export"},
+		{[]string{"explorer"}, "table, export or profiles"},
+		{[]string{"explorer", "show"}, "table, export or profiles"},
 		{[]string{"explorer", "table", "--size", "4K", seedRuns}, "size"},
 		{[]string{"explorer", "table", "--images", "0", seedRuns}, "images"},
 		{[]string{"explorer", "table", "--target", "0", seedRuns}, "target"},

@@ -160,6 +160,12 @@ every request of a combination failed. Logs go to standard error, the results to
 		usage:   "vlmfleet explorer export --out explorer.html [--controller URL | --file run.json... | run.json...]",
 		example: "vlmfleet explorer export --out explorer.html",
 	},
+	"explorer profiles": {
+		purpose: "print the latency and throughput tables (model, GPU, precision, TP; Min Latency and Max Throughput)",
+		usage:   "vlmfleet explorer profiles [--controller URL | --published] [--model TEXT] [--gpu TEXT] [--precision P] [--tp N] [--profile min_latency|max_throughput] [--json]",
+		details: "The lines NVIDIA publishes for its vision NIMs (genai-perf) are built in; a controller also has the\nlines it measured, each under the published line of the same model, GPU, precision, TP, ISL, OSL and\nimage, with the difference in %. --published prints the built-in lines without a controller.\nWhat each figure means: docs/profiles.md.",
+		example: "vlmfleet explorer profiles --published --model 90b --gpu a100\nvlmfleet explorer profiles --profile max_throughput --json",
+	},
 	"results import": {
 		purpose: "load result documents (bench --json, or a JSON array of them) into a controller",
 		usage:   "vlmfleet results import FILE... [--controller URL] [--token-file FILE] [--origin LABEL]",
