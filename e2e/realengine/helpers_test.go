@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/tinyvlm"
 )
 
@@ -108,4 +109,31 @@ func noOllamaLeft(t *testing.T, models string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startTinyOllama starts the real Ollama serving the tiny model for one
+// camera and one 480p picture, with env added to its environment, and
+// stops it (checking that no Ollama process is left) when the test ends.
+func startTinyOllama(t *testing.T, ctx context.Context, maxTokens int, env map[string]string) (engine.Engine, engine.Endpoint) {
+	t.Helper()
+	bin := ollamaBinary(t)
+	models, _ := tinyModel(t)
+	logDir := t.TempDir()
+	eng, err := engine.New(engine.Config{Kind: engine.KindOllama, Command: []string{bin},
+		Model: "tiny-llama.gguf", MMProj: "tiny-mmproj.gguf", StartupTimeout: engine.Duration(4 * time.Minute), Env: env},
+		engine.Env{ModelRoots: []string{models}, LogDir: logDir, Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := eng.Start(ctx, engine.Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: maxTokens, MaxWidth: 854, MaxHeight: 480})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := eng.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		noOllamaLeft(t, filepath.Join(logDir, "ollama", "models"))
+	})
+	return eng, ep
 }

@@ -263,28 +263,10 @@ var ginLine = regexp.MustCompile(`\[GIN\][^|]*\|\s*(\d{3})\s*\|\s*([0-9.]+[nµu]
 // side by side (docs/benchmarks.md: across requests they vary threefold
 // with the load of a shared machine).
 func TestRealOllamaBenchAgreesWithOllamasOwnTimings(t *testing.T) {
-	bin := ollamaBinary(t)
 	ctx := testContext(t, 8*time.Minute)
-	models, _ := tinyModel(t)
-	logDir := t.TempDir()
 	log := testLog(t)
-	eng, err := engine.New(engine.Config{Kind: engine.KindOllama, Command: []string{bin},
-		Model: "tiny-llama.gguf", MMProj: "tiny-mmproj.gguf", StartupTimeout: engine.Duration(4 * time.Minute)},
-		engine.Env{ModelRoots: []string{models}, LogDir: logDir, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const maxTokens, requests = 32, 6
-	ep, err := eng.Start(ctx, engine.Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: maxTokens, MaxWidth: 854, MaxHeight: 480})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := eng.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		noOllamaLeft(t, filepath.Join(logDir, "ollama", "models"))
-	})
+	eng, ep := startTinyOllama(t, ctx, maxTokens, nil)
 	info := eng.Info()
 	if info.Name != "Ollama" || !released(info.Version) || !digestRE.MatchString(info.Props["model_digest"]) {
 		t.Errorf("engine info: name %q version %q props %v", info.Name, info.Version, info.Props)

@@ -1,17 +1,14 @@
 package realengine
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/agent/engine"
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -25,28 +22,9 @@ import (
 // load: what its runner takes from the cache is read from its debug log
 // ("loading cache slot ... used=N").
 func TestRealOllamaMissesItsCacheOnEveryUniquePicture(t *testing.T) {
-	bin := ollamaBinary(t)
 	ctx := testContext(t, 6*time.Minute)
-	models, _ := tinyModel(t)
-	logDir := t.TempDir()
-	eng, err := engine.New(engine.Config{Kind: engine.KindOllama, Command: []string{bin},
-		Model: "tiny-llama.gguf", MMProj: "tiny-mmproj.gguf", StartupTimeout: engine.Duration(4 * time.Minute),
-		Env: map[string]string{"OLLAMA_DEBUG": "1"}},
-		engine.Env{ModelRoots: []string{models}, LogDir: logDir, Log: testLog(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const maxTokens = 4
-	ep, err := eng.Start(ctx, engine.Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: maxTokens, MaxWidth: 854, MaxHeight: 480})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := eng.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		noOllamaLeft(t, filepath.Join(logDir, "ollama", "models"))
-	})
+	eng, ep := startTinyOllama(t, ctx, maxTokens, map[string]string{"OLLAMA_DEBUG": "1"})
 	imgs, err := imageset.Builtin()
 	if err != nil {
 		t.Fatal(err)
