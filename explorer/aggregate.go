@@ -46,7 +46,10 @@ func identityOf(r *protocol.Run) identity {
 
 // runPower is the power setting r was measured in, as shown: the job's
 // mode or limit its configuration records ("15W", "300 W limit"), else
-// for a Jetson the nvpmodel mode its device facts read; "" when unknown.
+// what its device facts read: a Jetson's nvpmodel mode, a GPU host's
+// limit in force; "" when unknown. A GPU host measured as found at its
+// 600 W limit and one a sweep set to 600 W are in the same state: one
+// configuration, one row.
 func runPower(r *protocol.Run) string {
 	if p := r.Config.Power().String(); p != "" {
 		return p
@@ -54,7 +57,21 @@ func runPower(r *protocol.Run) string {
 	if r.Device.Jetson != nil {
 		return strings.TrimSpace(r.Device.Jetson.PowerMode)
 	}
-	return ""
+	return gpuLimitInForce(r.Device.GPUs)
+}
+
+// gpuLimitInForce is the power limit the GPUs were at when the agent read
+// them, written as a sweep's limit is ("600 W limit"); "" when a GPU's is
+// not known or the GPUs are at different limits.
+func gpuLimitInForce(gpus []protocol.GPUFacts) string {
+	var w float64
+	for _, g := range gpus {
+		if g.PowerLimitW <= 0 || (w != 0 && g.PowerLimitW != w) {
+			return ""
+		}
+		w = g.PowerLimitW
+	}
+	return protocol.PowerSetting{LimitW: w}.String()
 }
 
 // id is stable across runs and builds: a hash of the identity's fields.

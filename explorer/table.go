@@ -170,6 +170,6 @@ func writeTableNotes(w io.Writer, res RowsResponse) {
 		default:
 			continue
 		}
-		fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, r.Device, why)
+		fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, DeviceLabel(r.RowConfig), why)
 	}
 }
