@@ -731,6 +731,7 @@ function createExplorer(ds) {
       const j = known ? judgedTTFT(p, sel.statistic) : null;
       const cams = el('th', { scope: 'row', class: 'num', text: String(p.cameras) });
       if (p.search) cams.append(el('span', { class: 'searched', text: ' (search)', title: 'A level chosen by the search for the exact Max Cameras' }));
+      if (p.run) cams.append(el('span', { class: 'earlier', text: ' (earlier run)', title: `Measured by the earlier run ${p.run}: the latest run did not measure this level` }));
       return el('tr', { class: `${ok ? 'pass' : known ? 'fail' : 'nodata'}${p.cameras === sel.cameras ? ' current' : ''}` },
         cams,
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
@@ -788,6 +789,10 @@ function createExplorer(ds) {
     // The explanation carries the draw at the default view already.
     const energy = energySentence(row.points, sel.size, sel.images, sel.interval, sel.statistic, sel.target);
     if (energy && !atDefault) out.push(el('p', { class: 'd-energy', text: energy }));
+    const earlier = [...new Set(pointsAt(row.points, sel.size, sel.images, sel.interval).filter((p) => p.run).map((p) => p.run))];
+    if (earlier.length) {
+      out.push(el('p', { class: 'hint d-earlier', text: `Levels marked (earlier run) come from ${earlier.length === 1 ? 'run' : 'runs'} ${earlier.join(', ')}: each level is the newest run's that measured it, so a later run that measured fewer levels does not hide them.` }));
+    }
     if (!row.points.some((p) => p.power_w != null)) out.push(el('p', { class: 'hint d-nopower', text: 'No power samples for this row: power, energy per answer and cost read n/a.' }));
     if (mc.measured && mc.known !== false && mc.plus && !mc.search && mc.max > 1) {
       out.push(el('p', { class: 'hint d-search-hint' }, `${mc.max}+ means the highest number measured still kept up. A search would give the exact figure: `,
