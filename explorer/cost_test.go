@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestHandlerRowsCost(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("?%s: %d %s", c.query, code, body)
 		}
-		if res.Cost == nil || *res.Cost != c.want {
+		if res.Cost == nil || !reflect.DeepEqual(*res.Cost, c.want) {
 			t.Errorf("?%s: cost %+v, want %+v", c.query, res.Cost, c.want)
 		}
 		stated, _ := json.Marshal(c.want)

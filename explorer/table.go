@@ -97,6 +97,9 @@ func WriteTableWith(w io.Writer, res RowsResponse, opt TableOptions) error {
 		}
 	}
 	writeTableNotes(w, res)
+	if opt.Power && len(opt.Cost.DevicePrices) > 0 {
+		fmt.Fprintln(w, opt.Cost.PricesText())
+	}
 	fmt.Fprintf(w, "%s at %s", plural(len(res.Rows), "row"), view)
 	if sim > 0 {
 		fmt.Fprintf(w, "; SIM: %d from simulated runs, not real hardware", sim)
