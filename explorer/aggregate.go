@@ -46,7 +46,10 @@ func identityOf(r *protocol.Run) identity {
 
 // runPower is the power setting r was measured in, as shown: the job's
 // mode or limit its configuration records ("15W", "300 W limit"), else
-// for a Jetson the nvpmodel mode its device facts read; "" when unknown.
+// what its device facts read: a Jetson's nvpmodel mode, a GPU host's
+// limit in force; "" when unknown. A GPU host measured as found at its
+// 600 W limit and one a sweep set to 600 W are in the same state: one
+// configuration, one row.
 func runPower(r *protocol.Run) string {
 	if p := r.Config.Power().String(); p != "" {
 		return p
@@ -54,7 +57,21 @@ func runPower(r *protocol.Run) string {
 	if r.Device.Jetson != nil {
 		return strings.TrimSpace(r.Device.Jetson.PowerMode)
 	}
-	return ""
+	return gpuLimitInForce(r.Device.GPUs)
+}
+
+// gpuLimitInForce is the power limit the GPUs were at when the agent read
+// them, written as a sweep's limit is ("600 W limit"); "" when a GPU's is
+// not known or the GPUs are at different limits.
+func gpuLimitInForce(gpus []protocol.GPUFacts) string {
+	var w float64
+	for _, g := range gpus {
+		if g.PowerLimitW <= 0 || (w != 0 && g.PowerLimitW != w) {
+			return ""
+		}
+		w = g.PowerLimitW
+	}
+	return protocol.PowerSetting{LimitW: w}.String()
 }
 
 // id is stable across runs and builds: a hash of the identity's fields.
@@ -88,7 +105,10 @@ func runDate(r *protocol.Run) time.Time {
 // Aggregate builds the explorer's dataset: one row per configuration, showing
 // its latest completed run (a failed, cancelled or running run never replaces
 // it; a completed run in which some combinations failed is still completed),
-// with its other completed runs listed newest first in OtherRuns.
+// with its other completed runs listed newest first in OtherRuns. Its levels
+// are merged newest first (mergedPoints): each level is the newest run's
+// that measured it, so that a later, coarser run never hides what an
+// earlier one measured beyond it.
 func Aggregate(runs []protocol.Run, now time.Time) Dataset {
 	groups := map[identity][]*protocol.Run{}
 	for i := range runs {
@@ -124,7 +144,7 @@ func Aggregate(runs []protocol.Run, now time.Time) Dataset {
 				Source:       latest.Source,
 			},
 			Run:    runMeta(latest),
-			Points: points(latest),
+			Points: mergedPoints(rs),
 		}
 		for _, o := range rs[1:] {
 			row.OtherRuns = append(row.OtherRuns, runMeta(o))
@@ -170,6 +190,33 @@ func sizeNames() []string {
 	return out
 }
 
+// mergedPoints are the levels of rs (newest first): each level (size,
+// images, cameras, frame interval, load) from the newest run that measured it,
+// a level from an earlier run marked with that run's id (Point.Run).
+func mergedPoints(rs []*protocol.Run) []Point {
+	out := points(rs[0])
+	seen := map[protocol.ComboKey]bool{}
+	for _, p := range out {
+		seen[p.key()] = true
+	}
+	for _, r := range rs[1:] {
+		for _, p := range points(r) {
+			if !seen[p.key()] {
+				seen[p.key()] = true
+				p.Run = r.ID
+				out = append(out, p)
+			}
+		}
+	}
+	sortPoints(out)
+	return out
+}
+
+// key is the level p measures.
+func (p Point) key() protocol.ComboKey {
+	return protocol.ComboKey{Size: p.Size, Images: p.Images, Cameras: p.Cameras, FrameIntervalSec: p.FrameIntervalSec, Load: p.Load}
+}
+
 // points lists the measured combinations of r, smallest size, fewest images,
 // fewest cameras and back to back before paced first. A combination in
 // which every request failed is kept (Completed 0, no figures): the level
@@ -192,6 +239,13 @@ func points(r *protocol.Run) []Point {
 		seen[key] = true
 		out = append(out, pointOf(c, size.Name))
 	}
+	sortPoints(out)
+	return out
+}
+
+// sortPoints orders levels smallest size, fewest images, back to back
+// before paced, fewest cameras first.
+func sortPoints(out []Point) {
 	slices.SortFunc(out, func(a, b Point) int {
 		return cmp.Or(
 			cmp.Compare(protocol.SizeRank(a.Size), protocol.SizeRank(b.Size)),
@@ -201,7 +255,6 @@ func points(r *protocol.Run) []Point {
 			strings.Compare(a.Load, b.Load),
 		)
 	})
-	return out
 }
 
 // pointOf is one combination as a point. What judging needs (the tail, the

@@ -116,6 +116,21 @@ type MetricChange struct {
 	Verdict string  `json:"verdict"`
 }
 
+// CompareMinRequests is the fewest values (requests, or frames for
+// dropped frames) each side needs for a figure to be compared.
+const CompareMinRequests = compareMinRequests
+
+// NotComparedText says why a figure was not compared, for the CLI and the
+// page (compare.js notComparedText): "not compared: 3 requests in A, 1 in
+// B; each side needs at least 3".
+func (m MetricChange) NotComparedText() string {
+	unit := "request"
+	if m.Metric == "dropped" {
+		unit = "frame"
+	}
+	return fmt.Sprintf("not compared: %s in A, %d in B; each side needs at least %d", plural(m.NA, unit), m.NB, compareMinRequests)
+}
+
 // ConfigDiff is one part of the configuration in which two runs differ.
 type ConfigDiff struct {
 	Field string `json:"field"`

@@ -3,8 +3,10 @@ package explorer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -65,6 +67,11 @@ func (c Cost) Check() error {
 		return refuse("kwh", g(c.KWh))
 	case c.Currency == "" || utf8.RuneCountInString(c.Currency) > MaxCurrencyChars:
 		return refuse("currency", strconv.Quote(c.Currency))
+	}
+	for _, device := range slices.Sorted(maps.Keys(c.DevicePrices)) {
+		if p := c.DevicePrices[device]; !finite(p) || p < 0 {
+			return refuse("price", device+"="+g(p))
+		}
 	}
 	return nil
 }
@@ -142,6 +149,7 @@ func (v RowView) costAt(c Cost) (float64, bool) {
 	if v.PowerAtMaxW == nil {
 		return 0, false
 	}
+	c.Price = c.PriceFor(v.Device)
 	cost := CostPerCameraMonth(c, *v.PowerAtMaxW, v.MaxCameras)
 	if math.IsNaN(cost) || math.IsInf(cost, 0) {
 		return 0, false
@@ -164,3 +172,16 @@ func (res RowsResponse) WithCost(c Cost) RowsResponse {
 	res.Rows = rows
 	return res
 }
+
+// PricesText says which price each device's cost is read at: "prices:
+// Jetson Orin NX 599, RTX PRO 6000 8500, any other device 1000 USD".
+func (c Cost) PricesText() string {
+	var parts []string
+	for _, d := range slices.Sorted(maps.Keys(c.DevicePrices)) {
+		parts = append(parts, d+" "+strconv.FormatFloat(c.DevicePrices[d], 'g', -1, 64))
+	}
+	parts = append(parts, "any other device "+strconv.FormatFloat(c.Price, 'g', -1, 64))
+	return "prices: " + strings.Join(parts, ", ") + " " + c.Currency
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestHandlerRowsCost(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("?%s: %d %s", c.query, code, body)
 		}
-		if res.Cost == nil || *res.Cost != c.want {
+		if res.Cost == nil || !reflect.DeepEqual(*res.Cost, c.want) {
 			t.Errorf("?%s: cost %+v, want %+v", c.query, res.Cost, c.want)
 		}
 		stated, _ := json.Marshal(c.want)

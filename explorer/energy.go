@@ -91,6 +91,18 @@ type Cost struct {
 	Months   float64 `json:"months"`
 	KWh      float64 `json:"kwh"`
 	Currency string  `json:"currency"`
+	// DevicePrices are prices by device name (a row's device, without its
+	// power setting), for the devices that do not cost Price: a Jetson and
+	// a GPU host are not one price.
+	DevicePrices map[string]float64 `json:"device_prices,omitempty"`
+}
+
+// PriceFor is the price of device: its own, else Price.
+func (c Cost) PriceFor(device string) float64 {
+	if p, ok := c.DevicePrices[device]; ok {
+		return p
+	}
+	return c.Price
 }
 
 // DefaultCost is logic.js COST_DEFAULTS: example inputs the page shows for

@@ -15,32 +15,52 @@ const (
 )
 
 // Explain writes a row in plain language at the default settings (720p, one
-// image per camera, 3 s target), in the seed's sentences and number formats:
-// one string per line of the seed's paragraph. A figure that was not measured
-// drops its clause or line rather than printing a made-up value.
-func Explain(r Row) []string {
+// image per camera, 3 s target by the mean), in the seed's sentences and
+// number formats: one string per line of the seed's paragraph. A figure
+// that was not measured drops its clause or line rather than printing a
+// made-up value.
+func Explain(r Row) []string { return ExplainAt(r, DefaultQuery()) }
+
+// ExplainAt writes the row as Explain does, at q's size and images per
+// camera and judged as q judges (its statistic and target), so that every
+// sentence gives the Max Cameras the table beside it shows. q's cameras
+// and frame interval do not matter: the sentences cover back to back and
+// every frame clock measured.
+func ExplainAt(r Row, q Query) []string {
 	if r.Model == "" {
 		return nil
 	}
+	j := q.Judgement()
 	var out []string
-	out = append(out, explainSingle(r))
+	out = append(out, explainSingle(r, q.Size))
 	if s := explainHeavier(r.Points); s != "" {
 		out = append(out, s)
 	}
-	if s := explainTarget(r.Points); s != "" {
+	if s := JudgedSentence(r.Points, q.Size, q.Images, 0, j); s != "" {
 		out = append(out, s)
 	}
-	out = append(out, explainPaced(r.Points)...)
-	if s := EnergySentence(r.Points, DefaultSize, DefaultImages, 0, protocol.Judgement{}); s != "" {
+	for _, t := range Intervals(r.Points) {
+		if s := JudgedSentence(r.Points, q.Size, q.Images, t, j); s != "" {
+			out = append(out, s)
+		}
+	}
+	if s := EnergySentence(r.Points, q.Size, q.Images, 0, j); s != "" {
 		out = append(out, s)
 	}
 	return out
 }
 
+// explainsAtDefault says whether q reads the row where Explain writes it:
+// then the row's stored explanation is the answer at q.
+func explainsAtDefault(q Query) bool {
+	d := DefaultQuery()
+	return q.Size == d.Size && q.Images == d.Images && q.Judgement().Stat() == protocol.StatisticMean && q.Target == d.Target
+}
+
 // explainSingle: "M (2.4B parameters), served in Q8_0 format with llama.cpp on
 // Jetson Orin NX, starts answering a single camera that sends one 720p image
 // after 2.02 s, then writes 30.4 tok/s."
-func explainSingle(r Row) string {
+func explainSingle(r Row, size string) string {
 	s := r.Model
 	if r.ParamsB > 0 {
 		s += " (" + FormatParams(r.ParamsB) + "B parameters)"
@@ -62,14 +82,14 @@ func explainSingle(r Row) string {
 	if served != "" {
 		s += ", served" + served
 	}
-	p, ok := FindPoint(r.Points, DefaultSize, DefaultImages, DefaultCameras)
+	p, ok := FindPoint(r.Points, size, DefaultImages, DefaultCameras)
 	switch {
 	case !ok:
-		return s + ", was not measured with a single camera that sends one " + DefaultSize + " image."
+		return s + ", was not measured with a single camera that sends one " + size + " image."
 	case p.Completed == 0:
-		return s + ", answered no request of a single camera that sends one " + DefaultSize + " image: every one failed."
+		return s + ", answered no request of a single camera that sends one " + size + " image: every one failed."
 	}
-	s += ", starts answering a single camera that sends one " + DefaultSize + " image after " + FormatSeconds(p.TTFT) + " s"
+	s += ", starts answering a single camera that sends one " + size + " image after " + FormatSeconds(p.TTFT) + " s"
 	if p.TPS > 0 {
 		s += ", then writes " + FormatTPS(p.TPS) + " tok/s"
 	}
@@ -107,25 +127,6 @@ func explainHeavier(points []Point) string {
 		return "With one " + large.Size + " image, the answer starts after " + FormatSeconds(large.TTFT) + " s."
 	}
 	return ""
-}
-
-// explainTarget: Max Cameras at the default target, in the seed's variants.
-func explainTarget(points []Point) string {
-	return JudgedSentence(points, DefaultSize, DefaultImages, 0, protocol.Judgement{})
-}
-
-// explainPaced: Max Cameras at the default target for each frame clock
-// measured at 720p with one image, in the seed's style: "At one frame every
-// 5 s per camera (720p, one image), it keeps up with 10 cameras: every
-// frame answered, each answer starting within 3 s."
-func explainPaced(points []Point) []string {
-	var out []string
-	for _, t := range Intervals(points) {
-		if s := JudgedSentence(points, DefaultSize, DefaultImages, t, protocol.Judgement{}); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // Intervals lists the frame clocks measured, shortest first (0, back to

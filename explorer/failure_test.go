@@ -39,7 +39,7 @@ func TestTableSaysWhyEveryRequestFailed(t *testing.T) {
 	if err := WriteTable(&b, res); err != nil {
 		t.Fatal(err)
 	}
-	if want := "  Qwen3-VL-8B-Instruct (Q8_0, llama.cpp) on Jetson AGX Orin: 5 requests failed: HTTP 400: exceeds largest input\n"; !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "all failed") {
+	if want := "  Qwen3-VL-8B-Instruct (Q8_0, llama.cpp) on Jetson AGX Orin · MAXN: 5 requests failed: HTTP 400: exceeds largest input\n"; !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "all failed") {
 		t.Errorf("table:\n%s\nwant the line %q", b.String(), want)
 	}
 }

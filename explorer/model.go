@@ -38,7 +38,8 @@ type RowConfig struct {
 }
 
 // Row is one deployment configuration: model, parameters, quantization,
-// engine and device, showing its latest completed run.
+// engine and device, showing its latest completed run, with the levels
+// only its earlier runs measured (Point.Run).
 type Row struct {
 	RowConfig
 
@@ -101,6 +102,9 @@ type Point struct {
 	// sending. Where a selection has sustained levels, Max Cameras reads
 	// them alone.
 	Load string `json:"load,omitempty"`
+	// Run is the earlier run the level comes from, where the row's latest
+	// run (Row.Run) did not measure it; empty for the latest run's levels.
+	Run string `json:"run,omitempty"`
 	// FramesDue, FramesSent and FramesDropped are a paced level's frames
 	// (protocol.Pacing): a dropped frame is one a camera skipped because
 	// its previous answer had not finished.

@@ -137,6 +137,9 @@ func (q Query) Values() url.Values {
 // cameras), and Max Cameras at (size, images, target).
 type RowView struct {
 	RowConfig
+	// RunID is the run the row shows (Row.Run), so that a sweep's page
+	// finds the rows of its runs.
+	RunID string `json:"run_id,omitempty"`
 
 	// TTFT, TTFTP90 and TPS are null when every request at the selected
 	// combination failed (Completed 0): the row then fails the target.
@@ -153,7 +156,9 @@ type RowView struct {
 	// images per camera (it is shown, as on the page, with no figures).
 	Measured bool `json:"measured"`
 	// Pass is whether the response time at the selected cameras meets the target.
-	Pass        bool     `json:"pass"`
+	Pass bool `json:"pass"`
+	// Explanation is the row in plain language at the query's size,
+	// images per camera and judgement (ExplainAt).
 	Explanation []string `json:"explanation"`
 	// Error is why every request at the selection failed (Point.Error).
 	Error string `json:"error,omitempty"`
@@ -321,12 +326,15 @@ func rowViewAt(r Row, q Query) RowView {
 	case !known:
 		label = "n/a"
 	}
+	// The sentences judge as the table does: a row read by p90 is not
+	// explained by its mean.
 	expl := r.Explanation
-	if expl == nil {
-		expl = Explain(r)
+	if expl == nil || !explainsAtDefault(q) {
+		expl = ExplainAt(r, q)
 	}
 	v := RowView{
 		RowConfig: r.RowConfig,
+		RunID:     r.Run.ID,
 		Completed: p.Completed, Failed: p.Failed,
 		MaxCameras: max, Plus: plus, MaxCamerasLabel: label,
 		Measured:    ok,

@@ -18,7 +18,7 @@ func runMeta(r *protocol.Run) RunMeta {
 		EngineVersion: r.Engine.Version,
 		EngineCommand: r.Engine.Command,
 		Platform:      platform(r.Device),
-		PowerMode:     firstNonEmpty(r.Config.Power().String(), powerMode(r.Device)),
+		PowerMode:     firstNonEmpty(runPower(r), powerMode(r.Device)),
 		Telemetry:     telemetryLine(r),
 		Requests:      requestsLine(r),
 		Warnings:      r.Warnings,

@@ -103,6 +103,9 @@ func WriteTableWith(w io.Writer, res RowsResponse, opt TableOptions) error {
 		}
 	}
 	writeTableNotes(w, res)
+	if opt.Power && len(opt.Cost.DevicePrices) > 0 {
+		fmt.Fprintln(w, opt.Cost.PricesText())
+	}
 	fmt.Fprintf(w, "%s at %s", plural(len(res.Rows), "row"), view)
 	if sim > 0 {
 		fmt.Fprintf(w, "; SIM: %d from simulated runs, not real hardware", sim)
@@ -176,6 +179,6 @@ func writeTableNotes(w io.Writer, res RowsResponse) {
 		default:
 			continue
 		}
-		fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, r.Device, why)
+		fmt.Fprintf(w, "  %s (%s, %s) on %s: %s\n", r.Model, r.Quantization, r.Engine, DeviceLabel(r.RowConfig), why)
 	}
 }

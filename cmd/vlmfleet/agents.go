@@ -4,11 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // cmdAgents is `vlmfleet agents`: what a sweep can select, and what the
@@ -33,20 +36,27 @@ func cmdAgents(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// writeAgents prints one block per agent: a line of its state, then its
-// deployments (the ids a sweep's --deployments takes) and broken ones.
+// writeAgents prints one block per agent: a line of its state and power
+// setting, then its labels, why its power is fixed, and its deployments
+// (the ids a sweep's --deployments takes) and broken ones.
 func writeAgents(c *cli, agents []api.AgentView, now time.Time) {
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tDEVICE\tSTATE\tJOB\tLAST SEEN")
+	fmt.Fprintln(tw, "AGENT\tDEVICE\tPOWER\tSTATE\tJOB\tLAST SEEN")
 	for _, a := range agents {
 		dev := cmp.Or(a.Device.Name, "?")
 		if a.Simulated {
 			dev += " (simulated)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, dev, a.State, cmp.Or(a.JobID, "-"), ago(now, a.LastSeen))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, dev, agentPower(a), a.State, cmp.Or(a.JobID, "-"), ago(now, a.LastSeen))
 	}
 	_ = tw.Flush()
 	for _, a := range agents {
+		if len(a.Labels) > 0 {
+			fmt.Fprintf(c.stdout, "\n%s labels: %s\n", a.ID, labelsText(a.Labels))
+		}
+		if a.Power != nil && !a.Power.Switchable && a.Power.Reason != "" {
+			fmt.Fprintf(c.stdout, "\n%s power is fixed: %s\n", a.ID, a.Power.Reason)
+		}
 		fmt.Fprintf(c.stdout, "\n%s deployments:\n", a.ID)
 		if len(a.Deployments) == 0 && len(a.BrokenDeployments) == 0 {
 			fmt.Fprintln(c.stdout, "  none")
@@ -70,4 +80,28 @@ func ago(now, t time.Time) string {
 		return "never"
 	}
 	return now.Sub(t).Round(time.Second).String() + " ago"
+}
+
+// agentPower is what the agent runs in now and whether a sweep may switch
+// it: "15W, may switch", "450 W limit, fixed"; "-" where it says nothing.
+func agentPower(a api.AgentView) string {
+	now := protocol.PowerSetting{Mode: a.PowerMode, LimitW: a.PowerLimitW}.String()
+	if a.Power == nil {
+		return cmp.Or(now, "-")
+	}
+	switchable := "fixed"
+	if a.Power.Switchable {
+		switchable = "may switch"
+	}
+	return cmp.Or(now, "as found") + ", " + switchable
+}
+
+// labelsText is the labels as key=value, by key.
+func labelsText(labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, ", ")
 }

@@ -102,6 +102,9 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkDevices(&cost, ds); err != nil {
+		return usageError{err}
+	}
 	res := explorer.Select(ds, q)
 	res.Rows = slices.DeleteFunc(res.Rows, func(r explorer.RowView) bool {
 		return !containsFold(r.Device, *device) || !containsFold(r.Model, *model)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestExplorerTableJSONCarriesTheCost(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Rows) != 2 {
 			t.Fatalf("%q: exit %d, %v: %s%s", c.args, code, err, out, errOut)
 		}
-		if res.Cost == nil || *res.Cost != c.want {
+		if res.Cost == nil || !reflect.DeepEqual(*res.Cost, c.want) {
 			t.Errorf("%q: cost %+v, want %+v", c.args, res.Cost, c.want)
 		}
 		low, maxn := res.Rows[0], res.Rows[1]
@@ -108,5 +109,52 @@ func TestExplorerTableJSONCarriesTheCost(t *testing.T) {
 	_, out, _ := cliRun(t, nil, "explorer", "table", seedRuns, "--json", "--price", "720")
 	if strings.Contains(out, "cost") {
 		t.Errorf("the seed's rows, which have no power samples (no cost column), carry a cost:\n%s", out)
+	}
+}
+
+// --price prices each device on its own where a lab has more than one
+// kind ("Jetson AGX Orin=599,RTX PRO 6000=8500", or the flag repeated);
+// a device no row has, or a pair that is not one, is refused by name.
+func TestExplorerTablePricesEachDevice(t *testing.T) {
+	jetson := labtest.ResultDoc("jetson", "Qwen3-VL-4B-Instruct")
+	jetson.Combinations[1].Energy = &protocol.Energy{Source: protocol.PowerSourceModuleInput, Samples: 8, MeanPowerW: 18.4, WindowSec: 8, JoulesPerAnswer: 9.6}
+	rtx := labtest.ResultDoc("rtx", "Qwen3-VL-4B-Instruct")
+	rtx.Config.Device, rtx.Device.Name = "RTX PRO 6000", "RTX PRO 6000"
+	rtx.Combinations[1].Energy = &protocol.Energy{Source: protocol.PowerSourceGPU, Samples: 8, MeanPowerW: 300, WindowSec: 8, JoulesPerAnswer: 150}
+	file := writeJSONFile(t, t.TempDir(), "two.json", []protocol.Run{jetson, rtx})
+	for _, args := range [][]string{
+		{"--price", "Jetson AGX Orin=599,RTX PRO 6000=8500"},
+		{"--price", "jetson agx orin=599", "--price", "RTX PRO 6000=8500"},
+	} {
+		code, out, errOut := cliRun(t, nil, append([]string{"explorer", "table", file, "--sort", "device", "--json"}, args...)...)
+		var res explorer.RowsResponse
+		if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || len(res.Rows) != 2 {
+			t.Fatalf("%q: exit %d, %v: %s%s", args, code, err, out, errOut)
+		}
+		for _, r := range res.Rows {
+			price, w := 599.0, 18.4
+			if r.Device == "RTX PRO 6000" {
+				price, w = 8500, 300
+			}
+			c := explorer.DefaultCost
+			c.Price = price
+			if want := explorer.CostPerCameraMonth(c, w, r.MaxCameras); r.CostPerCameraMonth == nil || *r.CostPerCameraMonth != want {
+				t.Errorf("%q: %s costs %v, want %v at %g", args, r.Device, r.CostPerCameraMonth, want, price)
+			}
+		}
+	}
+	_, out, _ := cliRun(t, nil, "explorer", "table", file, "--price", "800", "--price", "RTX PRO 6000=8500")
+	if !strings.Contains(out, "prices: RTX PRO 6000 8500, any other device 800 USD") {
+		t.Errorf("the table does not say which price each device is read at:\n%s", out)
+	}
+	for _, tc := range []struct{ value, want string }{
+		{"Jetson Nano=99", `--price "Jetson Nano": no row's device is named so; the devices are Jetson AGX Orin, RTX PRO 6000`},
+		{"RTX PRO 6000", `"RTX PRO 6000": want a number (every device's price) or DEVICE=PRICE pairs`},
+		{"RTX PRO 6000=lots", `"RTX PRO 6000=lots": want DEVICE=PRICE, a device's name and a number`},
+		{"RTX PRO 6000=-5", `--price RTX PRO 6000=-5: want a device price of 0 or more`},
+	} {
+		if code, _, errOut := cliRun(t, nil, "explorer", "table", file, "--price", tc.value); code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("--price %q: exit %d: %s; want 2 and %q", tc.value, code, errOut, tc.want)
+		}
 	}
 }

@@ -132,7 +132,7 @@ func printChanges(w io.Writer, combos []explorer.ComboChange) {
 // compared shows why.
 func metricCell(m explorer.MetricChange) string {
 	if m.Verdict == explorer.VerdictUnknown {
-		return fmt.Sprintf("— (%d/%d requests)", m.NA, m.NB)
+		return m.NotComparedText()
 	}
 	var s string
 	switch m.Metric {

@@ -198,3 +198,14 @@ func TestResultsDiffPowerModes(t *testing.T) {
 		}
 	}
 }
+
+// A figure with too few requests on one side says so in words: each
+// side's count and what comparing needs, not a bare "— (3/1 requests)".
+func TestResultsDiffSaysWhyAFigureIsNotCompared(t *testing.T) {
+	var out strings.Builder
+	printChanges(&out, []explorer.ComboChange{{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4},
+		Metrics: []explorer.MetricChange{{Metric: "ttft_p50", Label: "TTFT p50", NA: 3, NB: 1, Verdict: explorer.VerdictUnknown}}}})
+	if want := "not compared: 3 requests in A, 1 in B; each side needs at least 3"; !strings.Contains(out.String(), want) {
+		t.Errorf("diff:\n%s\nlacks %q", out.String(), want)
+	}
+}

@@ -27,6 +27,18 @@ function ago(t) {
   const s = Math.max(0, (Date.now() - Date.parse(t)) / 1000);
   return s < 60 ? Math.round(s) + " s ago" : s < 3600 ? Math.round(s / 60) + " min ago" : new Date(t).toLocaleString();
 }
+// comboWords names a combination as the pages show it: "720p · 1 img ·
+// 4 cam", and " · every 5 s" for cameras on a frame clock.
+function comboWords(k) {
+  return k.size + " · " + k.images + " img · " + k.cameras + " cam" + (k.frame_interval_sec > 0 ? " · every " + k.frame_interval_sec + " s" : "");
+}
+// comboKeyText keys a combination by all of it, the frame clock included.
+function comboKeyText(k) { return k.size + "-" + k.images + "-" + k.cameras + "-" + (k.frame_interval_sec || 0); }
+
+// powerText names a job's power setting as the explorer does: "15W",
+// "300 W limit"; "" for a job that leaves its device as found.
+function powerText(p) { return !p ? "" : p.mode || (p.limit_w ? p.limit_w + " W limit" : ""); }
+
 function simBadge() { return el("span", {class: "badge sim", title: "simulated device and engine"}, "SIMULATED"); }
 
 // deploymentsCell: the deployments an agent offers, and those its

@@ -2,7 +2,7 @@
 // GET /api/explorer/data), builds each row once, when it is first displayed,
 // and then only updates text, classes, visibility and order, so a change
 // costs a few milliseconds even with a thousand rows.
-import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, loadName, judgedSentence, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, deviceLabel, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
+import { IMAGE_COUNTS, STATISTICS, RT_STOPS, PARAM_BUCKETS, DEFAULT_TARGET, defaultState, decodeState, encodeState, emptyFilters, filtersActive, sizesOf, availability, allCameraCounts, effectiveCameras, rowMeasuredAt, rowView, matchesFilters, stringRanks, sortValue, compareKeyed, maxCamerasLabel, maxCamerasTitle, loadName, judgedSentence, explanationAt, judgedTTFT, intervalsOf, intervalWords, formatParams, formatSeconds, formatTPS, pointsAt, passes, paramBucket, toCSV, deviceLabel, comparisonPair, failureText, engineExample, maxCamerasExample, SEED_QUANT, SEED_ENGINE, COST_DEFAULTS, COST_FIELDS, parseCostField, energySentence, formatWatts } from './logic.js';
 import { drawChart, chartWorthDrawing, chartPNG, chartTitle } from './chartview.js';
 import { showLabChrome } from './labchrome.js';
 
@@ -679,13 +679,10 @@ function createExplorer(ds) {
     const td = el('td', { colspan: String(TABLE_COLUMNS) });
     const tr = el('tr', { class: 'detail' }, td);
     const measure = el('section', { class: 'd-measure' });
-    const explain = el('section', { class: 'd-explain' },
-      el('h3', { text: 'The results explained' }),
-      ...(r.explanation.length ? r.explanation.map((p) => el('p', { text: p })) : [el('p', { class: 'hint', text: 'No explanation for this row.' })]),
-      el('p', { class: 'hint', text: 'At the default settings: 720p, one image per camera, a 3 s target.' }));
+    const explain = el('section', { class: 'd-explain' });
     const chartBox = el('section', { class: 'd-chart' });
     td.append(el('div', { class: 'd-inner' }, el('div', { class: 'd-grid' }, measure, explain), chartBox, runMeta(r)));
-    it.detail = { tr, measure, chartBox, chart: null, canvas: null };
+    it.detail = { tr, measure, explain, chartBox, chart: null, canvas: null };
     it.tr.after(tr);
     it.cells.toggle.setAttribute('aria-expanded', 'true');
     it.tr.classList.add('open');
@@ -738,6 +735,7 @@ function createExplorer(ds) {
       const cams = el('th', { scope: 'row', class: 'num', text: String(p.cameras) });
       if (p.search) cams.append(el('span', { class: 'searched', text: ' (search)', title: 'A level chosen by the search for the exact Max Cameras' }));
       if (loads) cams.append(el('span', { class: 'load', text: ` ${loadName(p)}` }));
+      if (p.run) cams.append(el('span', { class: 'earlier', text: ' (earlier run)', title: `Measured by the earlier run ${p.run}: the latest run did not measure this level` }));
       return el('tr', { class: `${ok ? 'pass' : known ? 'fail' : 'nodata'}${p.cameras === sel.cameras ? ' current' : ''}` },
         cams,
         el('td', { class: 'num', text: p.completed > 0 ? formatSeconds(p.ttft) : '—' }),
@@ -761,6 +759,7 @@ function createExplorer(ds) {
         el('tbody', {}, ...rows))
       : el('p', { class: 'hint', text: `Not measured at ${sel.size} with ${plural(sel.images, 'image', 'images')} per camera${clock}.` });
     d.measure.replaceChildren(head, body, ...detailNotes(it.row, sel, mc));
+    paintExplanation(d.explain, it.row, sel);
     const key = `${sel.target}|${sel.size}|${sel.interval}|${sel.statistic}`;
     if (d.chart && d.chartKey !== key) {
       d.chart.destroy();
@@ -769,18 +768,35 @@ function createExplorer(ds) {
     }
   }
 
+  // paintExplanation writes the row in words at 720p, one image per
+  // camera, judged as the view judges: the Max Cameras it gives is the one
+  // the table shows at 720p.
+  function paintExplanation(box, row, sel) {
+    const lines = explanationAt(row, sel.statistic, sel.target);
+    const how = sel.statistic === 'mean' ? `a ${sel.target} s target by the mean` : `a ${sel.target} s target by ${sel.statistic}`;
+    box.replaceChildren(el('h3', { text: 'The results explained' }),
+      ...(lines.length ? lines.map((p) => el('p', { text: p })) : [el('p', { class: 'hint', text: 'No explanation for this row.' })]),
+      el('p', { class: 'hint', text: `At 720p, one image per camera, ${how}.` }));
+  }
+
   // detailNotes say under the measurements what the table cannot: Max
   // Cameras in words where the view is not the default one the explanation
   // is written at, what a "+" without a search leaves open, and why a
   // statistic is not known.
   function detailNotes(row, sel, mc) {
     const out = [];
-    const atDefault = sel.size === '720p' && sel.images === 1 && sel.interval === 0 && sel.statistic === 'mean' && sel.target === DEFAULT_TARGET;
+    // The explanation is written at 720p and one image, judged as the view
+    // judges: a view there needs no sentence of its own.
+    const atDefault = sel.size === '720p' && sel.images === 1 && sel.interval === 0;
     const sentence = atDefault ? '' : judgedSentence(row.points, sel.size, sel.images, sel.interval, sel.statistic, sel.target);
     if (sentence) out.push(el('p', { class: 'd-sentence', text: sentence }));
     // The explanation carries the draw at the default view already.
     const energy = energySentence(row.points, sel.size, sel.images, sel.interval, sel.statistic, sel.target);
     if (energy && !atDefault) out.push(el('p', { class: 'd-energy', text: energy }));
+    const earlier = [...new Set(pointsAt(row.points, sel.size, sel.images, sel.interval).filter((p) => p.run).map((p) => p.run))];
+    if (earlier.length) {
+      out.push(el('p', { class: 'hint d-earlier', text: `Levels marked (earlier run) come from ${earlier.length === 1 ? 'run' : 'runs'} ${earlier.join(', ')}: each level is the newest run's that measured it, so a later run that measured fewer levels does not hide them.` }));
+    }
     if (!row.points.some((p) => p.power_w != null)) out.push(el('p', { class: 'hint d-nopower', text: 'No power samples for this row: power, energy per answer and cost read n/a.' }));
     if (mc.measured && mc.known !== false && mc.plus && !mc.search && mc.max > 1) {
       out.push(el('p', { class: 'hint d-search-hint' }, `${mc.max}+ means the highest number measured still kept up. A search would give the exact figure: `,

@@ -2,7 +2,7 @@
 // per image size (one image per camera), the target as a dashed line. It
 // uses the vendored Chart.js (window.Chart, loaded as a classic script), which
 // draws title and legend on the canvas, so the PNG download carries them.
-import { judgedTTFT } from './logic.js';
+import { judgedTTFT, deviceLabel } from './logic.js';
 
 const SIZE_COLOURS = { '480p': '#2a9d8f', '720p': '#1d4ed8', '1080p': '#b45309', '2K': '#7c3aed' };
 const EXTRA_COLOURS = ['#be185d', '#4d7c0f', '#0e7490', '#57534e'];
@@ -54,7 +54,7 @@ export function chartWorthDrawing(row) {
 }
 
 export function chartTitle(row) {
-  return `${row.model} · ${row.quantization} · ${row.engine} · ${row.device}`;
+  return `${row.model} · ${row.quantization} · ${row.engine} · ${deviceLabel(row)}`;
 }
 
 // drawChart draws into canvas and returns the Chart instance (or null when

@@ -64,11 +64,19 @@ function searchMark(cc) {
 
 const verdictClass = { worse: 'v-worse', better: 'v-better', same: 'v-same', 'not comparable': 'v-unknown' };
 
+// notComparedText matches explorer.MetricChange.NotComparedText: why a
+// figure was not compared, with the counts of each side.
+const COMPARE_MIN_REQUESTS = 3;
+function notComparedText(m) {
+  const unit = m.metric === 'dropped' ? 'frame' : 'request';
+  return `not compared: ${m.n_a} ${m.n_a === 1 ? unit : `${unit}s`} in A, ${m.n_b} in B; each side needs at least ${COMPARE_MIN_REQUESTS}`;
+}
+
 function metricCell(m) {
   const td = el('td', { class: `metric ${verdictClass[m.verdict] || ''}`, 'data-metric': m.metric, 'data-verdict': m.verdict });
   if (m.verdict === 'not comparable') {
-    td.append(`— (${m.n_a} / ${m.n_b} requests)`);
-    td.title = 'Too few completed requests on one side to compare';
+    td.append(notComparedText(m));
+    td.title = `A figure is compared only where each side has at least ${COMPARE_MIN_REQUESTS}`;
     return td;
   }
   const change = m.metric === 'success' || m.metric === 'dropped' ? `${signed(m.change)} pt` : `${signed(m.rel_change * 100)}%`;

@@ -634,6 +634,25 @@ export function energySentence(points, size, images, interval, statistic, target
 }
 
 // ---- the sentences -----------------------------------------------------
+// explanationAt is a row's explanation (explorer.Explain, written at 720p,
+// one image per camera, by the mean at 3 s) judged by statistic and target
+// instead, as explorer.ExplainAt writes it: each sentence that gives Max
+// Cameras, or the draw there, is written again as the view judges; the
+// others are kept.
+export function explanationAt(row, statistic, target) {
+  const lines = row.explanation || [];
+  if (statistic === 'mean' && target === DEFAULT_TARGET) return lines;
+  const pts = row.points;
+  const clocks = [0, ...intervalsOf([row])];
+  return lines.map((line) => {
+    for (const t of clocks) {
+      if (line === judgedSentence(pts, DEFAULT_SIZE, 1, t, 'mean', DEFAULT_TARGET)) return judgedSentence(pts, DEFAULT_SIZE, 1, t, statistic, target);
+    }
+    if (line === energySentence(pts, DEFAULT_SIZE, 1, 0, 'mean', DEFAULT_TARGET)) return energySentence(pts, DEFAULT_SIZE, 1, 0, statistic, target);
+    return line;
+  }).filter(Boolean);
+}
+
 // judgedSentence matches explorer.JudgedSentence: Max Cameras at a view in
 // the seed's words, so that the expanded row says what the table shows at
 // the statistic and frame clock chosen. '' when not measured there.
