@@ -109,6 +109,10 @@ type Agent struct {
 // New checks the configuration; Run connects.
 func New(cfg Config, opt Options) (*Agent, error) {
 	host, _ := os.Hostname()
+	cfg, err := cfg.withSimulatedDevice()
+	if err != nil {
+		return nil, fmt.Errorf("agent config: %w", err)
+	}
 	cfg = cfg.withDefaults(host)
 	if opt.Getenv == nil {
 		opt.Getenv = os.Getenv

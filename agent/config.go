@@ -77,8 +77,10 @@ type Config struct {
 	// sweep's agent_labels.
 	Labels map[string]string `yaml:"labels"`
 
-	// Simulate names a simulated device ("Jetson AGX Orin"); set by --simulate,
-	// never from YAML alone, so a lab agent cannot be simulated by accident.
+	// Simulate names a simulated device ("Jetson AGX Orin"); set by
+	// --simulate, or by deployments that are all of engine kind sim (their
+	// sim_device, withSimulatedDevice); never a YAML field of its own, so a
+	// lab agent with real engines cannot be simulated by accident.
 	Simulate   string  `yaml:"-"`
 	SimSpeedup float64 `yaml:"-"`
 }
@@ -206,6 +208,9 @@ func (c Config) validateAgent() error {
 		return fmt.Errorf("spool_dir: %s is a file, want a directory (made if missing)", c.SpoolDir)
 	}
 	if err := c.Power.validate(); err != nil {
+		return err
+	}
+	if _, err := c.withSimulatedDevice(); err != nil {
 		return err
 	}
 	return protocol.ValidateLabels("labels", c.Labels)

@@ -75,3 +75,62 @@ func containsFold(list []string, s string) bool {
 	}
 	return false
 }
+
+// simulatedDevice is the device an agent simulates when its deployments
+// are of kind sim: their one sim_device, as the simulator names it ("" when
+// none is sim, or the device has no profile: its deployments are then
+// refused, each with the reason). An agent announces one device, so a
+// configuration that mixes sim with other kinds, or sim devices, is
+// refused, naming the entries.
+func (c Config) simulatedDevice() (string, error) {
+	first := -1
+	for i, d := range c.Deployments {
+		if d.Engine.Kind != engine.KindSim {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		if want := c.Deployments[first].Engine.SimDevice; !strings.EqualFold(d.Engine.SimDevice, want) {
+			return "", fmt.Errorf("deployments[%d].engine.sim_device: %q, but deployments[%d] simulates %q; an agent is one device: give each simulated device an agent (and config) of its own",
+				i, d.Engine.SimDevice, first, want)
+		}
+	}
+	if first < 0 {
+		return "", nil
+	}
+	for i, d := range c.Deployments {
+		if d.Engine.Kind != engine.KindSim {
+			return "", fmt.Errorf("deployments[%d].engine.kind: %q beside deployments[%d].engine.kind: sim; an agent is one device, real or simulated: run the simulated deployments in an agent of their own",
+				i, d.Engine.Kind, first)
+		}
+	}
+	want := c.Deployments[first].Engine.SimDevice
+	for _, dev := range SimulatedDevices() {
+		if strings.EqualFold(dev, want) {
+			return dev, nil
+		}
+	}
+	return "", nil
+}
+
+// withSimulatedDevice makes an agent whose deployments are of kind sim
+// announce the device they simulate, as --simulate does: its facts, its
+// power modes or limits, simulated telemetry, runs labelled simulated.
+// With sysroot set the facts are read from that tree instead (a fixture of
+// a real device, whose power path is then the one used). A caller that
+// names the device itself (--simulate, the demo) chose its deployments.
+func (c Config) withSimulatedDevice() (Config, error) {
+	if c.Simulate != "" {
+		return c, nil
+	}
+	dev, err := c.simulatedDevice()
+	if err != nil {
+		return c, err
+	}
+	if c.SysRoot == "" {
+		c.Simulate = dev
+	}
+	return c, nil
+}

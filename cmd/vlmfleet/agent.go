@@ -34,7 +34,9 @@ func cmdAgent(ctx context.Context, c *cli, args []string) error {
 	case *configPath != "" && *simulate != "":
 		// A simulated device would label the real engines of the config as
 		// simulated, on a device they do not run on.
-		return usageError{fmt.Errorf("--config and --simulate exclude each other; a lab agent can offer simulated deployments with engine kind: sim in its config")}
+		return usageError{fmt.Errorf("--config and --simulate exclude each other; to simulate %q from a config, make each of its deployments "+
+			"engine: {kind: sim, sim_device: %s, sim_model: ..., sim_quantization: ..., sim_engine: ...} (docs/engines.md, sim): "+
+			"the agent then announces that device, simulated, with its power modes", *simulate, *simulate)}
 	case *configPath != "":
 		var err error
 		if cfg, err = agent.LoadConfig(*configPath); err != nil {

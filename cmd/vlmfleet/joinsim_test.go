@@ -62,3 +62,12 @@ func TestSimulatedAgentJoinsWithSpoolAndLabels(t *testing.T) {
 		t.Errorf("the agent warned about the temp dir although --spool-dir was set:\n%s", log)
 	}
 }
+
+// --config with --simulate is refused with the config that does the same:
+// deployments of engine kind sim on the device.
+func TestAgentConfigWithSimulateSaysHowWithAConfig(t *testing.T) {
+	code, _, errs := runCLI(t, "agent", "--config", "agent.yaml", "--simulate", "Jetson Orin NX")
+	if want := "engine: {kind: sim, sim_device: Jetson Orin NX, "; code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d: %s\nwant exit 2 and %q", code, errs, want)
+	}
+}
