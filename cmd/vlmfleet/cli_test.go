@@ -36,7 +36,7 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{args: []string{"explorer", "table", "--every", "-5"}, code: 2, stderr: []string{"--every: -5, want 0 (back to back)"}},
 		{args: []string{"explorer", "table", "--statistic", "p99"}, code: 2, stderr: []string{`--statistic: "p99", want mean, p90 or p95`}},
 		{args: []string{"explorer", "table", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus", "Run 'vlmfleet explorer table -h'"}},
-		{args: []string{"explorer"}, code: 2, stderr: []string{"want a subcommand: table or export"}},
+		{args: []string{"explorer"}, code: 2, stderr: []string{"want a subcommand: table, export or profiles"}},
 		{args: []string{"device", "--simulate", "Jetson Nano"}, code: 2, stderr: []string{`--simulate "Jetson Nano": not a simulated device; known:`, `"Jetson AGX Orin"`, `"RTX PRO 6000 Max-Q"`}},
 		{args: []string{"sweep", "--requests", "0"}, code: 2, stderr: []string{"--requests 0: want 1 or more"}, notStderr: "workload."},
 		{args: []string{"sweep", "watch"}, code: 2, stderr: []string{"want one sweep id, got 0 arguments"}},

@@ -151,7 +151,7 @@ func TestExplorerTablePricesEachDevice(t *testing.T) {
 		{"Jetson Nano=99", `--price "Jetson Nano": no row's device is named so; the devices are Jetson AGX Orin, RTX PRO 6000`},
 		{"RTX PRO 6000", `"RTX PRO 6000": want a number (every device's price) or DEVICE=PRICE pairs`},
 		{"RTX PRO 6000=lots", `"RTX PRO 6000=lots": want DEVICE=PRICE, a device's name and a number`},
-		{"RTX PRO 6000=-5", `--price RTX PRO 6000=-5: want a device price of 0 or more`},
+		{"RTX PRO 6000=-5", `--price RTX PRO 6000=-5: want a device price from 0 up to 1e12`},
 	} {
 		if code, _, errOut := cliRun(t, nil, "explorer", "table", file, "--price", tc.value); code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("--price %q: exit %d: %s; want 2 and %q", tc.value, code, errOut, tc.want)
