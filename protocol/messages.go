@@ -213,10 +213,11 @@ type Sweep struct {
 	AgentLabels map[string]string `json:"agent_labels,omitempty"`
 
 	// PowerModes and PowerLimitsW are the sweep's power axis, modes then
-	// limits: every selected agent is measured once per setting that
-	// applies to it, modes on a Jetson, limits on a GPU host. A setting an agent cannot take (a mode it does not list, a
-	// limit outside its range, an agent that may not switch) refuses the
-	// sweep before any job is published.
+	// limits: every selected agent is measured once per setting its device
+	// has, modes on a Jetson, limits on a GPU host; one that has none of
+	// them is measured at its current setting (Notes say so). A setting no
+	// selected agent has, or one an agent has but may not switch to,
+	// refuses the sweep before any job is published.
 	PowerModes   []string  `json:"power_modes,omitempty"`
 	PowerLimitsW []float64 `json:"power_limits_w,omitempty"`
 
@@ -225,6 +226,18 @@ type Sweep struct {
 	// entry that is wrong says so). The controller sets it; a sweep as
 	// submitted has none.
 	Skipped []SkippedAgent `json:"skipped,omitempty"`
+
+	// Notes say of an agent that the sweep measures it otherwise than its
+	// power axis names: at its current setting, none of the axis's being
+	// of its device, or in only the modes or limits its device has. The
+	// controller sets it.
+	Notes []AgentNote `json:"notes,omitempty"`
+}
+
+// AgentNote is something a sweep says of one of its agents.
+type AgentNote struct {
+	AgentID string `json:"agent_id"`
+	Note    string `json:"note"`
 }
 
 // SkippedAgent is an agent a sweep's selection passed over, and why.
