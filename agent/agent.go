@@ -69,6 +69,10 @@ type Agent struct {
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
+	// instance names this process and spoolLock the spool it holds, in
+	// its hello and heartbeats: the controller keeps one process per id.
+	instance  string
+	spoolLock string
 	// broken are the configured deployments the agent cannot serve, with
 	// the reason; cfg.Deployments holds only those it offers.
 	broken []protocol.BrokenDeployment
@@ -199,6 +203,7 @@ func (a *Agent) Deployments() []protocol.Deployment {
 // certificate.
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt = time.Now()
+	a.instance = newInstance()
 	if a.cfg.Simulate != "" {
 		a.device = devicefacts.Simulated(a.cfg.Simulate)
 	} else {
@@ -210,11 +215,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	err := a.run(ctx, refuse)
 	var refused *RefusedError
 	var untrusted *UntrustedError
+	var duplicate *DuplicateError
 	switch cause := context.Cause(ctx); {
 	case errors.As(cause, &refused):
 		return refused
 	case errors.As(cause, &untrusted):
 		return untrusted
+	case errors.As(cause, &duplicate):
+		return duplicate
 	}
 	return err
 }
@@ -336,6 +344,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	}
 	defer out.Close()
 	a.out = out
+	a.spoolLock = spoolLockName(a.host, out.Dir())
 	// Before the announcement: what a killed run left switched is put
 	// back, and the hello tells the power the device is in.
 	a.startPower(ctx)
@@ -412,6 +421,9 @@ func (a *Agent) announce(ctx context.Context) error {
 		// why: one typo does not take a device out of the lab unseen.
 		BrokenDeployments: a.BrokenDeployments(),
 		Power:             a.powerControl,
+		Level:             protocol.AgentLevel,
+		Instance:          a.instance,
+		SpoolLock:         a.spoolLock,
 	}
 	seq, err := a.spool(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
 		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)
@@ -476,6 +488,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		hb := protocol.Heartbeat{
 			Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(),
 			State: a.state, JobID: a.jobID, Seq: a.seq, Drained: a.drained,
+			Instance: a.instance, SpoolLock: a.spoolLock,
 		}
 		a.mu.Unlock()
 		now := a.power.current()

@@ -63,6 +63,9 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 			if a.Drained {
 				return protocol.Sweep{}, drainedRefusal(i, id)
 			}
+			if a.Upgrade != nil {
+				return protocol.Sweep{}, upgradeRefusal(i, id, a.Upgrade)
+			}
 			if !protocol.LabelsMatch(a.Labels, s.AgentLabels) {
 				return protocol.Sweep{}, api.BadSweepf("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
 					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))

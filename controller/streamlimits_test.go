@@ -174,7 +174,7 @@ func TestEventsStreamDropsWhatIsStoredWhenFull(t *testing.T) {
 	hellos := 2 * MinStreamMaxBytes / (1 << 20)
 	var h protocol.AgentHello
 	for i := range hellos {
-		h = protocol.AgentHello{Schema: protocol.SchemaVersion, AgentID: "a1", Hostname: "h", Version: "test", StartedAt: started.Add(time.Duration(i) * time.Second)}
+		h = protocol.AgentHello{Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "h", Version: "test", StartedAt: started.Add(time.Duration(i) * time.Second)}
 		for j := range 256 {
 			h.BrokenDeployments = append(h.BrokenDeployments, protocol.BrokenDeployment{ID: fmt.Sprintf("b%d", j), Reason: reason})
 		}
