@@ -400,6 +400,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	}()
 	err = a.serveJobs(ctx)
 	wg.Wait()
+	a.sayStopping(ctx)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}
@@ -499,6 +500,35 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sayStopping sends the agent's last heartbeat and waits (briefly) for
+// the controller's answer, which says it has given the agent's id up for
+// the next process (a restart with another spool directory is not taken
+// for a second process). A process the controller refused says nothing:
+// the id is another's.
+func (a *Agent) sayStopping(ctx context.Context) {
+	var dup *DuplicateError
+	if errors.As(context.Cause(ctx), &dup) {
+		return
+	}
+	a.mu.Lock()
+	a.seq++
+	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq,
+		Drained: a.drained, Instance: a.instance, SpoolLock: a.spoolLock, Stopping: true}
+	a.mu.Unlock()
+	data, err := json.Marshal(hb)
+	if err != nil {
+		return
+	}
+	// Sent as a request: the answer says the controller has let the id
+	// go, before a restart can announce itself. A controller from before
+	// does not answer; the wait is short.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if _, err := a.nc.RequestWithContext(rctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHeartbeat), data); err != nil {
+		a.log.Debug().Err(err).Msg("no answer to the last heartbeat")
 	}
 }
 

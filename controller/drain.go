@@ -77,7 +77,9 @@ func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
 // heartbeatHandler takes in heartbeats. One from a process that the
 // controller refuses for its agent id (another holds it) is counted as a
 // refusal and leaves the agent's state alone; sent as a request, it is
-// answered with the refusal, and the agent stops. One taken in and sent
+// answered with the refusal, and the agent stops. The holder's last
+// heartbeat (stopping) lets the id go to the next process, and is
+// answered once it has. One taken in and sent
 // as a request (an agent's first, before it fetches a job, and one
 // whenever it finds no job consumer) is answered, on the agent's own inbox
 // only (replyTo), once the agent's job consumer is made, with the agent's
@@ -101,6 +103,11 @@ func (c *Controller) heartbeatHandler() nats.MsgHandler {
 			return
 		}
 		c.onHeartbeat(hb)
+		if hb.Stopping {
+			c.instances.release(hb.AgentID, hb.Instance)
+			c.answerStopping(m)
+			return
+		}
 		if m.Reply == "" {
 			return
 		}
@@ -109,6 +116,26 @@ func (c *Controller) heartbeatHandler() nats.MsgHandler {
 			return
 		}
 		c.answerLater(func(ctx context.Context) { c.answerFirstHeartbeat(ctx, id, reply) })
+	}
+}
+
+// answerStopping answers a process's last heartbeat, once its id is let
+// go: the process waits for it, so that the next one started is not taken
+// for a second.
+func (c *Controller) answerStopping(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	id, reply, ok := c.replyTo(m)
+	if !ok {
+		return
+	}
+	data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion})
+	if err == nil {
+		err = c.nc.Publish(reply, data)
+	}
+	if err != nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("answering an agent's last heartbeat failed")
 	}
 }
 

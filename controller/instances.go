@@ -115,6 +115,17 @@ func (ai *agentInstances) duplicates(id string, now time.Time, timeout time.Dura
 	return out
 }
 
+// release lets agent id go when instance, which holds it, stops: the
+// holder is kept, as not heard from since, so that its stored announcement
+// does not stand in for it.
+func (ai *agentInstances) release(id, instance string) {
+	ai.mu.Lock()
+	defer ai.mu.Unlock()
+	if h := ai.holders[id]; h != nil && h.instance == instance {
+		h.lastSeen = time.Time{}
+	}
+}
+
 // forget drops what is known of agent id's processes.
 func (ai *agentInstances) forget(id string) {
 	ai.mu.Lock()

@@ -110,6 +110,10 @@ type Heartbeat struct {
 	// sends it.
 	Instance  string `json:"instance,omitempty"`
 	SpoolLock string `json:"spool_lock,omitempty"`
+	// Stopping marks a process's last heartbeat as it stops, sent as a
+	// request: the controller lets the next process have the agent's id at
+	// once, and answers when it has.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // Job asks one agent to measure one deployment over one workload.

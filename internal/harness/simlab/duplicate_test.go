@@ -1,6 +1,7 @@
 package simlab_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func TestSecondProcessOfAnAgentIsRefused(t *testing.T) {
 	}
 	first := agx("orin-1")
 	first.NATSURL, first.NATSSeed = ctl.NATSURL(), seed
-	l.startAgent(first)
+	running := l.startAgent(first)
 	before := agentView(t, l, "orin-1")
 
 	// The second offers every profile of the device: more deployments.
@@ -40,14 +41,18 @@ func TestSecondProcessOfAnAgentIsRefused(t *testing.T) {
 	if len(deps) <= len(before.Deployments) {
 		t.Fatalf("the second process offers %d deployments, the first %d: want more, to tell them apart", len(deps), len(before.Deployments))
 	}
-	second, err := agent.New(agent.Config{
-		ID: "orin-1", NATSURL: ctl.NATSURL(), NATSSeed: seed, Deployments: deps,
-		Simulate: "Jetson AGX Orin", SimSpeedup: 50, LogDir: t.TempDir(),
-	}, agent.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Version: "test"})
-	if err != nil {
-		t.Fatal(err)
+	another := func() *agent.Agent {
+		t.Helper()
+		a, err := agent.New(agent.Config{
+			ID: "orin-1", NATSURL: ctl.NATSURL(), NATSSeed: seed, Deployments: deps,
+			Simulate: "Jetson AGX Orin", SimSpeedup: 50, LogDir: t.TempDir(),
+		}, agent.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	err = second.Run(ctx)
+	err = another().Run(ctx)
 	var dup *agent.DuplicateError
 	if !errors.As(err, &dup) || !strings.Contains(err.Error(), `agent "orin-1" already runs`) || !strings.Contains(err.Error(), "Stop one of them") {
 		t.Fatalf("the second process ended with %v (%T), want a DuplicateError saying who holds the id and what to do", err, err)
@@ -66,6 +71,35 @@ func TestSecondProcessOfAnAgentIsRefused(t *testing.T) {
 	if !slices.Equal(h.AgentsDuplicate, []string{"orin-1"}) || h.Status != api.HealthOK ||
 		!slices.ContainsFunc(h.Fleet, func(p api.HealthProblem) bool { return strings.Contains(p.Error, "second process") }) {
 		t.Errorf("health: %+v, want orin-1 under agents_duplicate and fleet, status ok", h)
+	}
+
+	// The first stopped, a process from another spool takes the id at
+	// once: a stopping agent lets it go.
+	if err := running.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	announced := make(chan struct{}, 1)
+	t.Cleanup(ctl.OnEvent(func(e api.Event) {
+		if v, ok := e.Data.(api.AgentView); ok && e.Kind == api.EventAgent && v.ID == "orin-1" && len(v.Deployments) == len(deps) {
+			select {
+			case announced <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	runCtx, stop := context.WithCancel(ctx)
+	ended := make(chan error, 1)
+	go func() { ended <- another().Run(runCtx) }()
+	select {
+	case <-announced:
+	case err := <-ended:
+		t.Fatalf("the next process after the first stopped ended: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the next process after the first stopped never announced itself")
+	}
+	stop()
+	if err := <-ended; err != nil {
+		t.Errorf("the next process: %v", err)
 	}
 }
 
