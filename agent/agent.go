@@ -69,6 +69,10 @@ type Agent struct {
 
 	device    protocol.DeviceFacts
 	startedAt time.Time
+	// instance names this process and spoolLock the spool it holds, in
+	// its hello and heartbeats: the controller keeps one process per id.
+	instance  string
+	spoolLock string
 	// broken are the configured deployments the agent cannot serve, with
 	// the reason; cfg.Deployments holds only those it offers.
 	broken []protocol.BrokenDeployment
@@ -203,6 +207,7 @@ func (a *Agent) Deployments() []protocol.Deployment {
 // certificate.
 func (a *Agent) Run(ctx context.Context) error {
 	a.startedAt = time.Now()
+	a.instance = newInstance()
 	if a.cfg.Simulate != "" {
 		a.device = devicefacts.Simulated(a.cfg.Simulate)
 	} else {
@@ -214,11 +219,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	err := a.run(ctx, refuse)
 	var refused *RefusedError
 	var untrusted *UntrustedError
+	var duplicate *DuplicateError
 	switch cause := context.Cause(ctx); {
 	case errors.As(cause, &refused):
 		return refused
 	case errors.As(cause, &untrusted):
 		return untrusted
+	case errors.As(cause, &duplicate):
+		return duplicate
 	}
 	return err
 }
@@ -340,6 +348,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	}
 	defer out.Close()
 	a.out = out
+	a.spoolLock = spoolLockName(a.host, out.Dir())
 	// Before the announcement: what a killed run left switched is put
 	// back, and the hello tells the power the device is in.
 	a.startPower(ctx)
@@ -395,6 +404,7 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 	}()
 	err = a.serveJobs(ctx)
 	wg.Wait()
+	a.sayStopping(ctx)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}
@@ -416,6 +426,9 @@ func (a *Agent) announce(ctx context.Context) error {
 		// why: one typo does not take a device out of the lab unseen.
 		BrokenDeployments: a.BrokenDeployments(),
 		Power:             a.powerControl,
+		Level:             protocol.AgentLevel,
+		Instance:          a.instance,
+		SpoolLock:         a.spoolLock,
 	}
 	seq, err := a.spool(ctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHello),
 		protocol.HelloMsgID(a.cfg.ID, a.startedAt.UnixNano()), hello)
@@ -480,6 +493,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		hb := protocol.Heartbeat{
 			Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(),
 			State: a.state, JobID: a.jobID, Seq: a.seq, Drained: a.drained,
+			Instance: a.instance, SpoolLock: a.spoolLock,
 		}
 		a.mu.Unlock()
 		now := a.power.current()
@@ -490,6 +504,35 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sayStopping sends the agent's last heartbeat and waits (briefly) for
+// the controller's answer, which says it has given the agent's id up for
+// the next process (a restart with another spool directory is not taken
+// for a second process). A process the controller refused says nothing:
+// the id is another's.
+func (a *Agent) sayStopping(ctx context.Context) {
+	var dup *DuplicateError
+	if errors.As(context.Cause(ctx), &dup) {
+		return
+	}
+	a.mu.Lock()
+	a.seq++
+	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq,
+		Drained: a.drained, Instance: a.instance, SpoolLock: a.spoolLock, Stopping: true}
+	a.mu.Unlock()
+	data, err := json.Marshal(hb)
+	if err != nil {
+		return
+	}
+	// Sent as a request: the answer says the controller has let the id
+	// go, before a restart can announce itself. A controller from before
+	// does not answer; the wait is short.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if _, err := a.nc.RequestWithContext(rctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHeartbeat), data); err != nil {
+		a.log.Debug().Err(err).Msg("no answer to the last heartbeat")
 	}
 }
 

@@ -24,7 +24,8 @@ import (
 func (a *Agent) handshake(ctx context.Context) {
 	a.mu.Lock()
 	a.seq++
-	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq}
+	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq,
+		Instance: a.instance, SpoolLock: a.spoolLock}
 	a.mu.Unlock()
 	data, err := json.Marshal(hb)
 	if err != nil {
@@ -45,8 +46,17 @@ func (a *Agent) handshake(ctx context.Context) {
 	a.agree(d)
 }
 
-// agree takes the controller's answer to the handshake.
+// agree takes the controller's answer to the handshake. A refusal (another
+// process runs with the agent's id) stops the agent with the controller's
+// reason.
 func (a *Agent) agree(answer *protocol.Drain) {
+	if answer.Refused != "" {
+		a.log.Error().Str("reason", answer.Refused).Msg("the controller refused this process: another runs with its id")
+		if a.refuse != nil {
+			a.refuse(&DuplicateError{AgentID: a.cfg.ID, Reason: answer.Refused})
+		}
+		return
+	}
 	a.setDrained(answer.Drained)
 	a.wire.accept(answer.Encodings)
 	a.makesOwnConsumer.Store(!answer.JobConsumer)

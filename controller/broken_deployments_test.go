@@ -22,7 +22,7 @@ func announceBroken(t *testing.T, c *Controller) {
 	for id, deps := range map[string][]string{"mixed": {"good"}, "none": nil} {
 		a := newFakeAgent(t, c, id)
 		h := protocol.AgentHello{
-			Schema: protocol.SchemaVersion, AgentID: id, Hostname: "host-" + id, Version: "test", StartedAt: time.Now().UTC(),
+			Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: id, Hostname: "host-" + id, Version: "test", StartedAt: time.Now().UTC(),
 			Device:            protocol.DeviceFacts{Name: "Jetson Orin NX", Kind: "jetson"},
 			BrokenDeployments: []protocol.BrokenDeployment{{ID: "bad", Engine: "llamacpp", Model: "Tiny", Reason: missingModel}},
 		}

@@ -91,7 +91,7 @@ func TestDeletedEventsStreamIsRecreated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		h := protocol.AgentHello{Schema: protocol.SchemaVersion, AgentID: a.id, Hostname: "host-a1", Version: "test", StartedAt: time.Now().UTC(), Simulated: true}
+		h := protocol.AgentHello{Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: a.id, Hostname: "host-a1", Version: "test", StartedAt: time.Now().UTC(), Simulated: true}
 		if err := publishUntilStored(ctx, a.js, protocol.AgentSubject(a.id, protocol.KindHello), h, protocol.HelloMsgID(a.id, h.StartedAt.UnixNano())); err != nil {
 			t.Fatal(err)
 		}

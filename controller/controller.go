@@ -157,6 +157,8 @@ type Controller struct {
 
 	events *fanout
 	live   *liveState
+	// instances keeps one live process per agent id.
+	instances *agentInstances
 	// agentsJSON keeps each agent's encoding for the agents list.
 	agentsJSON agentsJSON
 	// problems are what /api/health reports broken (see health.go).
@@ -244,6 +246,7 @@ func New(opt Options) (*Controller, error) {
 		tls:         tlsSt,
 		events:      newFanout(),
 		live:        newLiveState(),
+		instances:   newAgentInstances(),
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
 		answering:   newAnswering(),

@@ -105,7 +105,7 @@ func TestRejectedMessagesAreRecordedNotRedelivered(t *testing.T) {
 	ev := watchEvents(t, c)
 	a := newFakeAgent(t, c, "a1")
 	a.publish(t, protocol.KindResult, []byte("{not json"), "")
-	impostor := protocol.AgentHello{Schema: 1, AgentID: "a2", Hostname: "h"}
+	impostor := protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a2", Hostname: "h"}
 	a.publish(t, protocol.KindHello, impostor, "")
 	// A good message after the bad ones: once it is stored, the bad ones
 	// were handled (the consumer delivers in order).

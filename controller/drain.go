@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -73,16 +74,41 @@ func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
 	}
 }
 
-// answerDrain wraps the heartbeat handler: a heartbeat sent as a request
-// (an agent's first, before it fetches a job, and one whenever it finds
-// no job consumer) is answered, on the agent's own inbox only (replyTo),
-// once the agent's job consumer is made, with the agent's stored drain,
-// so that an agent drained while it was away takes no job before it
-// learns so. The reply subject is checked here, before the next heartbeat
-// is read; the answer is sent aside (answerLater).
-func (c *Controller) answerDrain(take func(*nats.Msg) bool) nats.MsgHandler {
+// heartbeatHandler takes in heartbeats. One from a process that the
+// controller refuses for its agent id (another holds it) is counted as a
+// refusal and leaves the agent's state alone; sent as a request, it is
+// answered with the refusal, and the agent stops. The holder's last
+// heartbeat (stopping) lets the id go to the next process, and is
+// answered once it has. One taken in and sent
+// as a request (an agent's first, before it fetches a job, and one
+// whenever it finds no job consumer) is answered, on the agent's own inbox
+// only (replyTo), once the agent's job consumer is made, with the agent's
+// stored drain, so that an agent drained while it was away takes no job
+// before it learns so. The reply subject is checked here, before the next
+// heartbeat is read; the answer is sent aside (answerLater).
+func (c *Controller) heartbeatHandler() nats.MsgHandler {
 	return func(m *nats.Msg) {
-		if !take(m) || m.Reply == "" {
+		var hb protocol.Heartbeat
+		agent, err := decodeLive(m.Subject, m.Data, maxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
+		if err != nil {
+			c.refuse(agent, RefusalHeartbeat, ingest.Truncate(err.Error(), 200))
+			return
+		}
+		now := time.Now().UTC()
+		holder, ok := c.claimInstance(hb.AgentID, instanceClaim{instance: hb.Instance, spoolLock: hb.SpoolLock}, now)
+		if !ok {
+			refusal := duplicateRefusal(hb.AgentID, holder, now)
+			c.refuse(hb.AgentID, RefusalDuplicate, refusal)
+			c.answerRefusal(m, refusal)
+			return
+		}
+		c.onHeartbeat(hb)
+		if hb.Stopping {
+			c.instances.release(hb.AgentID, hb.Instance)
+			c.answerStopping(m)
+			return
+		}
+		if m.Reply == "" {
 			return
 		}
 		id, reply, ok := c.replyTo(m)
@@ -90,6 +116,45 @@ func (c *Controller) answerDrain(take func(*nats.Msg) bool) nats.MsgHandler {
 			return
 		}
 		c.answerLater(func(ctx context.Context) { c.answerFirstHeartbeat(ctx, id, reply) })
+	}
+}
+
+// answerStopping answers a process's last heartbeat, once its id is let
+// go: the process waits for it, so that the next one started is not taken
+// for a second.
+func (c *Controller) answerStopping(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	id, reply, ok := c.replyTo(m)
+	if !ok {
+		return
+	}
+	data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion})
+	if err == nil {
+		err = c.nc.Publish(reply, data)
+	}
+	if err != nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("answering an agent's last heartbeat failed")
+	}
+}
+
+// answerRefusal answers a refused process's heartbeat request, on its
+// own inbox only, with why it is refused.
+func (c *Controller) answerRefusal(m *nats.Msg, refusal string) {
+	if m.Reply == "" {
+		return
+	}
+	id, reply, ok := c.replyTo(m)
+	if !ok {
+		return
+	}
+	data, err := json.Marshal(protocol.Drain{Schema: protocol.SchemaVersion, Refused: refusal})
+	if err == nil {
+		err = c.nc.Publish(reply, data)
+	}
+	if err != nil {
+		c.log.Warn().Err(err).Str("agent", id).Msg("answering a refused process of an agent failed")
 	}
 }
 

@@ -34,7 +34,7 @@ func helloWith(t *testing.T, c *Controller, id string, edit func(*protocol.Agent
 	ev := watchEvents(t, c)
 	a := newFakeAgent(t, c, id)
 	h := protocol.AgentHello{
-		Schema: protocol.SchemaVersion, AgentID: id, Hostname: "host-" + id, Version: "test",
+		Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: id, Hostname: "host-" + id, Version: "test",
 		StartedAt: time.Now().UTC(), Simulated: true,
 		Device: protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceSimulated},
 	}
@@ -191,7 +191,7 @@ func TestSweepWithEveryAgentDrained(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.SubmitSweep(waitCtx(t), protocol.Sweep{Workload: testWorkload()})
-	if err == nil || statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "drained (a1)") {
+	if err == nil || statusOf(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "a1: drained") {
 		t.Fatalf("sweep with every agent drained: %v", err)
 	}
 }
@@ -328,7 +328,7 @@ func TestSweepSaysWhichAgentsItSkipped(t *testing.T) {
 	ev := watchEvents(t, c)
 	broken := newFakeAgent(t, c, "a3")
 	h := protocol.AgentHello{
-		Schema: protocol.SchemaVersion, AgentID: "a3", Hostname: "host-a3", Version: "test", StartedAt: time.Now().UTC(),
+		Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: "a3", Hostname: "host-a3", Version: "test", StartedAt: time.Now().UTC(),
 		Device:            protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceJetson},
 		BrokenDeployments: []protocol.BrokenDeployment{{ID: "d1", Engine: "llamacpp", Reason: "deployments[0].model: /models/x.gguf is not under the model roots"}},
 	}

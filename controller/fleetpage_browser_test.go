@@ -25,7 +25,7 @@ func TestFleetPageInBrowser(t *testing.T) {
 	ev := watchEvents(t, c)
 	idle := newFakeAgent(t, c, "orin-2")
 	h := protocol.AgentHello{
-		Schema: protocol.SchemaVersion, AgentID: "orin-2", Hostname: "host-orin-2", Version: "test", StartedAt: time.Now().UTC(),
+		Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: "orin-2", Hostname: "host-orin-2", Version: "test", StartedAt: time.Now().UTC(),
 		Device:            protocol.DeviceFacts{Name: "Jetson Orin NX", Kind: protocol.DeviceJetson, Jetson: &protocol.JetsonFacts{Model: "NVIDIA Jetson Orin NX", PowerMode: "MAXN"}},
 		BrokenDeployments: []protocol.BrokenDeployment{{ID: "big", Reason: "deployments[0].model: /models/big.gguf not found under the model roots"}},
 	}

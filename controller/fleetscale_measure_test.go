@@ -129,7 +129,7 @@ func announceAndRun(t *testing.T, c *Controller, ids []string) []protocol.Run {
 	ev := watchEvents(t, c)
 	var hellos []protocol.AgentHello
 	for _, id := range ids {
-		h := protocol.AgentHello{Schema: protocol.SchemaVersion, AgentID: id, Hostname: "host-" + id, Version: "measure",
+		h := protocol.AgentHello{Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: id, Hostname: "host-" + id, Version: "measure",
 			StartedAt: time.Now().UTC(), Simulated: true, Labels: map[string]string{"rack": id[len(id)-1:]},
 			Device:      protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceSimulated},
 			Deployments: []protocol.Deployment{{ID: "d1", Engine: "vllm", Model: "Qwen/Qwen2.5-VL-3B-Instruct", ParamsB: 3, Quantization: "bf16"}}}

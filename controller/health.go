@@ -22,7 +22,6 @@ const (
 	ProblemIngest    = "ingest"
 	ProblemStore     = "store"
 	ProblemPublish   = "publish"
-	ProblemAgents    = "agents"
 	// ProblemReplicas: a stream keeps fewer current copies than
 	// StreamReplicas asks for. The lab still works, but one more node lost
 	// may stop the stream's writes (it needs a majority of its copies).
@@ -33,11 +32,26 @@ const (
 	ProblemStreams = "streams"
 )
 
+// The fleet's matters, as /api/health's fleet list names them: what the
+// agents need of an operator, shown on /fleet. They leave the
+// controller's status as it is: a lab with an agent switched off, or one
+// of an older release, still keeps every result it gets.
+const (
+	// ProblemAgents: agents past their heartbeat (agents_silent).
+	ProblemAgents = "agents"
+	// ProblemAgentDuplicate: a second process claims an agent's id
+	// (agents_duplicate).
+	ProblemAgentDuplicate = "agent_duplicate"
+	// ProblemAgentUpgrade: an agent of a release this controller cannot
+	// serve (agents_need_upgrade).
+	ProblemAgentUpgrade = "agent_upgrade"
+)
+
 // failingComponents are the problems that stop results from being kept.
 var failingComponents = []string{ProblemNATS, ProblemJetStream, ProblemStore}
 
-// agentSilentWindow bounds how long a silent agent keeps the controller
-// degraded: an agent taken out of the lab for good stops counting after it.
+// agentSilentWindow bounds how long a silent agent is reported: an agent
+// taken out of the lab for good stops counting after it.
 const agentSilentWindow = time.Hour
 
 // problems are the faults the controller's parts report as they meet them
@@ -96,7 +110,8 @@ func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health 
 	h := api.Health{
 		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
 		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
-		Time: time.Now().UTC(), AgentsSilent: []string{},
+		Time: time.Now().UTC(), AgentsSilent: []string{}, AgentsDuplicate: []string{}, AgentsNeedUpgrade: []string{},
+		Fleet: []api.HealthProblem{},
 	}
 	probs := c.problems.list()
 	if c.nc == nil || !c.nc.IsConnected() {
@@ -113,9 +128,10 @@ func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health 
 	if h.Ingest != "ok" {
 		probs = append(probs, api.HealthProblem{Component: ProblemIngest, Error: h.IngestError, Since: h.Time})
 	}
-	if silent, p := c.silentAgents(agents, agentsErr, h.Time); p != nil {
-		h.AgentsSilent = silent
-		probs = append(probs, *p)
+	if agentsErr != nil {
+		probs = append(probs, api.HealthProblem{Component: ProblemStore, Error: fmt.Sprintf("reading agents: %v", agentsErr), Since: h.Time})
+	} else {
+		c.fleetHealth(&h, agents)
 	}
 	sort.Slice(probs, func(i, j int) bool { return probs[i].Component < probs[j].Component })
 	h.Problems = probs
@@ -130,16 +146,36 @@ func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health 
 	return h
 }
 
+// fleetHealth fills h's fleet matters from the agents: the silent ones,
+// those whose id a second process claims, and those that need an upgrade.
+func (c *Controller) fleetHealth(h *api.Health, agents []agentStatus) {
+	if silent, p := c.silentAgents(agents, h.Time); p != nil {
+		h.AgentsSilent = silent
+		h.Fleet = append(h.Fleet, *p)
+	}
+	for _, a := range agents {
+		if len(a.Duplicates) > 0 {
+			d := a.Duplicates[0]
+			h.AgentsDuplicate = append(h.AgentsDuplicate, a.ID)
+			h.Fleet = append(h.Fleet, api.HealthProblem{Component: ProblemAgentDuplicate, Since: d.LastSeen,
+				Error: fmt.Sprintf("%s: %s", a.ID, duplicateText(a.AgentView, d))})
+		}
+		if a.Upgrade != nil {
+			h.AgentsNeedUpgrade = append(h.AgentsNeedUpgrade, a.ID)
+			h.Fleet = append(h.Fleet, api.HealthProblem{Component: ProblemAgentUpgrade, Since: a.StartedAt.UTC(),
+				Error: fmt.Sprintf("%s: %s", a.ID, a.Upgrade.Reason)})
+		}
+	}
+}
+
 // silentAgents lists the agents past their heartbeat that were heard
 // within agentSilentWindow, and the problem they make (nil when none).
-func (c *Controller) silentAgents(agents []agentStatus, err error, now time.Time) ([]string, *api.HealthProblem) {
-	if err != nil {
-		return nil, &api.HealthProblem{Component: ProblemStore, Error: fmt.Sprintf("reading agents: %v", err), Since: now}
-	}
+// A revoked agent cannot connect, so its silence is no news.
+func (c *Controller) silentAgents(agents []agentStatus, now time.Time) ([]string, *api.HealthProblem) {
 	var ids, parts []string
 	var since time.Time
 	for _, a := range agents {
-		if a.Online || a.LastSeen.IsZero() || now.Sub(a.LastSeen) > agentSilentWindow {
+		if a.Online || a.LastSeen.IsZero() || now.Sub(a.LastSeen) > agentSilentWindow || !a.RevokedAt.IsZero() {
 			continue
 		}
 		ids = append(ids, a.ID)
@@ -152,7 +188,7 @@ func (c *Controller) silentAgents(agents []agentStatus, err error, now time.Time
 		return nil, nil
 	}
 	return ids, &api.HealthProblem{Component: ProblemAgents, Since: since.UTC(),
-		Error: fmt.Sprintf("past their heartbeat (%s): %s", c.opt.HeartbeatTimeout, strings.Join(parts, ", "))}
+		Error: fmt.Sprintf("past their heartbeat (%s): %s; forget one taken out of the lab with vlmfleet agents forget ID", c.opt.HeartbeatTimeout, strings.Join(parts, ", "))}
 }
 
 func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {

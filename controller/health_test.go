@@ -39,20 +39,69 @@ func problemsName(h map[string]any, component string) bool {
 	return strings.Contains(fmt.Sprint(h["problems"]), "component:"+component)
 }
 
-// An agent past its heartbeat makes the controller degraded (503), named.
-func TestSilentAgentMakesHealthDegraded(t *testing.T) {
+// An agent past its heartbeat is a fleet matter: /api/health names it
+// under fleet and agents_silent, and stays ok (200), so that no page puts
+// the controller's banner up for it. Revoked, it no longer counts.
+func TestSilentAgentIsAFleetMatter(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: time.Second})
 	code, h := getHealth(t, c)
-	if code != http.StatusOK || h["status"] != api.HealthOK || fmt.Sprint(h["problems"]) != "[]" {
+	if code != http.StatusOK || h["status"] != api.HealthOK || fmt.Sprint(h["problems"]) != "[]" || fmt.Sprint(h["fleet"]) != "[]" {
 		t.Fatalf("health of a new controller: %d %v, want 200 ok with no problems", code, h)
 	}
 	announced(t, c, "a1")
-	h = waitHealth(t, c, 30*time.Second, "the silent agent reported", func(code int, h map[string]any) bool {
-		return code == http.StatusServiceUnavailable && problemsName(h, ProblemAgents)
+	waitHealth(t, c, 30*time.Second, "the silent agent reported", func(code int, h map[string]any) bool {
+		return fmt.Sprint(h["agents_silent"]) == "[a1]"
 	})
-	if h["status"] != api.HealthDegraded || fmt.Sprint(h["agents_silent"]) != "[a1]" ||
-		!strings.Contains(fmt.Sprint(h["problems"]), "a1 silent for") {
-		t.Errorf("health with a silent agent: %v, want degraded naming a1", h)
+	code, h = getHealth(t, c)
+	if code != http.StatusOK || h["status"] != api.HealthOK || fmt.Sprint(h["problems"]) != "[]" ||
+		!strings.Contains(fmt.Sprint(h["fleet"]), "component:"+ProblemAgents) || !strings.Contains(fmt.Sprint(h["fleet"]), "a1 silent for") {
+		t.Errorf("health with a silent agent: %d %v, want 200 ok, a1 named under fleet", code, h)
+	}
+	if err := c.RevokeAgent(waitCtx(t), "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if code, h := getHealth(t, c); code != http.StatusOK || fmt.Sprint(h["agents_silent"]) != "[]" || fmt.Sprint(h["fleet"]) != "[]" {
+		t.Errorf("health once a1 is revoked: %d %v, want no silent agent", code, h)
+	}
+	if v := agentByID(t, c, "a1"); v.RevokedAt.IsZero() {
+		t.Errorf("a1's view after its revocation: %+v, want revoked_at", v)
+	}
+}
+
+// An offline agent can be forgotten: it leaves the agents list and
+// health, and what it measured stays. An online one is refused with 409
+// and what to do; an unknown one is 404.
+func TestForgetAnOfflineAgent(t *testing.T) {
+	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: 3 * time.Second})
+	ev, a := announced(t, c, "a1", "d1")
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"a1"}, Workload: testWorkload()})
+	a.heartbeat(t, "")
+	ev.waitFor(t, 1, kindIs(api.EventHeartbeat))
+	if code, body := request(t, http.MethodDelete, c.HTTPURL()+"/api/agents/a1", ""); code != http.StatusConflict ||
+		!strings.Contains(body, "agent a1 is online") || !strings.Contains(body, "stop it first") {
+		t.Errorf("DELETE an online agent: %d %s, want 409 saying to stop it first", code, body)
+	}
+	ev.waitFor(t, 1, func(e api.Event) bool {
+		v, ok := e.Data.(api.AgentView)
+		return e.Kind == api.EventAgent && ok && v.ID == "a1" && !v.Online
+	})
+	code, body := request(t, http.MethodDelete, c.HTTPURL()+"/api/agents/a1", "")
+	if code != http.StatusOK || !strings.Contains(body, `"agent_id": "a1"`) {
+		t.Fatalf("DELETE an offline agent: %d %s, want 200", code, body)
+	}
+	var agents []api.AgentView
+	getJSON(t, c.HTTPURL()+"/api/agents", &agents)
+	if len(agents) != 0 {
+		t.Errorf("agents after a1 was forgotten: %+v", agents)
+	}
+	if _, h := getHealth(t, c); fmt.Sprint(h["agents_silent"]) != "[]" {
+		t.Errorf("health after a1 was forgotten: %v", h)
+	}
+	if v, err := c.store.Sweep(sw.ID); err != nil || len(v.Jobs) != 1 {
+		t.Errorf("a1's sweep after it was forgotten: %+v %v, want it kept", v, err)
+	}
+	if code, body := request(t, http.MethodDelete, c.HTTPURL()+"/api/agents/a1", ""); code != http.StatusNotFound {
+		t.Errorf("DELETE a forgotten agent: %d %s, want 404", code, body)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 func TestHelloFromTheFutureIsRefused(t *testing.T) {
 	c := startController(t, t.TempDir())
 	ev, a := announced(t, c, "a1", "d1")
-	forged := protocol.AgentHello{Schema: protocol.SchemaVersion, AgentID: "a1", Hostname: "forged-host",
+	forged := protocol.AgentHello{Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "forged-host",
 		StartedAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), Simulated: true,
 		Device: protocol.DeviceFacts{Name: "Forged GPU", Kind: protocol.DeviceSimulated}}
 	a.publish(t, protocol.KindHello, forged, protocol.HelloMsgID("a1", forged.StartedAt.UnixNano()))

@@ -260,7 +260,7 @@ func (a *fakeAgent) publish(t *testing.T, kind string, v any, msgID string) {
 func (a *fakeAgent) hello(t *testing.T, deployments ...string) protocol.AgentHello {
 	t.Helper()
 	h := protocol.AgentHello{
-		Schema: protocol.SchemaVersion, AgentID: a.id, Hostname: "host-" + a.id, Version: "test",
+		Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: a.id, Hostname: "host-" + a.id, Version: "test",
 		StartedAt: time.Now().UTC(), Simulated: true,
 		Device: protocol.DeviceFacts{Name: "Jetson AGX Orin", Kind: protocol.DeviceSimulated},
 	}

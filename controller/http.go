@@ -16,6 +16,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/health", c.handleHealth)
 	mux.HandleFunc("GET /api/agents", c.serveAgents)
+	mux.HandleFunc("DELETE /api/agents/{id}", serveJSON(c.handleForgetAgent))
 	mux.HandleFunc("POST /api/agents/{id}/credentials", c.handleCreateCredentials)
 	mux.HandleFunc("DELETE /api/agents/{id}/credentials", c.handleRevokeCredentials)
 	mux.HandleFunc("/api/agents/{id}/drain", serveJSON(c.handleDrain))

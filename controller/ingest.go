@@ -8,6 +8,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -57,7 +58,19 @@ func (c *Controller) watchConsumers(ctx context.Context) {
 
 // storeHello stores an agent's hello, which the events stream took at
 // storedAt, and tells the live views.
+//
+// A hello of a second process claiming the agent's id while another holds
+// it is refused (recorded under /api/rejected): the first's announcement
+// stands.
 func (c *Controller) storeHello(h *protocol.AgentHello, storedAt time.Time) error {
+	if holder, ok := c.claimInstance(h.AgentID, helloClaim(h), time.Now().UTC()); !ok {
+		refusal := duplicateRefusal(h.AgentID, holder, time.Now())
+		c.refuse(h.AgentID, RefusalDuplicate, refusal)
+		if v, err := c.agentView(h.AgentID); err == nil {
+			c.emit(api.EventAgent, h.AgentID, v)
+		}
+		return store.Rejectf("agent hello from host %s (instance %s): %s", h.Hostname, h.Instance, refusal)
+	}
 	if err := c.store.PutAgentHello(*h, storedAt.UTC()); err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func TestFailingStoreIsRetriedUntilTheLastDelivery(t *testing.T) {
 	if err := c.store.Close(); err != nil { // every write now fails
 		t.Fatal(err)
 	}
-	hello, err := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", StartedAt: time.Now().UTC()})
+	hello, err := json.Marshal(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "h", StartedAt: time.Now().UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}

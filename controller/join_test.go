@@ -192,7 +192,7 @@ func TestJoinEnrolsUpToItsUses(t *testing.T) {
 
 	// The agent's view says how it enrolled and carries the token's labels
 	// over its own.
-	hello := protocol.AgentHello{Schema: 1, AgentID: "orin2", Hostname: "h", Labels: map[string]string{"site": "own", "rack": "3"}}
+	hello := protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "orin2", Hostname: "h", Labels: map[string]string{"site": "own", "rack": "3"}}
 	if err := l.c.store.PutAgentHello(hello, time.Now()); err != nil {
 		t.Fatal(err)
 	}

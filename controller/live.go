@@ -273,9 +273,7 @@ func (l *liveState) snapshot() ([]protocol.Progress, map[string][]protocol.Telem
 // startLive subscribes to the live-only subjects on core NATS.
 func (c *Controller) startLive() error {
 	handlers := map[string]nats.MsgHandler{
-		protocol.KindHeartbeat: c.answerDrain(takeLive(c, RefusalHeartbeat, maxHeartbeatBytes,
-			func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema },
-			func(h protocol.Heartbeat) error { c.onHeartbeat(h); return nil })),
+		protocol.KindHeartbeat: c.heartbeatHandler(),
 		protocol.KindProgress:  c.progressHandler(),
 		protocol.KindTelemetry: c.telemetryHandler(),
 	}

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,15 +104,22 @@ func TestLivePageShowsStalledJobs(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // TestLivePageShowsHealthProblems checks that what /api/health reports
-// broken is shown on the live page (here an agent past its heartbeat).
+// broken in the controller is shown on the live page (here jobs it cannot
+// publish), and that a silent agent, a matter for /fleet, is not.
 func TestLivePageShowsHealthProblems(t *testing.T) {
 	path := chromium(t)
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), HeartbeatTimeout: time.Second})
 	poll, text := openLive(t, path, c.HTTPURL())
 	poll(`document.getElementById("health-ok").textContent === "health ok"`)
 	announced(t, c, "orin-1")
+	waitHealth(t, c, 30*time.Second, "orin-1 silent", func(_ int, h map[string]any) bool { return fmt.Sprint(h["agents_silent"]) == "[orin-1]" })
+	c.problems.set(ProblemPublish, errors.New("the jobs stream refused a job: maximum bytes exceeded"))
 	poll(`document.getElementById("health").style.display === "block"`)
-	if got := text("#health"); !contains(got, "Controller DEGRADED") || !contains(got, "agents") || !contains(got, "orin-1 silent for") {
-		t.Errorf("health banner %q lacks the silent agent", got)
+	got := text("#health")
+	if !contains(got, "Controller DEGRADED") || !contains(got, "publish") || !contains(got, "maximum bytes exceeded") {
+		t.Errorf("health banner %q lacks the publish problem", got)
+	}
+	if contains(got, "orin-1") {
+		t.Errorf("health banner %q names the silent agent, a matter for /fleet", got)
 	}
 }

@@ -188,7 +188,10 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 		byComponent[p.Component]++
 	}
 	byComponent[ProblemAgents] = float64(len(h.AgentsSilent))
-	for _, comp := range []string{ProblemNATS, ProblemJetStream, ProblemIngest, ProblemStore, ProblemPublish, ProblemAgents, ProblemReplicas, ProblemStreams} {
+	byComponent[ProblemAgentDuplicate] = float64(len(h.AgentsDuplicate))
+	byComponent[ProblemAgentUpgrade] = float64(len(h.AgentsNeedUpgrade))
+	for _, comp := range []string{ProblemNATS, ProblemJetStream, ProblemIngest, ProblemStore, ProblemPublish, ProblemAgents,
+		ProblemAgentDuplicate, ProblemAgentUpgrade, ProblemReplicas, ProblemStreams} {
 		gauge(descHealth, byComponent[comp], comp)
 	}
 	if n, err := c.store.Size(); err == nil {

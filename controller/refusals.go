@@ -26,9 +26,12 @@ const (
 	// RefusalStream: a durable message refused by the events stream's
 	// limits or removed from it after it was rejected.
 	RefusalStream = "stream"
+	// RefusalDuplicate: a heartbeat or hello of a second process claiming
+	// an agent's id while another holds it.
+	RefusalDuplicate = "duplicate"
 )
 
-var refusalKinds = []string{RefusalReplySubject, RefusalProgress, RefusalTelemetry, RefusalHeartbeat, RefusalStream}
+var refusalKinds = []string{RefusalReplySubject, RefusalProgress, RefusalTelemetry, RefusalHeartbeat, RefusalStream, RefusalDuplicate}
 
 // refusals logs what is refused from an agent once per agent and kind (a
 // hostile or broken agent repeats itself; the log must not grow with it)

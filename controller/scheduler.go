@@ -63,6 +63,9 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 			if a.Drained {
 				return protocol.Sweep{}, drainedRefusal(i, id)
 			}
+			if a.Upgrade != nil {
+				return protocol.Sweep{}, upgradeRefusal(i, id, a.Upgrade)
+			}
 			if !protocol.LabelsMatch(a.Labels, s.AgentLabels) {
 				return protocol.Sweep{}, api.BadSweepf("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
 					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))
@@ -76,7 +79,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	now := time.Now().UTC()
 	s.ID = newID("sw", now)
 	s.CreatedAt = now
-	s.Jobs, s.Skipped = nil, skipped
+	s.Jobs, s.Skipped, s.Notes = nil, skipped, nil
 	jobs, err := planJobs(&s, chosen, now)
 	if err != nil {
 		return protocol.Sweep{}, err
@@ -96,32 +99,25 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 
 // planJobs makes sweep s's jobs, one per chosen agent, deployment it
 // offers (of those s selects) and power setting that applies to it
-// (powerSettingsFor), and lists them in s: an agent's jobs go deployment
-// by deployment, each in the settings in the sweep's order, so that the
-// modes of one deployment are measured back to back. A deployment s names
-// that no chosen agent offers, a power setting an agent with a job cannot
-// take, or no job at all, is refused with why, before any job is stored.
+// (planPower, whose notes it keeps in s), and lists them in s: an agent's
+// jobs go deployment by deployment, each in the settings in the sweep's
+// order, so that the modes of one deployment are measured back to back. A
+// deployment s names that no chosen agent offers, a power setting planPower
+// refuses, or no job at all, is refused with why, before any job is stored.
 func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.JobRecord, error) {
-	var jobs []store.JobRecord
 	offered := map[string]bool{}
-	axis := sweepPowerAxis(s)
+	deployments := map[string][]string{}
+	var working []agentStatus
 	for _, a := range chosen {
-		var settings []protocol.PowerSetting
 		for _, d := range a.Deployments {
 			if len(s.Deployments) > 0 && !slices.Contains(s.Deployments, d.ID) {
 				continue
 			}
 			offered[d.ID] = true
-			if settings == nil {
-				var err error
-				if settings, err = powerSettingsFor(axis, a); err != nil {
-					return nil, err
-				}
-			}
-			for _, p := range settings {
-				jobs = append(jobs, newJob(s, len(jobs)+1, a.ID, d.ID, p, now))
-				s.Jobs = append(s.Jobs, jobs[len(jobs)-1].Job.ID)
-			}
+			deployments[a.ID] = append(deployments[a.ID], d.ID)
+		}
+		if len(deployments[a.ID]) > 0 {
+			working = append(working, a)
 		}
 	}
 	for i, d := range s.Deployments {
@@ -132,11 +128,25 @@ func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.J
 			return nil, api.BadSweepf("deployments[%d]: %q is offered by none of the selected agents (%s); they offer: %s", i, d, agentIDs(chosen), strings.Join(slices.Sorted(maps.Keys(offeredIDs(chosen))), ", "))
 		}
 	}
-	if len(jobs) == 0 {
+	if len(working) == 0 {
 		if why := brokenReasons(chosen, ""); why != "" {
 			return nil, api.BadSweepf("the selected agents (%s) offer no deployment: %s", agentIDs(chosen), why)
 		}
 		return nil, api.BadSweepf("the selected agents (%s) offer no deployment", agentIDs(chosen))
+	}
+	power, err := planPower(sweepPowerAxis(s), working)
+	if err != nil {
+		return nil, err
+	}
+	s.Notes = power.notes
+	var jobs []store.JobRecord
+	for _, a := range working {
+		for _, d := range deployments[a.ID] {
+			for _, p := range power.settings[a.ID] {
+				jobs = append(jobs, newJob(s, len(jobs)+1, a.ID, d, p, now))
+				s.Jobs = append(s.Jobs, jobs[len(jobs)-1].Job.ID)
+			}
+		}
 	}
 	return jobs, nil
 }

@@ -10,9 +10,9 @@ import (
 )
 
 // selectOnline picks the agents a sweep that names none runs on: those
-// online, carrying the sweep's agent_labels and not drained; the drained
-// ones it passed over are returned as skipped. When none is left, the
-// error says which step left none.
+// online, carrying the sweep's agent_labels, not drained and not needing
+// an upgrade; the ones it passed over for either are returned as skipped.
+// When none is left, the error says which step left none.
 func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string) (chosen []agentStatus, skipped []protocol.SkippedAgent, err error) {
 	var online, labelled []agentStatus
 	for _, a := range agents {
@@ -29,6 +29,10 @@ func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string
 			skipped = append(skipped, protocol.SkippedAgent{AgentID: a.ID, Reason: drainedSkip})
 			continue
 		}
+		if a.Upgrade != nil {
+			skipped = append(skipped, protocol.SkippedAgent{AgentID: a.ID, Reason: "needs an upgrade: it " + a.Upgrade.Reason})
+			continue
+		}
 		chosen = append(chosen, a)
 	}
 	switch {
@@ -41,7 +45,11 @@ func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string
 		}
 		return nil, nil, api.BadSweepf("agent_labels: no online agent carries %s (online: %s)", formatLabels(labels), strings.Join(have, ", "))
 	case len(chosen) == 0:
-		return nil, nil, api.BadSweepf("agents: every online agent that fits is drained (%s); take one back with DELETE /api/agents/{id}/drain", agentIDs(labelled))
+		why := make([]string, len(skipped))
+		for i, sk := range skipped {
+			why[i] = sk.AgentID + ": " + sk.Reason
+		}
+		return nil, nil, api.BadSweepf("agents: no online agent that fits can take a job (%s)", strings.Join(why, "; "))
 	}
 	return chosen, skipped, nil
 }

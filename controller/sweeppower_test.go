@@ -139,10 +139,10 @@ func TestSweepPowerRefusals(t *testing.T) {
 			`power_limits_w[1]: agent "gpu-1" cannot take it: power limit 700 W is outside its GPU's range 150-600 W`},
 		{"an agent that may not switch", []string{"orin-1", "orin-fixed"}, []string{"MAXN"}, nil,
 			`power_modes[0]: agent "orin-fixed" may not switch power: power.switch is off in its configuration`},
-		{"modes only, for a GPU host", []string{"orin-1", "gpu-1"}, []string{"MAXN"}, nil,
+		{"modes only, for GPU hosts only", []string{"gpu-1"}, []string{"MAXN"}, nil,
 			`power_modes[0]: agent "gpu-1" has no nvpmodel modes (a GPU host takes power_limits_w)`},
-		{"limits only, for a Jetson", []string{"gpu-1", "orin-1"}, nil, []float64{300},
-			`power_limits_w[0]: agent "orin-1" has no GPU power limit to set (a Jetson takes power_modes)`},
+		{"limits only, for Jetsons only", []string{"orin-1", "orin-fixed"}, nil, []float64{300},
+			`power_limits_w[0]: agent "orin-1" has no GPU power limit to set (a Jetson takes power_modes); no other agent of the sweep has it either`},
 		{"an agent that reports no power control", []string{"old-1"}, []string{"MAXN"}, []float64{300},
 			`power_modes[0]: agent "old-1" reports no power control (no nvpmodel modes, no GPU power limit)`},
 		{"a mode the device lacks, among limits that apply elsewhere", []string{"gpu-1", "orin-1"}, []string{"MAXN", "7W"}, []float64{300},
@@ -173,6 +173,50 @@ func TestSweepPowerRefusals(t *testing.T) {
 	}
 	if len(sweeps) != 0 || stream.CachedInfo().State.Msgs != 0 {
 		t.Errorf("refused sweeps left %d sweeps stored and %d jobs published, want none", len(sweeps), stream.CachedInfo().State.Msgs)
+	}
+}
+
+// In a mixed fleet each setting applies to the agents that have it: the
+// Jetsons are measured in the sweep's modes they list, the GPU host,
+// which has no modes, once at its current limit, and the sweep's notes
+// say so of each agent measured otherwise than the axis names.
+func TestSweepPowerAxisOnAMixedFleet(t *testing.T) {
+	c := startFleetController(t)
+	helloPower(t, c, "orin-1", orinPower, "d1")
+	agx := &protocol.PowerControl{Modes: []protocol.PowerMode{{ID: 0, Name: "MAXN"}, {ID: 1, Name: "30W"}}, Mode: "30W", Switchable: true}
+	helloPower(t, c, "agx-1", agx, "d1")
+	helloPower(t, c, "gpu-1", gpuPower, "d1")
+	helloPower(t, c, "old-1", nil, "d1")
+	sw := submit(t, c, protocol.Sweep{Agents: []string{"orin-1", "agx-1", "gpu-1", "old-1"}, Workload: testWorkload(),
+		PowerModes: []string{"15W", "MAXN"}})
+	var view api.SweepView
+	if code := getJSON(t, c.HTTPURL()+"/api/sweeps/"+sw.ID, &view); code != http.StatusOK {
+		t.Fatalf("GET the sweep: %d", code)
+	}
+	var stored []string
+	for _, j := range view.JobList {
+		stored = append(stored, jobLine(j.AgentID, j.Deployment, j.Power))
+	}
+	slices.Sort(stored)
+	want := []string{"agx-1 d1 MAXN", "gpu-1 d1 ", "old-1 d1 ", "orin-1 d1 15W", "orin-1 d1 MAXN"}
+	if !slices.Equal(stored, want) {
+		t.Errorf("stored jobs:\n%s\nwant:\n%s", strings.Join(stored, "\n"), strings.Join(want, "\n"))
+	}
+	notes := map[string]string{}
+	for _, n := range view.Notes {
+		notes[n.AgentID] = n.Note
+	}
+	for id, note := range map[string]string{
+		"agx-1": `not measured in 15W, which its device does not have`,
+		"gpu-1": `measured at its current power setting (450 W limit), none of the sweep's applying: it has no nvpmodel modes (a GPU host takes power_limits_w)`,
+		"old-1": `measured at its current power setting (as found), none of the sweep's applying: it reports no power control`,
+	} {
+		if !strings.HasPrefix(notes[id], note) {
+			t.Errorf("note on %s: %q, want %q", id, notes[id], note)
+		}
+	}
+	if len(notes) != 3 || sw.Notes == nil {
+		t.Errorf("notes %v (in the answer to the submission: %v), want one on each of agx-1, gpu-1 and old-1", notes, sw.Notes)
 	}
 }
 

@@ -127,7 +127,7 @@ func TestTLSOnWithTheControllersCA(t *testing.T) {
 	if !nc.TLSRequired() {
 		t.Error("the agent's connection is not TLS")
 	}
-	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h", Simulated: true,
+	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "h", Simulated: true,
 		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}}})
 	if _, err := js.Publish(ctx, protocol.AgentSubject("a1", protocol.KindHello), hello); err != nil {
 		t.Fatalf("publish over TLS: %v", err)

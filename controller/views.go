@@ -54,7 +54,9 @@ func (c *Controller) statusOf(a store.Agent, now time.Time) agentStatus {
 		v.Labels = map[string]string{}
 	}
 	v.Drained, v.DrainedAt = a.Drained, a.DrainedAt
-	v.EnrolledAt, v.EnrolledByToken = a.EnrolledAt, a.EnrolledByToken
+	v.EnrolledAt, v.EnrolledByToken, v.RevokedAt = a.EnrolledAt, a.EnrolledByToken, a.RevokedAt
+	v.Upgrade = c.upgradeOf(h)
+	v.Duplicates = c.instances.duplicates(h.AgentID, now, c.opt.HeartbeatTimeout)
 	if l, ok := c.live.agent(h.AgentID); ok {
 		if l.lastSeen.After(v.LastSeen) {
 			v.LastSeen = l.lastSeen

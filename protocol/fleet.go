@@ -89,6 +89,10 @@ type Drain struct {
 	// creates it; it may not. An agent answered without it (a controller
 	// from before) creates its consumer itself, as it did then.
 	JobConsumer bool `json:"job_consumer,omitempty"`
+	// Refused, in the answer to a heartbeat, says that the controller
+	// refuses this process of the agent (another process holds its id),
+	// why and what to do; the agent stops. An agent from before ignores it.
+	Refused string `json:"refused,omitempty"`
 }
 
 // DecodeControl reads a message of an agent's control subject: a Drain

@@ -140,6 +140,9 @@ func (h *Heartbeat) Validate() error {
 	if err := checkFigure("power_limit_w", h.PowerLimitW); err != nil {
 		return err
 	}
+	if err := validateInstance(h.Instance, h.SpoolLock); err != nil {
+		return err
+	}
 	return PowerSetting{Mode: h.PowerMode}.Validate("power")
 }
 

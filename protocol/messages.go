@@ -41,7 +41,33 @@ type AgentHello struct {
 	// Power is the device's power modes or GPU power-limit range, what it
 	// runs in, and whether the agent may switch; nil when it has none.
 	Power *PowerControl `json:"power,omitempty"`
+
+	// ---- One process per agent id ----
+	// Level is what the agent can do for a controller (AgentLevel); a
+	// hello without it is of level 1, a release from before it was sent.
+	Level int `json:"level,omitempty"`
+	// Instance names this process of the agent, made at each start;
+	// SpoolLock names the spool lock it holds (its host, boot and spool
+	// directory, hashed). A controller hearing two instances of one id at
+	// once keeps the first and refuses the other, unless both name one
+	// spool lock, which two live processes cannot hold: then the new one
+	// is a restart. Heartbeats carry both too.
+	Instance  string `json:"instance,omitempty"`
+	SpoolLock string `json:"spool_lock,omitempty"`
 }
+
+// AgentLevel is what this build's agent can do for a controller, one
+// number that grows each time a controller comes to need something new of
+// its agents. 1: the agents before the number was sent, which make their
+// own job consumer; 2: an agent that binds the consumer the controller
+// makes (it may not make one) and stops when the controller refuses it as
+// a second process with its id.
+const AgentLevel = 2
+
+// MinAgentLevel is the lowest agent level this build's controller serves:
+// an agent below it is shown as needing an upgrade, and sweeps that name it
+// are refused.
+const MinAgentLevel = 2
 
 // BrokenDeployment is a deployment an agent's configuration names but the
 // agent cannot serve (part of the broken-deployments block above).
@@ -79,6 +105,15 @@ type Heartbeat struct {
 	// may have switched it), for the fleet page.
 	PowerMode   string  `json:"power_mode,omitempty"`
 	PowerLimitW float64 `json:"power_limit_w,omitempty"`
+
+	// Instance and SpoolLock are the hello's: which process of the agent
+	// sends it.
+	Instance  string `json:"instance,omitempty"`
+	SpoolLock string `json:"spool_lock,omitempty"`
+	// Stopping marks a process's last heartbeat as it stops, sent as a
+	// request: the controller lets the next process have the agent's id at
+	// once, and answers when it has.
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // Job asks one agent to measure one deployment over one workload.
@@ -213,10 +248,11 @@ type Sweep struct {
 	AgentLabels map[string]string `json:"agent_labels,omitempty"`
 
 	// PowerModes and PowerLimitsW are the sweep's power axis, modes then
-	// limits: every selected agent is measured once per setting that
-	// applies to it, modes on a Jetson, limits on a GPU host. A setting an agent cannot take (a mode it does not list, a
-	// limit outside its range, an agent that may not switch) refuses the
-	// sweep before any job is published.
+	// limits: every selected agent is measured once per setting its device
+	// has, modes on a Jetson, limits on a GPU host; one that has none of
+	// them is measured at its current setting (Notes say so). A setting no
+	// selected agent has, or one an agent has but may not switch to,
+	// refuses the sweep before any job is published.
 	PowerModes   []string  `json:"power_modes,omitempty"`
 	PowerLimitsW []float64 `json:"power_limits_w,omitempty"`
 
@@ -225,6 +261,18 @@ type Sweep struct {
 	// entry that is wrong says so). The controller sets it; a sweep as
 	// submitted has none.
 	Skipped []SkippedAgent `json:"skipped,omitempty"`
+
+	// Notes say of an agent that the sweep measures it otherwise than its
+	// power axis names: at its current setting, none of the axis's being
+	// of its device, or in only the modes or limits its device has. The
+	// controller sets it.
+	Notes []AgentNote `json:"notes,omitempty"`
+}
+
+// AgentNote is something a sweep says of one of its agents.
+type AgentNote struct {
+	AgentID string `json:"agent_id"`
+	Note    string `json:"note"`
 }
 
 // SkippedAgent is an agent a sweep's selection passed over, and why.

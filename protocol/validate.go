@@ -207,6 +207,12 @@ func (h *AgentHello) validate() error {
 	if err := checkNames(MaxNameLen, "hostname", h.Hostname, "version", h.Version); err != nil {
 		return err
 	}
+	if err := validateInstance(h.Instance, h.SpoolLock); err != nil {
+		return err
+	}
+	if h.Level < 0 || h.Level > maxAgentLevel {
+		return fmt.Errorf("level: %d, want 1 to %d", h.Level, maxAgentLevel)
+	}
 	if err := h.Device.validate("device."); err != nil {
 		return err
 	}
@@ -237,6 +243,29 @@ func (h *AgentHello) validate() error {
 }
 
 // validateBroken checks the broken-deployments block of a hello.
+// maxAgentLevel bounds a hello's level: far past AgentLevel is a typo or
+// garbage, not a release.
+const maxAgentLevel = 1000
+
+// maxInstanceLen bounds an instance's and a spool lock's names.
+const maxInstanceLen = 64
+
+// validateInstance checks the names of an agent's process and spool lock:
+// at most maxInstanceLen letters and digits each, or empty.
+func validateInstance(instance, spoolLock string) error {
+	for _, f := range []struct{ name, v string }{{"instance", instance}, {"spool_lock", spoolLock}} {
+		if len(f.v) > maxInstanceLen {
+			return fmt.Errorf("%s: %d bytes, at most %d", f.name, len(f.v), maxInstanceLen)
+		}
+		for _, r := range f.v {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+				return fmt.Errorf("%s: %.70q has %q; want letters and digits", f.name, f.v, r)
+			}
+		}
+	}
+	return nil
+}
+
 func (h *AgentHello) validateBroken() error {
 	if len(h.BrokenDeployments) > MaxListLen {
 		return fmt.Errorf("broken_deployments: %d, at most %d", len(h.BrokenDeployments), MaxListLen)

@@ -83,9 +83,15 @@ var helps = map[string]helpText{
 	},
 	"agents": {
 		purpose: "list a controller's agents: device, state, current job and deployments",
-		usage:   "vlmfleet agents [--controller URL] [--token-file FILE] [--json]",
-		details: "Broken deployments are listed with the reason the agent gave. Deployment ids are what\n`vlmfleet sweep --deployments` takes.",
+		usage:   "vlmfleet agents [--controller URL] [--token-file FILE] [--json]\nvlmfleet agents forget ID   (-h for more)",
+		details: "Broken deployments are listed with the reason the agent gave. Deployment ids are what\n`vlmfleet sweep --deployments` takes. An agent this controller cannot serve shows as needing an\nupgrade, with the release it runs and the one it needs.",
 		example: "vlmfleet agents --controller http://127.0.0.1:8080",
+	},
+	"agents forget": {
+		purpose: "remove an offline agent from the controller's fleet; its runs, jobs and sweeps are kept",
+		usage:   "vlmfleet agents forget ID [--controller URL] [--token-file FILE]",
+		details: "An online agent is refused: stop it first. Its credentials stay; revoke them (agent-creds revoke)\nto keep it out, or it is known again when it next announces itself.",
+		example: "vlmfleet agents forget orin-test-3",
 	},
 	"sweep": {
 		purpose: "submit a sweep to a controller: every selected deployment on every selected agent",

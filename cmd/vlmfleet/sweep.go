@@ -84,6 +84,9 @@ func cmdSweep(ctx context.Context, c *cli, args []string) error {
 	for _, sk := range created.Skipped {
 		fmt.Fprintf(c.stdout, "  skipped agent %s: %s\n", sk.AgentID, sk.Reason)
 	}
+	for _, n := range created.Notes {
+		fmt.Fprintf(c.stdout, "  agent %s: %s\n", n.AgentID, n.Note)
+	}
 	if !*f.wait {
 		fmt.Fprintf(c.stdout, "follow it at %s/live or with --wait; results: %s/api/runs?sweep=%s\n", cl.URL(), cl.URL(), created.ID)
 		return nil

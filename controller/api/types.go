@@ -47,6 +47,45 @@ type AgentView struct {
 	// credentials made with agent-creds create).
 	EnrolledAt      time.Time `json:"enrolled_at,omitzero"`
 	EnrolledByToken string    `json:"enrolled_by_token,omitempty"`
+	// RevokedAt is when its credentials were revoked: it cannot connect,
+	// and it never counts as silent.
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+
+	// Upgrade says that this controller cannot serve the agent's release,
+	// and what it needs; nil when it can.
+	Upgrade *AgentUpgrade `json:"upgrade,omitempty"`
+	// Duplicates are the other processes that claim the agent's id while
+	// it runs (another host, or another spool on the same one), refused
+	// by the controller; listed until each stops.
+	Duplicates []AgentDuplicate `json:"duplicates,omitempty"`
+}
+
+// AgentForgotten is the answer to DELETE /api/agents/{id}.
+type AgentForgotten struct {
+	AgentID     string    `json:"agent_id"`
+	ForgottenAt time.Time `json:"forgotten_at"`
+}
+
+// AgentUpgrade is why an agent needs an upgrade before it takes a job.
+type AgentUpgrade struct {
+	// Version and Level are the agent's release and agent level
+	// (protocol.AgentLevel) by its hello; NeedsLevel the lowest this
+	// controller serves and NeedsVersion the controller's own release.
+	Version      string `json:"version"`
+	Level        int    `json:"level"`
+	NeedsLevel   int    `json:"needs_level"`
+	NeedsVersion string `json:"needs_version"`
+	// Reason says it in words, with what to do.
+	Reason string `json:"reason"`
+}
+
+// AgentDuplicate is a second process claiming an agent's id.
+type AgentDuplicate struct {
+	Hostname  string    `json:"hostname"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// Instance is the process's own id (protocol.AgentHello.Instance).
+	Instance string    `json:"instance"`
+	LastSeen time.Time `json:"last_seen"`
 }
 
 // JobView is a job as the API shows it.
@@ -183,17 +222,24 @@ type Health struct {
 	Problems []HealthProblem `json:"problems"`
 	// NATS is "connected" or "disconnected"; JetStream "ok", "unavailable"
 	// or "write error"; Ingest "ok" or "rebinding".
-	NATS          string    `json:"nats"`
-	NATSURL       string    `json:"nats_url"`
-	NATSAuth      string    `json:"nats_auth"`
-	JetStream     string    `json:"jetstream"`
-	Ingest        string    `json:"ingest"`
-	IngestError   string    `json:"ingest_error,omitempty"`
-	AgentsSilent  []string  `json:"agents_silent"`
-	TLS           TLSHealth `json:"tls"`
-	Version       string    `json:"version"`
-	EventsDropped uint64    `json:"events_dropped"`
-	Time          time.Time `json:"time"`
+	NATS         string   `json:"nats"`
+	NATSURL      string   `json:"nats_url"`
+	NATSAuth     string   `json:"nats_auth"`
+	JetStream    string   `json:"jetstream"`
+	Ingest       string   `json:"ingest"`
+	IngestError  string   `json:"ingest_error,omitempty"`
+	AgentsSilent []string `json:"agents_silent"`
+	// AgentsDuplicate are the agents whose id a second process claims,
+	// and AgentsNeedUpgrade those of a release this controller cannot
+	// serve. With AgentsSilent they are the fleet's matters: Fleet says
+	// each in words, and none of them changes Status.
+	AgentsDuplicate   []string        `json:"agents_duplicate"`
+	AgentsNeedUpgrade []string        `json:"agents_need_upgrade"`
+	Fleet             []HealthProblem `json:"fleet"`
+	TLS               TLSHealth       `json:"tls"`
+	Version           string          `json:"version"`
+	EventsDropped     uint64          `json:"events_dropped"`
+	Time              time.Time       `json:"time"`
 }
 
 // TLSHealth is the "tls" object of /api/health.

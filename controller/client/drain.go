@@ -18,3 +18,9 @@ func (c *Client) DrainAgent(ctx context.Context, id string, drained bool) (api.A
 	}
 	return call[api.AgentView](ctx, c, what, method, "/api/agents/"+url.PathEscape(id)+"/drain", nil, maxAnswer, http.StatusOK)
 }
+
+// ForgetAgent removes an offline agent from the controller's fleet; its
+// results stay. An online agent is refused (409).
+func (c *Client) ForgetAgent(ctx context.Context, id string) (api.AgentForgotten, error) {
+	return call[api.AgentForgotten](ctx, c, "forget agent "+id, http.MethodDelete, "/api/agents/"+url.PathEscape(id), nil, maxAnswer, http.StatusOK)
+}

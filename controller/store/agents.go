@@ -21,10 +21,11 @@ type Agent struct {
 	Drained   bool      `json:"drained,omitempty"`
 	DrainedAt time.Time `json:"drained_at,omitzero"`
 
-	// EnrolledAt and EnrolledByToken are read from the agent's identity
-	// (withEnrolment), never stored here.
+	// EnrolledAt, EnrolledByToken and RevokedAt are read from the agent's
+	// identity (withEnrolment), never stored here.
 	EnrolledAt      time.Time `json:"-"`
 	EnrolledByToken string    `json:"-"`
+	RevokedAt       time.Time `json:"-"`
 }
 
 // MaxHelloAhead is how far after its receipt a hello's started_at may
@@ -72,6 +73,25 @@ func (s *Store) PutAgentHello(h protocol.AgentHello, at time.Time) error {
 	})
 	if err != nil {
 		return fmt.Errorf("store: agent %s: %w", h.AgentID, err)
+	}
+	return nil
+}
+
+// ForgetAgent removes agent id from the fleet: its record goes, what it
+// measured (runs, jobs, sweeps) and its identity stay. An agent that
+// announces itself again is known afresh. ErrNotFound when it is not
+// known.
+func (s *Store) ForgetAgent(id string) error {
+	err := s.updateView(func(tx *bolt.Tx, ch *viewChange) error {
+		b := tx.Bucket(bucketAgents)
+		if b.Get([]byte(id)) == nil {
+			return ErrNotFound
+		}
+		ch.forgotten = append(ch.forgotten, id)
+		return b.Delete([]byte(id))
+	})
+	if err != nil {
+		return fmt.Errorf("store: forget agent %s: %w", id, err)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func storeWithData(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "h1", StartedAt: time.Now()}, time.Now()); err != nil {
+	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "h1", StartedAt: time.Now()}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.PutIdentity("a1", "UAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", time.Now()); err != nil {

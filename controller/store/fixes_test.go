@@ -14,8 +14,8 @@ import (
 func TestOlderHelloDoesNotReplaceNewer(t *testing.T) {
 	s := openTest(t)
 	restart := time.Unix(1700000100, 0).UTC()
-	newer := protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "after-restart", StartedAt: restart}
-	older := protocol.AgentHello{Schema: 1, AgentID: "a1", Hostname: "before-restart", StartedAt: restart.Add(-time.Hour)}
+	newer := protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "after-restart", StartedAt: restart}
+	older := protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a1", Hostname: "before-restart", StartedAt: restart.Add(-time.Hour)}
 	t0 := time.Unix(1700000200, 0).UTC()
 	if err := s.PutAgentHello(newer, t0); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestStoreRefusesIDsThatCannotBeKeys(t *testing.T) {
 		}
 		return err.Error()[:min(len(err.Error()), 120)]
 	}
-	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, AgentID: long}, time.Now()); !errors.As(err, &rej) {
+	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: long}, time.Now()); !errors.As(err, &rej) {
 		t.Errorf("hello: %s, want a RejectError", short(err))
 	}
 	if _, _, err := s.ApplyJobState(protocol.JobStateChange{Schema: 1, JobID: long, AgentID: "a1", State: protocol.JobRunning, Attempt: 1}, time.Now()); !errors.As(err, &rej) {

@@ -37,7 +37,9 @@ type fleetView struct {
 // viewChange collects what one write changes in the view.
 type viewChange struct {
 	agents []Agent
-	jobs   []jobChange
+	// forgotten are the ids of agents removed from the fleet.
+	forgotten []string
+	jobs      []jobChange
 }
 
 // updateView runs fn in a write transaction and applies the changes fn
@@ -62,6 +64,9 @@ func (s *Store) updateView(fn func(tx *bolt.Tx, ch *viewChange) error) error {
 	for _, a := range ch.agents {
 		v.putAgent(a)
 	}
+	for _, id := range ch.forgotten {
+		v.forgetAgent(id)
+	}
 	for _, j := range ch.jobs {
 		v.jobs.apply(j)
 	}
@@ -76,6 +81,14 @@ func (v *fleetView) putAgent(a Agent) {
 		v.ids = slices.Insert(v.ids, i, id)
 	}
 	v.agents[id] = a
+}
+
+// forgetAgent drops the agent's record from the view; mu is held.
+func (v *fleetView) forgetAgent(id string) {
+	if i, ok := slices.BinarySearch(v.ids, id); ok {
+		v.ids = slices.Delete(v.ids, i, i+1)
+	}
+	delete(v.agents, id)
 }
 
 // loadView reads the agents and the jobs' tallies from the file.

@@ -24,7 +24,7 @@ func TestViewFollowsTheFile(t *testing.T) {
 	}
 	t0 := time.Unix(1700000000, 0).UTC()
 	for _, id := range []string{"b2", "a1", "c3"} {
-		if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, AgentID: id, Hostname: "h-" + id, StartedAt: t0}, t0); err != nil {
+		if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: id, Hostname: "h-" + id, StartedAt: t0}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +187,7 @@ func TestActiveJobsInTheOrderJobsLists(t *testing.T) {
 func TestViewAppliesWritesInTheOrderTheyCommit(t *testing.T) {
 	s := openTest(t)
 	t0 := time.Unix(1700000000, 0).UTC()
-	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, AgentID: "a1", StartedAt: t0}, t0); err != nil {
+	if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: "a1", StartedAt: t0}, t0); err != nil {
 		t.Fatal(err)
 	}
 	committed, release := make(chan struct{}), make(chan struct{})

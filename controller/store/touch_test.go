@@ -14,7 +14,7 @@ func TestTouchAgentsMovesLastSeenForwardOnly(t *testing.T) {
 	s := openTest(t)
 	t0 := time.Unix(1700000000, 0).UTC()
 	for _, id := range []string{"a1", "a2"} {
-		if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, AgentID: id, Hostname: "h", StartedAt: t0}, t0); err != nil {
+		if err := s.PutAgentHello(protocol.AgentHello{Schema: 1, Level: protocol.AgentLevel, AgentID: id, Hostname: "h", StartedAt: t0}, t0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -118,6 +118,7 @@ async function checkHealth() {
   } catch (err) {
     h = {status: "unreachable", problems: [{component: "controller", error: String(err)}]};
   }
+  showFleetProblems(h);
   if (h.status === "ok") {
     box.style.display = "none"; ok.textContent = "health ok";
     return;
@@ -129,6 +130,18 @@ async function checkHealth() {
   }
   box.replaceChildren(el("strong", {}, "Controller " + String(h.status).toUpperCase()), list);
   box.style.display = "block";
+}
+
+// showFleetProblems lists the fleet's matters (silent agents, a second
+// process with an agent's id, agents that need an upgrade) on the page
+// that has a place for them, /fleet's #fleet-problems. They are no
+// controller problem: no other page shows a banner for them.
+function showFleetProblems(h) {
+  const box = document.getElementById("fleet-problems");
+  if (!box) return;
+  const items = h.fleet || [];
+  box.replaceChildren(...items.map(p => el("li", {}, el("strong", {}, p.component), ": " + p.error)));
+  box.style.display = items.length ? "block" : "none";
 }
 
 // token reads the header's token field, filled with the kept token on

@@ -75,6 +75,7 @@ func (r *agentRunner) start(t *testing.T, id string, deps ...agent.DeploymentCon
 				return v, stop
 			}
 		case err := <-done:
+			stopped = true // its end is read here: stop must not wait for it
 			t.Fatalf("agent %s ended before announcing itself: %v", id, err)
 		case <-r.l.ctx.Done():
 			t.Fatalf("agent %s never announced itself", id)

@@ -29,7 +29,7 @@ func plantSpool(t *testing.T, dir, id string) {
 		t.Fatal(err)
 	}
 	started := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
-	hello, _ := json.Marshal(protocol.AgentHello{Schema: protocol.SchemaVersion, AgentID: id, Hostname: "forged-host",
+	hello, _ := json.Marshal(protocol.AgentHello{Schema: protocol.SchemaVersion, Level: protocol.AgentLevel, AgentID: id, Hostname: "forged-host",
 		StartedAt: started, Simulated: true, Device: protocol.DeviceFacts{Name: "Forged GPU", Kind: protocol.DeviceSimulated}})
 	if _, err := o.Append(context.Background(), protocol.AgentSubject(id, protocol.KindHello), protocol.HelloMsgID(id, started.UnixNano()), hello); err != nil {
 		t.Fatal(err)

@@ -86,7 +86,7 @@ func Start(t testing.TB, opt controller.Options) *Lab {
 		}
 	})
 	defer stop()
-	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: Agent, Hostname: "h", Simulated: true,
+	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: Agent, Hostname: "h", Simulated: true, Level: protocol.AgentLevel,
 		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}}})
 	if _, err := js.Publish(ctx, protocol.AgentSubject(Agent, protocol.KindHello), hello); err != nil {
 		t.Fatal(err)
