@@ -57,12 +57,14 @@ func (c *camera) do(ctx context.Context, r *runner, segs []string, rec *protocol
 				return
 			}
 		}
+		// The deadline counts from t0, so that a request that times out
+		// had its whole timeout as its record measures it.
+		t0 = time.Now()
 		if r.timeout > 0 {
-			_ = c.conn.nc.SetDeadline(time.Now().Add(r.timeout))
+			_ = c.conn.nc.SetDeadline(t0.Add(r.timeout))
 		}
 		nc := c.conn.nc
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-		t0 = time.Now()
 		resp, err = c.conn.send(r.ep, c, segs)
 		if err == nil {
 			defer stop()
