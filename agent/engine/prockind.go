@@ -7,8 +7,11 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // processKind is a kind vlmfleet starts as a child process (proc.go): the
@@ -254,4 +257,24 @@ func quotedList(argv []string) string {
 		q[i] = fmt.Sprintf("%q", a)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// contextAndMemoryArgs are the flags of a server that takes its context
+// length and its share of GPU memory on the command line, as vLLM and
+// SGLang do: lenFlag and memFlag are its names for them, engine its name
+// in the warning a context shorter than the workload's largest request
+// draws (the server would refuse those requests).
+func contextAndMemoryArgs(r *resolved, needs Needs, log zerolog.Logger, engine, lenFlag, memFlag string) []string {
+	var a []string
+	if r.MaxModelLen > 0 {
+		a = append(a, lenFlag, strconv.Itoa(r.MaxModelLen))
+		if est := requestTokens(needs); r.MaxModelLen < est {
+			log.Warn().Int("max_model_len", r.MaxModelLen).Int("estimated_request_tokens", est).
+				Msg("max_model_len may be too small for the largest request of the workload; " + engine + " will refuse those requests")
+		}
+	}
+	if r.GPUMemoryUtilization > 0 {
+		a = append(a, memFlag, strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64))
+	}
+	return a
 }

@@ -74,16 +74,7 @@ func (sglangAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger
 		"--port", strconv.Itoa(port),
 		"--served-model-name", r.served,
 	}
-	if r.MaxModelLen > 0 {
-		a = append(a, "--context-length", strconv.Itoa(r.MaxModelLen))
-		if est := requestTokens(needs); r.MaxModelLen < est {
-			log.Warn().Int("max_model_len", r.MaxModelLen).Int("estimated_request_tokens", est).
-				Msg("max_model_len may be too small for the largest request of the workload; SGLang will refuse those requests")
-		}
-	}
-	if r.GPUMemoryUtilization > 0 {
-		a = append(a, "--mem-fraction-static", strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64))
-	}
+	a = append(a, contextAndMemoryArgs(r, needs, log, "SGLang", "--context-length", "--mem-fraction-static")...)
 	// Every camera keeps one request in flight: fewer running requests
 	// than cameras would queue inside SGLang and count the queueing as
 	// TTFT. Its KV pool is sized by the memory fraction, so a search's

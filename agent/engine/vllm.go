@@ -67,16 +67,7 @@ func (vllmAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) 
 		"--host", "127.0.0.1",
 		"--port", strconv.Itoa(port),
 		"--served-model-name", r.served)
-	if r.MaxModelLen > 0 {
-		a = append(a, "--max-model-len", strconv.Itoa(r.MaxModelLen))
-		if est := requestTokens(needs); r.MaxModelLen < est {
-			log.Warn().Int("max_model_len", r.MaxModelLen).Int("estimated_request_tokens", est).
-				Msg("max_model_len may be too small for the largest request of the workload; vLLM will refuse those requests")
-		}
-	}
-	if r.GPUMemoryUtilization > 0 {
-		a = append(a, "--gpu-memory-utilization", strconv.FormatFloat(r.GPUMemoryUtilization, 'f', -1, 64))
-	}
+	a = append(a, contextAndMemoryArgs(r, needs, log, "vLLM", "--max-model-len", "--gpu-memory-utilization")...)
 	// Every camera keeps one request in flight: fewer sequences than cameras
 	// would queue requests inside vLLM and count the queueing as TTFT. A
 	// search's levels get theirs too: vLLM sizes its cache by
