@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -24,27 +25,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata fr
 // fresh clone tests against it; $VLMFLEET_SEED_CONTRACT names the contract
 // itself where a checkout has it at hand (scripts/test sets it from the
 // shared folder beside the checkout).
-var (
-	seedPath       = filepath.Join("testdata", "seed.txt")
-	sharedSeedPath = os.Getenv("VLMFLEET_SEED_CONTRACT")
-)
+var seedPath = filepath.Join("testdata", "seed.txt")
 
-// The copy must stay the contract: where the shared seed is at hand, they are equal.
 func TestSeedCopyIsTheContract(t *testing.T) {
-	if sharedSeedPath == "" {
-		t.Skip("VLMFLEET_SEED_CONTRACT names no contract to compare the copy with")
-	}
-	shared, err := os.ReadFile(sharedSeedPath)
-	if err != nil {
-		t.Fatalf("VLMFLEET_SEED_CONTRACT: %v", err)
-	}
-	copied, err := os.ReadFile(seedPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(shared) != string(copied) {
-		t.Fatalf("%s differs from %s: copy the contract again", seedPath, sharedSeedPath)
-	}
+	testutil.SameAsContract(t, seedPath, "VLMFLEET_SEED_CONTRACT")
 }
 
 // seedRow is one configuration paragraph of the seed: its figures and its three lines.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -17,26 +18,10 @@ import (
 // the repository so that a fresh clone tests against it;
 // $VLMFLEET_PROFILES_SEED_CONTRACT names the contract itself where a
 // checkout has it at hand (scripts/test sets it from the shared folder).
-var (
-	seedPath       = filepath.Join("testdata", "seed.txt")
-	sharedSeedPath = os.Getenv("VLMFLEET_PROFILES_SEED_CONTRACT")
-)
+var seedPath = filepath.Join("testdata", "seed.txt")
 
 func TestSeedCopyIsTheContract(t *testing.T) {
-	if sharedSeedPath == "" {
-		t.Skip("VLMFLEET_PROFILES_SEED_CONTRACT names no contract to compare the copy with")
-	}
-	shared, err := os.ReadFile(sharedSeedPath)
-	if err != nil {
-		t.Fatalf("VLMFLEET_PROFILES_SEED_CONTRACT: %v", err)
-	}
-	copied, err := os.ReadFile(seedPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(shared) != string(copied) {
-		t.Fatalf("%s differs from %s: copy the contract again", seedPath, sharedSeedPath)
-	}
+	testutil.SameAsContract(t, seedPath, "VLMFLEET_PROFILES_SEED_CONTRACT")
 }
 
 // seedLine is one table line of the page, its cells by column title.

@@ -178,3 +178,26 @@ func ProcStatusKB(field string) int64 {
 	}
 	return 0
 }
+
+// SameAsContract checks that copyPath, a contract's copy kept in the
+// repository so that a fresh clone tests against it, equals the contract
+// that environment variable envVar names (scripts/test sets it from the
+// shared folder beside the checkout); without one the test is skipped.
+func SameAsContract(t testing.TB, copyPath, envVar string) {
+	t.Helper()
+	contract := os.Getenv(envVar)
+	if contract == "" {
+		t.Skip(envVar + " names no contract to compare the copy with")
+	}
+	shared, err := os.ReadFile(contract)
+	if err != nil {
+		t.Fatalf("%s: %v", envVar, err)
+	}
+	copied, err := os.ReadFile(copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(shared) != string(copied) {
+		t.Fatalf("%s differs from %s: copy the contract again", copyPath, contract)
+	}
+}
