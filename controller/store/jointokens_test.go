@@ -20,33 +20,12 @@ func TestJoinCountsUsesAtomically(t *testing.T) {
 		t.Fatalf("a second token with the id: %v, want ErrExists", err)
 	}
 	errFull := errors.New("used up")
-	var wg sync.WaitGroup
-	results := make(chan error, 8)
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := Enrolment{AgentID: fmt.Sprintf("d%d", i), PublicKey: fmt.Sprintf("U%d", i), At: now, TokenID: "0123456789ab"}
-			_, err := s.Join(e, func(tk JoinToken, _, _ Identity) error {
-				if tk.Used >= tk.Uses {
-					return errFull
-				}
-				return nil
-			})
-			results <- err
-		}()
-	}
-	wg.Wait()
-	close(results)
-	ok := 0
-	for err := range results {
-		switch {
-		case err == nil:
-			ok++
-		case !errors.Is(err, errFull):
-			t.Fatal(err)
+	ok := joinAtOnce(t, s, func(i int) string { return fmt.Sprintf("U%d", i) }, errFull, func(tk JoinToken, _, _ Identity) error {
+		if tk.Used >= tk.Uses {
+			return errFull
 		}
-	}
+		return nil
+	})
 	tk, err := s.JoinToken("0123456789ab")
 	if ok != 2 || err != nil || tk.Used != 2 || len(tk.Enrolled) != 2 {
 		t.Fatalf("%d joins succeeded; token %+v, %v", ok, tk, err)
@@ -76,26 +55,7 @@ func TestJoinSeesTheKeysHolder(t *testing.T) {
 		}
 		return nil
 	}
-	var wg sync.WaitGroup
-	results := make(chan error, 8)
-	for i := range 8 {
-		wg.Go(func() {
-			_, err := s.Join(Enrolment{AgentID: fmt.Sprintf("d%d", i), PublicKey: "UKEY", At: now, TokenID: "0123456789ab"}, refuseHeld)
-			results <- err
-		})
-	}
-	wg.Wait()
-	close(results)
-	ok := 0
-	for err := range results {
-		switch {
-		case err == nil:
-			ok++
-		case !errors.Is(err, errHeld):
-			t.Fatal(err)
-		}
-	}
-	if ok != 1 {
+	if ok := joinAtOnce(t, s, func(int) string { return "UKEY" }, errHeld, refuseHeld); ok != 1 {
 		t.Fatalf("%d joins took one key, want 1", ok)
 	}
 
@@ -117,4 +77,31 @@ func TestJoinSeesTheKeysHolder(t *testing.T) {
 	if _, err := s.Join(Enrolment{AgentID: "other", PublicKey: "UKEY", At: now, TokenID: "0123456789ab"}, see); err != nil || seen.AgentID != first || seen.Active() {
 		t.Fatalf("after the revoke: holder %+v, %v", seen, err)
 	}
+}
+
+// joinAtOnce has agents d0 to d7 join with token 0123456789ab at once,
+// each with the public key key(i), and returns how many were enrolled;
+// a join refused with anything but refusal fails the test.
+func joinAtOnce(t *testing.T, s *Store, key func(i int) string, refusal error, decide JoinDecision) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	results := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			_, err := s.Join(Enrolment{AgentID: fmt.Sprintf("d%d", i), PublicKey: key(i), At: time.Now().UTC(), TokenID: "0123456789ab"}, decide)
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	ok := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, refusal):
+			t.Fatal(err)
+		}
+	}
+	return ok
 }
