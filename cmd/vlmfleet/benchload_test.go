@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -31,28 +30,12 @@ func queueEndpoint(t *testing.T, base, per time.Duration) *httptest.Server {
 	t.Helper()
 	var inFlight atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v1/models":
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-vlm","object":"model"}]}`)
-			return
-		case "/v1/chat/completions":
-		default:
-			http.NotFound(w, r)
+		if !isChat(w, r) {
 			return
 		}
 		others := inFlight.Add(1) - 1
 		defer inFlight.Add(-1)
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		event := func(data string) { fmt.Fprintf(w, "data: %s\n\n", data); fl.Flush() }
-		event(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
-		if !pause(r, base+time.Duration(others)*per) {
-			return
-		}
-		event(`{"choices":[{"index":0,"delta":{"content":"A"}}]}`)
-		event(`{"choices":[{"index":0,"delta":{"content":" street"}}]}`)
-		event(`{"choices":[],"usage":{"prompt_tokens":300,"completion_tokens":2}}`)
-		event(`[DONE]`)
+		streamAnswer(w, r, base+time.Duration(others)*per)
 	}))
 	t.Cleanup(srv.Close)
 	return srv

@@ -26,13 +26,7 @@ func crowdedEndpoint(t *testing.T, knee int64, refuse bool) *httptest.Server {
 	t.Helper()
 	var inFlight, admitted atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/v1/models":
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-vlm","object":"model"}]}`)
-			return
-		case "/v1/chat/completions":
-		default:
-			http.NotFound(w, r)
+		if !isChat(w, r) {
 			return
 		}
 		inFlight.Add(1)
@@ -54,20 +48,41 @@ func crowdedEndpoint(t *testing.T, knee int64, refuse bool) *httptest.Server {
 		if in > knee {
 			wait += 500 * time.Millisecond
 		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		event := func(data string) { fmt.Fprintf(w, "data: %s\n\n", data); fl.Flush() }
-		event(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
-		if !pause(r, wait) {
-			return
-		}
-		event(`{"choices":[{"index":0,"delta":{"content":"A"}}]}`)
-		event(`{"choices":[{"index":0,"delta":{"content":" street"}}]}`)
-		event(`{"choices":[],"usage":{"prompt_tokens":300,"completion_tokens":2}}`)
-		event(`[DONE]`)
+		streamAnswer(w, r, wait)
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// isChat answers what the fake endpoints serve besides their chat
+// completions (the model list; nothing else) and says whether r is a chat
+// completion, for the caller to answer.
+func isChat(w http.ResponseWriter, r *http.Request) bool {
+	switch r.URL.Path {
+	case "/v1/models":
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake-vlm","object":"model"}]}`)
+		return false
+	case "/v1/chat/completions":
+		return true
+	}
+	http.NotFound(w, r)
+	return false
+}
+
+// streamAnswer streams a two-token answer whose first token comes wait
+// after the role chunk, as vLLM streams one.
+func streamAnswer(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	event := func(data string) { fmt.Fprintf(w, "data: %s\n\n", data); fl.Flush() }
+	event(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`)
+	if !pause(r, wait) {
+		return
+	}
+	event(`{"choices":[{"index":0,"delta":{"content":"A"}}]}`)
+	event(`{"choices":[{"index":0,"delta":{"content":" street"}}]}`)
+	event(`{"choices":[],"usage":{"prompt_tokens":300,"completion_tokens":2}}`)
+	event(`[DONE]`)
 }
 
 // pause waits d, or until the client leaves (false).
