@@ -95,11 +95,17 @@ func (c *Controller) heartbeatHandler() nats.MsgHandler {
 			return
 		}
 		now := time.Now().UTC()
-		holder, ok := c.claimInstance(hb.AgentID, instanceClaim{instance: hb.Instance, spoolLock: hb.SpoolLock}, now)
-		if !ok {
+		holder, verdict := c.claimInstance(hb.AgentID, instanceClaim{instance: hb.Instance, spoolLock: hb.SpoolLock}, now)
+		switch verdict {
+		case claimRefused:
 			refusal := duplicateRefusal(hb.AgentID, holder, now)
 			c.refuse(hb.AgentID, RefusalDuplicate, refusal)
 			c.answerRefusal(m, refusal)
+			return
+		case claimStale:
+			if hb.Stopping {
+				c.answerStopping(m)
+			}
 			return
 		}
 		c.onHeartbeat(hb)

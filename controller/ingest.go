@@ -61,9 +61,10 @@ func (c *Controller) watchConsumers(ctx context.Context) {
 //
 // A hello of a second process claiming the agent's id while another holds
 // it is refused (recorded under /api/rejected): the first's announcement
-// stands.
+// stands. A stale one (claimStale) claims nothing and is stored as any
+// hello is: the store keeps the newest start's announcement.
 func (c *Controller) storeHello(h *protocol.AgentHello, storedAt time.Time) error {
-	if holder, ok := c.claimInstance(h.AgentID, helloClaim(h), time.Now().UTC()); !ok {
+	if holder, verdict := c.claimInstance(h.AgentID, helloClaim(h), time.Now().UTC()); verdict == claimRefused {
 		refusal := duplicateRefusal(h.AgentID, holder, time.Now())
 		c.refuse(h.AgentID, RefusalDuplicate, refusal)
 		if v, err := c.agentView(h.AgentID); err == nil {

@@ -23,11 +23,28 @@ type instanceClaim struct {
 }
 
 // heldInstance is the process that holds an agent id, and when it was
-// last heard from.
+// last heard from. A holder that said it stopped is kept, so that a late
+// message of it (a hello the events stream delivers again) is known as
+// such and does not take the id back from its successor.
 type heldInstance struct {
 	instanceClaim
 	lastSeen time.Time
+	stopped  bool
 }
+
+// claimVerdict is what claim decides of one message's claim.
+type claimVerdict int
+
+const (
+	// claimHeld: the process holds the id; its message is taken in.
+	claimHeld claimVerdict = iota
+	// claimRefused: another process holds the id; the message is refused.
+	claimRefused
+	// claimStale: the message says nothing of who runs now (it comes from
+	// a process that said it stopped, or it is a hello from before the
+	// holder started) and is let pass without a claim.
+	claimStale
+)
 
 // agentInstances keeps one live process per agent id: the one that holds
 // each id, and the other processes refused for it, until each stops.
@@ -44,49 +61,65 @@ func newAgentInstances() *agentInstances {
 
 // claim decides whether process c may speak for agent id at now. It may
 // when it holds the id already, when nothing holds it, when the holder
-// was not heard from for timeout (it stopped), or when both name one
-// spool lock (no two live processes hold one: c is the holder restarted).
+// stopped or was not heard from for timeout, or when both name one spool
+// lock (no two live processes hold one: c is the holder restarted).
 // Else it is refused, and kept as a duplicate of id; the holder is
 // returned to say who holds the id. stored is the agent's stored record,
 // which names the holder when the controller has heard no heartbeat since
 // it started.
-func (ai *agentInstances) claim(id string, c instanceClaim, now time.Time, timeout time.Duration, stored *store.Agent) (heldInstance, bool) {
+//
+// Hellos come through the events stream, which may deliver one again or
+// late, after heartbeats that core NATS carried on; such a hello is
+// stale, not a claim (see claimVerdict).
+func (ai *agentInstances) claim(id string, c instanceClaim, now time.Time, timeout time.Duration, stored *store.Agent) (heldInstance, claimVerdict) {
 	if c.instance == "" {
-		return heldInstance{}, true
+		return heldInstance{}, claimHeld
 	}
 	ai.mu.Lock()
 	defer ai.mu.Unlock()
 	h := ai.holders[id]
 	if h == nil && stored != nil && stored.Hello.Instance != "" {
 		sh := stored.Hello
-		h = &heldInstance{instanceClaim{sh.Instance, sh.SpoolLock, sh.Hostname, sh.StartedAt}, stored.LastSeen}
+		h = &heldInstance{instanceClaim: instanceClaim{sh.Instance, sh.SpoolLock, sh.Hostname, sh.StartedAt}, lastSeen: stored.LastSeen}
 	}
-	takes := h == nil || h.instance == c.instance || c.spoolLock != "" && c.spoolLock == h.spoolLock || now.Sub(h.lastSeen) >= timeout
+	if h != nil && h.stopped && h.instance == c.instance {
+		return heldInstance{}, claimStale
+	}
+	// Only a hello carries its process's start.
+	if h != nil && h.instance != c.instance && !c.startedAt.IsZero() && c.startedAt.Before(h.startedAt) {
+		return heldInstance{}, claimStale
+	}
+	takes := h == nil || h.stopped || h.instance == c.instance || c.spoolLock != "" && c.spoolLock == h.spoolLock || now.Sub(h.lastSeen) >= timeout
 	if !takes {
-		dups := ai.refused[id]
-		if dups == nil {
-			dups = map[string]*api.AgentDuplicate{}
-			ai.refused[id] = dups
-		}
-		d := dups[c.instance]
-		if d == nil {
-			d = &api.AgentDuplicate{Instance: c.instance}
-			dups[c.instance] = d
-		}
-		if c.hostname != "" {
-			d.Hostname, d.StartedAt = c.hostname, c.startedAt
-		}
-		d.LastSeen = now
-		return *h, false
+		ai.keepRefused(id, c, now)
+		return *h, claimRefused
 	}
 	if h != nil && h.instance == c.instance && c.hostname == "" {
 		c.hostname, c.startedAt = h.hostname, h.startedAt
 	}
-	ai.holders[id] = &heldInstance{c, now}
+	ai.holders[id] = &heldInstance{instanceClaim: c, lastSeen: now}
 	if dups := ai.refused[id]; dups != nil {
 		delete(dups, c.instance)
 	}
-	return heldInstance{}, true
+	return heldInstance{}, claimHeld
+}
+
+// keepRefused records process c as a duplicate of agent id, heard at now.
+func (ai *agentInstances) keepRefused(id string, c instanceClaim, now time.Time) {
+	dups := ai.refused[id]
+	if dups == nil {
+		dups = map[string]*api.AgentDuplicate{}
+		ai.refused[id] = dups
+	}
+	d := dups[c.instance]
+	if d == nil {
+		d = &api.AgentDuplicate{Instance: c.instance}
+		dups[c.instance] = d
+	}
+	if c.hostname != "" {
+		d.Hostname, d.StartedAt = c.hostname, c.startedAt
+	}
+	d.LastSeen = now
 }
 
 // duplicates lists the processes refused for agent id that were heard
@@ -116,13 +149,13 @@ func (ai *agentInstances) duplicates(id string, now time.Time, timeout time.Dura
 }
 
 // release lets agent id go when instance, which holds it, stops: the
-// holder is kept, as not heard from since, so that its stored announcement
-// does not stand in for it.
+// holder is kept, as stopped, so that neither its stored announcement nor
+// a late message of it stands in for it.
 func (ai *agentInstances) release(id, instance string) {
 	ai.mu.Lock()
 	defer ai.mu.Unlock()
 	if h := ai.holders[id]; h != nil && h.instance == instance {
-		h.lastSeen = time.Time{}
+		h.stopped = true
 	}
 }
 
@@ -136,7 +169,7 @@ func (ai *agentInstances) forget(id string) {
 
 // claimInstance is claim for the controller's agents; stored is read only
 // when nothing in memory holds the id.
-func (c *Controller) claimInstance(id string, claim instanceClaim, now time.Time) (heldInstance, bool) {
+func (c *Controller) claimInstance(id string, claim instanceClaim, now time.Time) (heldInstance, claimVerdict) {
 	var stored *store.Agent
 	if a, err := c.store.Agent(id); err == nil {
 		// The store's last-seen is written every persistSeenEvery; the
