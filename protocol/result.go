@@ -49,6 +49,9 @@ type RequestRecord struct {
 	ITL float64 `json:"itl"`
 	// Images is the number of images the request carried.
 	Images int `json:"images"`
+	// ISL is the text length a profile request asked for (0 elsewhere);
+	// PromptTokens is what the server counted.
+	ISL int `json:"isl,omitempty"`
 	// Timings is llama.cpp's "timings" object, kept as sent.
 	Timings      map[string]float64 `json:"timings,omitempty"`
 	FinishReason string             `json:"finish_reason,omitempty"`
@@ -142,6 +145,9 @@ type Combination struct {
 	// Energy is what the combination drew; nil when it had no power
 	// samples.
 	Energy *Energy `json:"energy,omitempty"`
+	// Profile is a profile level's figures (profileworkload.go); nil on
+	// the camera ladders.
+	Profile *ProfileLevel `json:"profile,omitempty"`
 }
 
 // ClientInfo says what measured.
@@ -191,6 +197,12 @@ type Configuration struct {
 	// from before the agent recorded it, an imported table).
 	PowerMode   string  `json:"power_mode,omitempty"`
 	PowerLimitW float64 `json:"power_limit_w,omitempty"`
+	// GPU and GPUCount are the accelerator that served the model and how
+	// many of them, and TP the tensor-parallel size it was split over:
+	// a profile line's identity. Empty or 0: not known.
+	GPU      string `json:"gpu,omitempty"`
+	GPUCount int    `json:"gpu_count,omitempty"`
+	TP       int    `json:"tp,omitempty"`
 }
 
 // Run statuses.

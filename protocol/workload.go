@@ -110,6 +110,9 @@ type Workload struct {
 	// ladder as published and the search sustained; LoadBurst or
 	// LoadSustained, every level so.
 	Load string `json:"load,omitempty"`
+	// Profile, when set, makes the run a latency and throughput profile
+	// (profileworkload.go) instead of the camera ladders.
+	Profile *ProfileWorkload `json:"profile,omitempty"`
 }
 
 // DefaultSearchCeiling is the search's ceiling when none is named.
@@ -146,6 +149,11 @@ type ComboKey struct {
 	// for one synchronized round, as published; LoadSustained for
 	// cameras that keep sending.
 	Load string `json:"load,omitempty"`
+	// ISL and OSL are a profile level's lengths (ProfileWorkload); 0 on
+	// the camera ladders. A profile level's Size is its "WxH" and its
+	// Cameras its concurrency.
+	ISL int `json:"isl,omitempty"`
+	OSL int `json:"osl,omitempty"`
 }
 
 // String is the key's stable form, also used in message ids and store keys:
@@ -158,6 +166,9 @@ func (k ComboKey) String() string {
 	}
 	if k.Load != "" {
 		s += "-" + k.Load
+	}
+	if k.OSL > 0 {
+		s += fmt.Sprintf("-isl%d-osl%d", k.ISL, k.OSL)
 	}
 	return s
 }

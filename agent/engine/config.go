@@ -36,6 +36,10 @@ type Config struct {
 	Quantization         string  `yaml:"quantization" json:"quantization,omitempty"` // vllm --quantization
 	Dtype                string  `yaml:"dtype" json:"dtype,omitempty"`
 	EnablePrefixCaching  bool    `yaml:"enable_prefix_caching" json:"enable_prefix_caching,omitempty"`
+	// TensorParallelSize splits the model over that many GPUs (vLLM's
+	// --tensor-parallel-size, SGLang's --tp); 0 means 1. A profile line
+	// records it (protocol.Configuration.TP).
+	TensorParallelSize int `yaml:"tensor_parallel_size" json:"tensor_parallel_size,omitempty"`
 	// GPULayers is llama.cpp's -ngl; nil means 999 (every layer).
 	GPULayers *int `yaml:"gpu_layers" json:"gpu_layers,omitempty"`
 	// CtxSize is llama.cpp's -c (shared by its slots), or Ollama's
