@@ -135,16 +135,16 @@ var profileOnlyFields = []struct {
 	field, instead string
 	set            func(w Workload) bool
 }{
-	{"sizes", "workload.profile.resolutions", func(w Workload) bool { return len(w.Sizes) > 0 }},
-	{"cameras", "workload.profile.concurrency", func(w Workload) bool { return len(w.Cameras) > 0 }},
-	{"requests_per_level", "workload.profile.requests_per_level", func(w Workload) bool { return w.RequestsPerLevel != 0 }},
-	{"multi_image_sizes", "workload.profile.resolutions", func(w Workload) bool { return len(w.MultiImageSizes) > 0 }},
-	{"images_per_request", "workload.profile.images_per_request", func(w Workload) bool { return len(w.ImagesPerRequest) > 0 }},
-	{"multi_image_requests", "workload.profile.requests_per_level", func(w Workload) bool { return w.MultiImageRequests != 0 }},
-	{"warmup_requests", "workload.profile.warmup_requests", func(w Workload) bool { return w.WarmupRequests != 0 }},
-	{"max_tokens", "workload.profile.lengths' OSL", func(w Workload) bool { return w.MaxTokens != 0 }},
+	{"sizes", "the profile's image sizes", func(w Workload) bool { return len(w.Sizes) > 0 }},
+	{"cameras", "the profile's concurrency", func(w Workload) bool { return len(w.Cameras) > 0 }},
+	{"requests_per_level", "the profile's requests_per_level", func(w Workload) bool { return w.RequestsPerLevel != 0 }},
+	{"multi_image_sizes", "the profile's image sizes", func(w Workload) bool { return len(w.MultiImageSizes) > 0 }},
+	{"images_per_request", "the profile's images_per_request", func(w Workload) bool { return len(w.ImagesPerRequest) > 0 }},
+	{"multi_image_requests", "the profile's requests_per_level", func(w Workload) bool { return w.MultiImageRequests != 0 }},
+	{"warmup_requests", "the profile's warmup_requests", func(w Workload) bool { return w.WarmupRequests != 0 }},
+	{"max_tokens", "the profile's OSL", func(w Workload) bool { return w.MaxTokens != 0 }},
 	{"frame_interval_sec", "", func(w Workload) bool { return len(w.FrameIntervalSec) > 0 }},
-	{"search", "workload.profile.auto_ceiling", func(w Workload) bool { return w.Search != 0 }},
+	{"search", "the profile's automatic concurrency", func(w Workload) bool { return w.Search != 0 }},
 	{"judgement", "", func(w Workload) bool { return w.Judgement != (Judgement{}) }},
 	{"load", "", func(w Workload) bool { return w.Load != "" }},
 }
@@ -159,9 +159,9 @@ func (w Workload) validateProfileWorkload() error {
 		if !f.set(w) {
 			continue
 		}
-		instead := "it has no counterpart there"
+		instead := "a profile has none"
 		if f.instead != "" {
-			instead = "it has " + f.instead + " instead"
+			instead = "use " + f.instead
 		}
 		return fmt.Errorf("workload.%s: a profile workload (workload.profile) does not measure the camera ladders; leave %s out (%s)",
 			f.field, f.field, instead)

@@ -92,11 +92,11 @@ func TestProfileWorkloadValidateNamesTheField(t *testing.T) {
 			w.Profile.Resolutions = make([]Resolution, 64)
 		}, "workload.profile: 36864 levels (64 length pairs × 64 image sizes × 9 concurrency levels), at most 4096 per job"},
 		{"camera sizes", func(w *Workload) { w.Sizes = []string{"720p"} },
-			"workload.sizes: a profile workload (workload.profile) does not measure the camera ladders; leave sizes out (it has workload.profile.resolutions instead)"},
+			"workload.sizes: a profile workload (workload.profile) does not measure the camera ladders; leave sizes out (use the profile's image sizes)"},
 		{"camera levels", func(w *Workload) { w.Cameras = []int{1} }, "workload.cameras: a profile workload"},
 		{"max tokens", func(w *Workload) { w.MaxTokens = 128 }, "workload.max_tokens: a profile workload"},
 		{"frame clock", func(w *Workload) { w.FrameIntervalSec = []float64{5} },
-			"workload.frame_interval_sec: a profile workload (workload.profile) does not measure the camera ladders; leave frame_interval_sec out (it has no counterpart there)"},
+			"workload.frame_interval_sec: a profile workload (workload.profile) does not measure the camera ladders; leave frame_interval_sec out (a profile has none)"},
 		{"search", func(w *Workload) { w.Search = 64 }, "workload.search: a profile workload"},
 		{"load", func(w *Workload) { w.Load = LoadBurst }, "workload.load: a profile workload"},
 		{"judgement", func(w *Workload) { w.Judgement.TargetSec = 2 }, "workload.judgement: a profile workload"},
