@@ -127,6 +127,19 @@ func decodeProfileSweep(body ast.Node, profile *ast.MappingValueNode, opts []yam
 // the YAML writes it; the ranges are Validate's.
 func (yp yamlProfile) toProfile() (protocol.ProfileWorkload, *SweepInputError) {
 	p := protocol.DefaultProfile()
+	for _, l := range []struct {
+		name    string
+		written bool
+	}{
+		{"isl", yp.ISL != nil && len(yp.ISL) == 0},
+		{"osl", yp.OSL != nil && len(yp.OSL) == 0},
+		{"concurrency", yp.Concurrency != nil && !yp.Concurrency.auto && len(yp.Concurrency.levels) == 0},
+	} {
+		if l.written {
+			field := "workload.profile." + l.name
+			return p, &SweepInputError{Field: field, Err: fmt.Errorf("%s: an empty list; list at least one, or leave %s out for the default", field, l.name)}
+		}
+	}
 	isl, osl := cmpOr(yp.ISL, []int{p.Lengths[0].ISL}), cmpOr(yp.OSL, []int{p.Lengths[0].OSL})
 	n := max(len(isl), len(osl))
 	if (len(isl) != n && len(isl) != 1) || (len(osl) != n && len(osl) != 1) {
