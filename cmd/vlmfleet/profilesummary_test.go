@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -101,5 +106,34 @@ func TestProfileSummaryQualifiesItsFigures(t *testing.T) {
 	}
 	if strings.Contains(out, "SIMULATED") || strings.Contains(out, "--concurrency auto") {
 		t.Errorf("a measured run with listed levels is said simulated or auto")
+	}
+}
+
+// `sweep --wait` and `sweep watch` answer a profile sweep with each run's
+// tables, not the camera answer.
+func TestSweepAnswerOfAProfileIsEachRunsTables(t *testing.T) {
+	run := profileRun()
+	run.ID = "run-p"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/runs" || r.URL.Query().Get("sweep") != "sw-p" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode([]protocol.Run{*run})
+	}))
+	t.Cleanup(srv.Close)
+	var out, errb strings.Builder
+	env := map[string]string{"VLMFLEET_CONTROLLER": srv.URL, "VLMFLEET_TOKEN": "t"}
+	c := &cli{stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
+	cl, err := newClient(c, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSweepAnswer(context.Background(), c, cl, api.SweepView{Sweep: protocol.Sweep{ID: "sw-p", Workload: run.Workload}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "\nMin Latency (concurrency 1), SIMULATED\n") || strings.Contains(out.String(), "explorer at") {
+		t.Errorf("answer:\n%s", out.String())
 	}
 }
