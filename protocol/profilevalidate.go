@@ -38,6 +38,10 @@ func (p ProfileWorkload) Validate() error {
 	if n := p.ImagesPerRequest; n < 0 || n > MaxImagesInRequest {
 		return fmt.Errorf("workload.profile.images_per_request: %d, want 0 (text only) up to %d", n, MaxImagesInRequest)
 	}
+	if p.ImagesPerRequest == 0 && len(p.Resolutions) > 1 {
+		// Each size would measure the same text-only requests again.
+		return fmt.Errorf("workload.profile.resolutions: %d image sizes, but images_per_request is 0 (text only): keep one", len(p.Resolutions))
+	}
 	if err := p.validateConcurrency(); err != nil {
 		return err
 	}
@@ -96,13 +100,15 @@ func (p ProfileWorkload) validateConcurrency() error {
 		return fmt.Errorf("workload.profile.auto_ceiling: %d, but workload.profile.concurrency lists the levels; "+
 			"give one: the levels, or a ceiling for the automatic rule", p.AutoCeiling)
 	}
+	seen := make(map[int]int, len(p.Concurrency))
 	for i, c := range p.Concurrency {
 		if c < 1 || c > MaxCameraLevel {
 			return fmt.Errorf("workload.profile.concurrency[%d]: %d, want 1..%d", i, c, MaxCameraLevel)
 		}
-		if j := slices.Index(p.Concurrency[:i], c); j >= 0 {
+		if j, ok := seen[c]; ok {
 			return fmt.Errorf("workload.profile.concurrency[%d]: level %d is listed twice (concurrency[%d] too)", i, c, j)
 		}
+		seen[c] = i
 	}
 	return nil
 }

@@ -74,6 +74,9 @@ func TestProfileWorkloadValidateNamesTheField(t *testing.T) {
 			"workload.profile.resolutions[0]: 8193x10: each side must be 1..8192 pixels"},
 		{"size twice", func(w *Workload) { w.Profile.Resolutions = []Resolution{{1120, 1120}, {1120, 1120}} },
 			"workload.profile.resolutions[1]: 1120x1120 is listed twice"},
+		{"sizes of no image", func(w *Workload) {
+			w.Profile.ImagesPerRequest, w.Profile.Resolutions = 0, []Resolution{{8, 8}, {16, 16}}
+		}, "workload.profile.resolutions: 2 image sizes, but images_per_request is 0 (text only): keep one"},
 		{"format", func(w *Workload) { w.Profile.ImageFormat = "webp" }, `workload.profile.image_format: "webp", want png or jpeg`},
 		{"images", func(w *Workload) { w.Profile.ImagesPerRequest = 65 }, "workload.profile.images_per_request: 65, want 0 (text only) up to 64"},
 		{"ceiling 0 with no levels", func(w *Workload) { w.Profile.AutoCeiling = 0 }, "workload.profile.auto_ceiling: 0, want 1..1024"},
@@ -119,7 +122,7 @@ func TestProfileWorkloadAcceptsTheSeedsShapes(t *testing.T) {
 	w.Profile.Lengths = []LengthPair{{1000, 1000}, {20000, 2000}, {60000, 2000}, {0, 200}}
 	w.Profile.Resolutions = []Resolution{{1120, 1120}, {1648, 2048}}
 	w.Profile.ImageFormat = ImageFormatJPEG
-	w.Profile.ImagesPerRequest = 0
+	w.Profile.ImagesPerRequest = 2
 	w.Profile.AutoCeiling, w.Profile.Concurrency = 0, []int{1, 2, 4}
 	w.Profile.NoStream = true
 	w.Profile.ExtraBody = json.RawMessage(`{"tools": [{"type": "function", "function": {"name": "evaluation_markdown_bbox"}}]}`)

@@ -69,10 +69,10 @@ func TestProfileFlagsMakeAProfile(t *testing.T) {
 			return p.Auto() && p.AutoCeiling == 64
 		}},
 		{"the rest", []string{"--image-size", "1120x1120,1648X2048", "--image-format", "JPG", "--no-stream", "--profile-requests", "100",
-			"--profile-images", "0", "--warmup", "3", "--extra-body", "@" + body}, func(p protocol.ProfileWorkload) bool {
+			"--profile-images", "2", "--warmup", "3", "--extra-body", "@" + body}, func(p protocol.ProfileWorkload) bool {
 			var tools map[string]any
 			return reflect.DeepEqual(p.Resolutions, []protocol.Resolution{{Width: 1120, Height: 1120}, {Width: 1648, Height: 2048}}) &&
-				p.ImageFormat == protocol.ImageFormatJPEG && p.NoStream && p.RequestsPerLevel == 100 && p.ImagesPerRequest == 0 &&
+				p.ImageFormat == protocol.ImageFormatJPEG && p.NoStream && p.RequestsPerLevel == 100 && p.ImagesPerRequest == 2 &&
 				p.WarmupRequests == 3 && json.Unmarshal(p.ExtraBody, &tools) == nil && tools["tools"] != nil
 		}},
 		{"inline extra body", []string{"--extra-body", `{"temperature": 0}`}, func(p protocol.ProfileWorkload) bool {
