@@ -27,6 +27,14 @@ func TestDefaultProfileWorkloadValidatesAndPlansTheAutoLadder(t *testing.T) {
 	if got := first.String(); got != "1120x1120-1img-1cam-isl1000-osl1000" {
 		t.Errorf("key %q", got)
 	}
+	// An engine is sized for the highest level and the most images.
+	if w.MaxCameras() != 256 || w.MaxImages() != 1 {
+		t.Errorf("max cameras %d, images %d; want 256 and 1", w.MaxCameras(), w.MaxImages())
+	}
+	w.Profile.AutoCeiling, w.Profile.Concurrency, w.Profile.ImagesPerRequest = 0, []int{8, 2}, 3
+	if w.MaxCameras() != 8 || w.MaxImages() != 3 {
+		t.Errorf("listed: max cameras %d, images %d; want 8 and 3", w.MaxCameras(), w.MaxImages())
+	}
 }
 
 func TestProfileLevelsAndRequests(t *testing.T) {

@@ -240,11 +240,24 @@ func (w Workload) LevelRequests(cameras int, interval float64) int {
 	return max(w.RequestsPerLevel, cameras)
 }
 
-// MaxImages is the largest number of images any request of the workload carries.
-func (w Workload) MaxImages() int { return maxOrOne(w.ImagesPerRequest) }
+// MaxImages is the largest number of images any request of the workload
+// carries (a profile's images per request, at least 1).
+func (w Workload) MaxImages() int {
+	if w.Profile != nil {
+		return max(w.Profile.ImagesPerRequest, 1)
+	}
+	return maxOrOne(w.ImagesPerRequest)
+}
 
-// MaxCameras is the highest camera level of the workload.
-func (w Workload) MaxCameras() int { return maxOrOne(w.Cameras) }
+// MaxCameras is the highest camera level of the workload: for a profile,
+// its highest concurrency level (with the automatic rule, the ceiling),
+// which an engine's slots are sized for alike.
+func (w Workload) MaxCameras() int {
+	if w.Profile != nil {
+		return maxOrOne(w.Profile.Levels())
+	}
+	return maxOrOne(w.Cameras)
+}
 
 // maxOrOne is the largest of ns, and at least 1: a workload always has one
 // camera sending one image.
