@@ -142,4 +142,10 @@ func TestMeasuredSaysWhatTheFiguresAre(t *testing.T) {
 	if len(skipped) != 1 || !strings.Contains(skipped[0].Error(), "run r-bad, min_latency") || !strings.Contains(skipped[0].Error(), "image_format") {
 		t.Errorf("skipped %v, want r-bad's min latency line, naming image_format", skipped)
 	}
+	// A level that completed nothing has no figures to show.
+	empty := profileRun("r-empty", time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	empty.Combinations[2].Completed, empty.Combinations[2].Failed = 0, 8
+	if rows, _ := Measured([]protocol.Run{empty}); len(rows) != 1 || rows[0].Profile != protocol.ProfileMinLatency {
+		t.Errorf("%+v, want the min latency line alone: the marked level completed nothing", rows)
+	}
 }
