@@ -37,8 +37,8 @@ type handler struct {
 // /api/explorer/compare (two runs side by side, when src is also a
 // RunLoader), GET /api/explorer/profiles (the latency and throughput
 // tables: the published lines and the measured ones, from the runs'
-// profile levels) and hands everything else (the pages and their static files)
-// to web.Handler. When src is Generational, the aggregate and the encoded
+// profile levels) and hands everything else (the pages and their static
+// files) to web.Handler. When src is Generational, the aggregate and the encoded
 // answers are kept until its generation moves.
 //
 // pageOpts are the pages' own options: web.WithLab when a controller

@@ -11,10 +11,10 @@ import (
 
 // Handler serves the page at "/", the compare page at "/compare", the
 // latency and throughput page at "/profiles" and their files under
-// "/static/". Every
-// response carries a content-hash ETag (If-None-Match answers 304). Files the
-// page links with ?v=<hash> are cached for a year, since a new build changes
-// the link; everything else revalidates on each use.
+// "/static/". Every response carries a content-hash ETag (If-None-Match
+// answers 304). Files the page links with ?v=<hash> are cached for a year,
+// since a new build changes the link; everything else revalidates on each
+// use.
 func Handler(opts ...Option) http.Handler {
 	var cfg config
 	for _, o := range opts {
