@@ -47,6 +47,7 @@ func TestExplorerProfilesPublished(t *testing.T) {
 			"        200   1648x2048                          710                         published (NVIDIA NIM, genai-perf)\n",
 		"        3579  1648x2048                          0.70                           published (NVIDIA NIM, genai-perf)\n",
 		"\n8 lines: 8 published, 0 measured.",
+		protocol.ProfileAutoRule, "ISL = text tokens; the image's tokens are not counted.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
