@@ -149,3 +149,20 @@ func TestMeasuredSaysWhatTheFiguresAre(t *testing.T) {
 		t.Errorf("%+v, want the min latency line alone: the marked level completed nothing", rows)
 	}
 }
+
+// The tables' text says SIMULATED and "OSL not held" once for a measured
+// line whose note says them.
+func TestTablesSayAMeasuredLinesMarksOnce(t *testing.T) {
+	run := profileRun("r-1", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	run.Simulated = true
+	run.Combinations[0].Profile.OSLHeld, run.Combinations[0].Profile.OSLMean = false, 640
+	rows, _ := Measured([]protocol.Run{run})
+	var out strings.Builder
+	if err := WriteTables(&out, rows[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); !strings.Contains(got, "measured (run r-1; SIMULATED; OSL not held (mean 640))\n") ||
+		strings.Count(got, "SIMULATED") != 1 || strings.Count(got, "OSL not held") != 1 {
+		t.Errorf("the line's source:\n%s\nwant its note once, SIMULATED and OSL not held said once", got)
+	}
+}
