@@ -85,7 +85,8 @@ func loadAssets() (map[string]asset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("explorer page assets: %w", err)
 	}
-	for _, need := range append(moduleOrder(), "index.html", "style.css", chartLibPath, "compare.html", "compare.js", "compare.css") {
+	for _, need := range append(moduleOrder(), "index.html", "style.css", chartLibPath, "compare.html", "compare.js", "compare.css",
+		"profiles.html", "profiles.js", "profiles.css") {
 		if _, ok := out[need]; !ok {
 			return nil, fmt.Errorf("explorer page assets: static/%s is missing", need)
 		}
