@@ -322,15 +322,16 @@ func (s *Server) reserve(loopHeader, frameHeader string) *job {
 // submit gives a reserved request its work; notify is called (with s.mu
 // held) whenever its state may have changed.
 func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
-	pixels := make([]int, len(req.images))
-	for i, d := range req.images {
-		pixels[i] = d.X * d.Y
+	d := demand{pixels: make([]int, len(req.images)), promptTokens: s.promptTokens(req),
+		textTokens: req.textTokens, tokens: s.answerLength(req)}
+	for i, im := range req.images {
+		d.pixels[i] = im.X * im.Y
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	s.advanceLocked(now)
-	s.m.fill(j, pixels, req.maxTokens)
+	s.m.fillDemand(j, d)
 	if j.phase == phaseDone { // answered while its body was read (see fill)
 		s.endedLocked(j, now)
 	}
