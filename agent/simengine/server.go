@@ -214,6 +214,9 @@ type ModelEntry struct {
 	// SimEngine is the engine it stands for ("vLLM", "llama.cpp"), the
 	// run's engine as a lab job on the same profile names it.
 	SimEngine string `json:"sim_engine,omitempty"`
+	// SimGPUCount is how many of the device's GPUs it stands for: the
+	// tensor-parallel size the model is split over.
+	SimGPUCount int `json:"sim_gpu_count,omitempty"`
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +233,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		"data": []ModelEntry{{
 			ID: s.opt.ServedName, Object: "model", Created: s.start.Unix(), OwnedBy: owner, Root: s.p.Model,
 			Simulated: true, SimSpeedup: s.speedup, SimDevice: s.p.Device, SimEngine: s.p.Engine,
+			SimGPUCount: s.p.TP(),
 		}},
 	})
 }
