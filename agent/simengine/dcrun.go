@@ -22,7 +22,7 @@ type LevelFigures struct {
 // seed and instant: what the HTTP server does for the same requests when
 // its clock is held by their loop (clock.go).
 func SimulateLevel(p Profile, promptTokens, osl, concurrency, requests int, seed uint64) (LevelFigures, error) {
-	if concurrency < 1 || requests < 1 || osl < 1 || promptTokens < 0 {
+	if concurrency < 1 || requests < 1 || osl < 1 || promptTokens < 1 {
 		return LevelFigures{}, fmt.Errorf("simulate level: concurrency %d, requests %d, osl %d, prompt tokens %d: want positive",
 			concurrency, requests, osl, promptTokens)
 	}

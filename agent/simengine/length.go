@@ -34,3 +34,13 @@ func finishReason(req parsedRequest, n int) string {
 	}
 	return "stop"
 }
+
+// checkSwitches refuses what the engine refuses of the switches: vLLM
+// answers 400 to a min_tokens above max_tokens (its SamplingParams check);
+// llama.cpp does not know min_tokens.
+func (s *Server) checkSwitches(req parsedRequest) error {
+	if s.p.Engine != EngineLlamaCpp && req.minTokens > req.maxTokens {
+		return badRequest("min_tokens must be less than or equal to max_tokens=%d, got %d.", req.maxTokens, req.minTokens)
+	}
+	return nil
+}

@@ -183,6 +183,12 @@ func TestProfileUsageAndForcedLength(t *testing.T) {
 			t.Errorf("%s: usage not in a chunk with empty choices", c.name)
 		}
 	}
+	// vLLM refuses a min_tokens above max_tokens, as its sampling
+	// parameters do.
+	_, err = askProfileErr(ts.URL, profileRequest{words: 10, maxTokens: 300, stream: true, extra: map[string]any{"min_tokens": 301}})
+	if err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("min_tokens above max_tokens: %v, want status 400", err)
+	}
 }
 
 // The edge profiles answer profile requests too: llama.cpp knows

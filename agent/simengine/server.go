@@ -278,6 +278,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.p.checkLimits(req)
 	}
+	if err == nil {
+		err = s.checkSwitches(req)
+	}
 	if err == nil && s.p.Engine == EngineVLLM && req.model != "" && req.model != s.opt.ServedName {
 		err = &requestError{code: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.model)}
 	}
