@@ -37,7 +37,15 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *list {
-		return simengine.WriteProfiles(c.stdout, simengine.Profiles())
+		if err := simengine.WriteProfiles(c.stdout, simengine.Profiles()); err != nil {
+			return err
+		}
+		dc, err := simengine.DataCenterProfiles()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout)
+		return simengine.WriteDataCenterProfiles(c.stdout, dc)
 	}
 	if *device == "" || *model == "" {
 		return usageError{errors.New("--device and --model are required (or --list)")}
