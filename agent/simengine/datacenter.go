@@ -52,7 +52,8 @@ type dcLine struct {
 // lengths; its KV share grows with its context, so that longer requests
 // fill the cache with fewer of them.
 func (d *DataCenter) jobCost(dm demand) jobCost {
-	n := float64(dm.promptTokens)
+	// A request always reads something, so that its prefill takes time.
+	n := math.Max(1, float64(dm.promptTokens))
 	c := jobCost{work: d.ttft.at(n), tps: 1 / d.itl.at(n)}
 	if len(d.lines) == 0 {
 		return c

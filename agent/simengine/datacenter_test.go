@@ -112,3 +112,33 @@ func TestDataCenterReproducesPublished(t *testing.T) {
 	}
 	t.Logf("worst: min latency %.1f %%, max throughput %.1f %%", 100*worstMin, 100*worstMax)
 }
+
+// A tensor-parallel size that is not published is scaled from the
+// nearest published one: faster by (TP/TP₀)^-½, with a larger KV cache;
+// one whose GPUs cannot hold the weights is refused.
+func TestDataCenterUnpublishedTP(t *testing.T) {
+	two, err := LookupTP("A100-SXM4-80GB", "Llama-3.2-11B-Vision-Instruct", "BF16", "", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := LookupTP("A100-SXM4-80GB", "Llama-3.2-11B-Vision-Instruct", "BF16", "", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if four.TP() != 4 || four.DC.FromTP != 2 || four.Key() == two.Key() {
+		t.Fatalf("TP4: %s from TP%d", four.Key(), four.DC.FromTP)
+	}
+	n := float64(publishedPromptTokens(four.Model, 20000, 1120, 1120))
+	if r := four.DC.ttft.at(n) / two.DC.ttft.at(n); math.Abs(r-math.Sqrt(0.5)) > 1e-9 {
+		t.Errorf("TTFT TP4/TP2 %.4f, want %.4f", r, math.Sqrt(0.5))
+	}
+	if four.DC.lines[0].seqs <= two.DC.lines[0].seqs {
+		t.Errorf("KV cache at TP4 holds %g requests, at TP2 %g: want more", four.DC.lines[0].seqs, two.DC.lines[0].seqs)
+	}
+	if _, err := LookupTP("L40S", "Llama-3.2-90B-Vision-Instruct", "BF16", "", 2); err == nil || !strings.Contains(err.Error(), "needs at least 8") {
+		t.Errorf("90B BF16 on two L40S: %v, want refused for needing 8", err)
+	}
+	if _, err := LookupTP("RTX PRO 6000", "Qwen3-VL-4B-Instruct", "BF16", "", 2); err == nil {
+		t.Error("an edge device at TP2: accepted")
+	}
+}
