@@ -95,3 +95,22 @@ func TestEveryScriptIsLoaded(t *testing.T) {
 		t.Errorf("no page loads %v", unloaded)
 	}
 }
+
+// Bundled into one module, two modules' top-level names share one scope: a
+// name declared twice would make the exported page a syntax error, so the
+// bundle is refused instead, naming both modules.
+func TestBundleRefusesADuplicateTopLevelName(t *testing.T) {
+	assets, err := loadAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bundleModules(assets); err != nil {
+		t.Fatalf("the page's own modules: %v", err)
+	}
+	dom := assets["dom.js"]
+	assets["dom.js"] = newAsset("dom.js", append(append([]byte{}, dom.body...), "\nfunction selection() {}\n"...))
+	_, err = bundleModules(assets)
+	if err == nil || !strings.Contains(err.Error(), "state.js") || !strings.Contains(err.Error(), "dom.js") {
+		t.Errorf("a name declared in dom.js and state.js: %v, want an error naming both", err)
+	}
+}
