@@ -39,8 +39,12 @@ const (
 	fakeImageTokens    = 100
 )
 
-func newProfileFake(t *testing.T, capacity int, ttft, perToken time.Duration) *profileFake {
+// newProfileFake starts the fake; opts set it up before it serves.
+func newProfileFake(t *testing.T, capacity int, ttft, perToken time.Duration, opts ...func(*profileFake)) *profileFake {
 	f := &profileFake{ttft: ttft, perToken: perToken, natural: 5, slots: make(chan struct{}, capacity)}
+	for _, o := range opts {
+		o(f)
+	}
 	f.fakeEngine = newFakeEngine(t, f.respond)
 	return f
 }

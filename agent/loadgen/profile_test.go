@@ -69,8 +69,7 @@ func TestProfileTextsShareNoPrefix(t *testing.T) {
 
 // A server that reports no usage: a word is a token, said so.
 func TestProfileWithoutUsageEstimatesTheText(t *testing.T) {
-	f := newProfileFake(t, 4, time.Millisecond, time.Millisecond)
-	f.noUsage = true
+	f := newProfileFake(t, 4, time.Millisecond, time.Millisecond, func(f *profileFake) { f.noUsage = true })
 	cs := measureProfile(t, f, profileSpec(300, 4, 2, 1))
 	pl := cs[0].Profile
 	if !pl.TextTokensEstimated || pl.ImageTokens != 0 {
@@ -113,9 +112,9 @@ func TestProfileFiguresByTheDefinitions(t *testing.T) {
 	spec.ForcedLength = vllmForced
 	c := measureProfile(t, f, spec)[0]
 	pl := c.Profile
-	within(t, "TTFT ms", *pl.TTFTMs, 60, 60+tolMS)
-	within(t, "ITL ms", *pl.ITLMs, 8, 8+tolMS/4)
-	within(t, "latency ms", pl.RequestLatencyMs, 60+80, 60+80+tolMS*2)
+	within(t, "TTFT ms", *pl.TTFTMs, 60, 60+2*tolMS)
+	within(t, "ITL ms", *pl.ITLMs, 8, 8+tolMS/2)
+	within(t, "latency ms", pl.RequestLatencyMs, 60+80, 60+80+tolMS*4)
 	// Latency is TTFT + ITL × (OSL - 1) by the definition of ITL.
 	within(t, "TTFT + ITL×(OSL-1)", *pl.TTFTMs+*pl.ITLMs*(osl-1), pl.RequestLatencyMs-0.01, pl.RequestLatencyMs+0.01)
 	first, last := math.Inf(1), 0.0
@@ -161,8 +160,7 @@ func TestProfileNotStreamedHasNoTTFTOrITL(t *testing.T) {
 // A server that refuses min_tokens with a 400 is asked again without the
 // switches, once a run, and the level says so.
 func TestProfileRefusedSwitchIsDroppedAndRecorded(t *testing.T) {
-	f := newProfileFake(t, 4, time.Millisecond, time.Millisecond)
-	f.refuseMinTokens = true
+	f := newProfileFake(t, 4, time.Millisecond, time.Millisecond, func(f *profileFake) { f.refuseMinTokens = true })
 	spec := profileSpec(50, 8, 4, 1)
 	spec.ForcedLength = vllmForced
 	var warned []string
@@ -175,8 +173,11 @@ func TestProfileRefusedSwitchIsDroppedAndRecorded(t *testing.T) {
 	if !slices.Equal(pl.SwitchesDropped, []string{"ignore_eos", "min_tokens"}) || len(pl.ForcedBy) != 0 {
 		t.Errorf("dropped %v, forced by %v; want [ignore_eos min_tokens], none", pl.SwitchesDropped, pl.ForcedBy)
 	}
-	if f.refused != 1 || len(warned) != 1 || !strings.Contains(warned[0], "min_tokens") {
-		t.Errorf("%d refusals and warnings %q; want one of each", f.refused, warned)
+	f.mu.Lock()
+	refused := f.refused
+	f.mu.Unlock()
+	if refused != 1 || len(warned) != 1 || !strings.Contains(warned[0], "min_tokens") {
+		t.Errorf("%d refusals and warnings %q; want one of each", refused, warned)
 	}
 }
 
@@ -198,8 +199,10 @@ func TestProfileExtraBodyMayNotSetOwnedFields(t *testing.T) {
 // growing, and the max-throughput point is where a server that serves
 // four at once saturates.
 func TestProfileAutoFindsTheSaturationPoint(t *testing.T) {
-	f := newProfileFake(t, 4, 60*time.Millisecond, 4*time.Millisecond)
-	spec := profileSpec(20, 11, 16)
+	// A request takes 300 ms, so that the client's own moments between
+	// answers, on a loaded machine, are far below the rule's 5 %.
+	f := newProfileFake(t, 4, 250*time.Millisecond, 5*time.Millisecond)
+	spec := profileSpec(20, 11, 8)
 	spec.ForcedLength = vllmForced
 	spec.Workload.AutoCeiling = 64
 	var series [][]protocol.Combination
@@ -212,9 +215,11 @@ func TestProfileAutoFindsTheSaturationPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	var levels []int
+	var rates []float64
 	marked := 0
 	for _, c := range cs {
 		levels = append(levels, c.Cameras)
+		rates = append(rates, c.Profile.RequestThroughput)
 		if c.Profile.MaxThroughput {
 			marked = c.Cameras
 		}
@@ -222,7 +227,7 @@ func TestProfileAutoFindsTheSaturationPoint(t *testing.T) {
 	// A loaded machine may let 8 look 5 % better than 4 and 16 be
 	// measured too; the mark stays on 4.
 	if (!slices.Equal(levels, []int{1, 2, 4, 8}) && !slices.Equal(levels, []int{1, 2, 4, 8, 16})) || marked != 4 {
-		t.Errorf("levels %v marked %d; want [1 2 4 8] marked 4", levels, marked)
+		t.Errorf("levels %v (requests/s %.2f) marked %d; want [1 2 4 8] marked 4", levels, rates, marked)
 	}
 	if len(series) != 1 || len(series[0]) != len(cs) || len(cs) < 3 || !series[0][2].Profile.MaxThroughput {
 		t.Errorf("SeriesDone heard %d series, want one with the mark", len(series))
