@@ -167,10 +167,10 @@ func (p *profiler) levels() ([]int, bool) {
 // known is the levels known so far: those measured, the current one and
 // ahead, the rest of this series and the later series' listed levels.
 func (p *profiler) known(ahead int) int {
-	series := len(p.w.Lengths) * len(p.w.Resolutions)
-	done := p.combos / max(1, len(p.w.Concurrency))
-	if len(p.w.Concurrency) == 0 {
+	per := len(p.w.Concurrency)
+	if per == 0 {
 		return p.combos + ahead
 	}
-	return p.combos + ahead + (series-done-1)*len(p.w.Concurrency)
+	later := len(p.w.Lengths)*len(p.w.Resolutions) - p.combos/per - 1
+	return p.combos + ahead + later*per
 }
