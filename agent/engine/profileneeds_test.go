@@ -26,3 +26,17 @@ func TestNeedsOfAProfile(t *testing.T) {
 		t.Errorf("listed levels: %d at once, want 8", n.MaxCameras)
 	}
 }
+
+// Ollama counts an image as 768 tokens when it fits a prompt into its
+// context, and cuts one it finds too long: the context holds that much
+// per image, and more where the image is larger.
+func TestOllamaContextHoldsWhatOllamaCountsAnImageAs(t *testing.T) {
+	small := Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: 32, TextTokens: 200, MaxWidth: 320, MaxHeight: 240}.normalized()
+	if _, _, needed := ollamaSizing(&resolved{}, small); needed < ollamaImageTokens+200+32 {
+		t.Errorf("context %d for a small picture, 200 text tokens and 32 of answer: below Ollama's count", needed)
+	}
+	large := Needs{MaxCameras: 1, MaxImages: 2, MaxTokens: 64, MaxWidth: 2560, MaxHeight: 1440}.normalized()
+	if _, _, needed := ollamaSizing(&resolved{}, large); needed != slotTokens(large) {
+		t.Errorf("context %d for two 2K pictures, want the estimate %d", needed, slotTokens(large))
+	}
+}

@@ -25,12 +25,13 @@ type calibration struct {
 const calibrationTries = 4
 
 // calibrate sizes the text of lp at res without a tokenizer. A probe with
-// the images and one word, and one with ISL words, read usage's
-// prompt_tokens: their difference gives the server's tokens per word, and
-// the first less its word the tokens of the images and the template. The
-// words are then sized so that prompt tokens less those equal ISL within
-// 1 %, checked, and adjusted, by a probe or two. Probes carry the
-// level's pictures and texts of their own, and ask for one token.
+// the images and one word, and one with a quarter of ISL in words, read
+// usage's prompt_tokens: their difference gives the server's tokens per
+// word, and the first less its word the tokens of the images and the
+// template. The words are then sized so that prompt tokens less those
+// equal ISL within 1 %, checked, and adjusted, by a probe or more. Probes
+// carry the level's pictures and texts of their own, and ask for one
+// token.
 func (p *profiler) calibrate(ctx context.Context, lp protocol.LengthPair, res protocol.Resolution) (calibration, error) {
 	if p.w.ImagesPerRequest > 0 {
 		// The first picture prepares the size, before anything is timed.
@@ -53,18 +54,27 @@ func (p *profiler) calibrate(ctx context.Context, lp protocol.LengthPair, res pr
 	if lp.ISL == 1 {
 		return calibration{words: 1, imageTokens: one - 1}, nil
 	}
-	all, err := pr.promptTokens(ctx, lp.ISL)
+	// A quarter of ISL words stays within ISL tokens (and the server's
+	// context, which the engine was sized for) unless a word is more than
+	// four tokens: a server past its context truncates the prompt and
+	// counts what it kept.
+	some := max(2, lp.ISL/probeShare)
+	tokens, err := pr.promptTokens(ctx, some)
 	if err != nil {
 		return calibration{}, err
 	}
-	if all <= one {
+	if tokens <= one {
 		return calibration{}, fmt.Errorf("calibration: the server counted %d prompt tokens for %d words and %d for one: "+
-			"its usage does not follow the text", all, lp.ISL, one)
+			"its usage does not follow the text (a server truncates a prompt longer than its context)", tokens, some, one)
 	}
-	perWord := float64(all-one) / float64(lp.ISL-1)
-	cal := calibration{words: lp.ISL, imageTokens: int(math.Round(float64(one) - perWord))}
-	return pr.adjust(ctx, cal, lp.ISL, all-cal.imageTokens)
+	perWord := float64(tokens-one) / float64(some-1)
+	cal := calibration{words: some, imageTokens: int(math.Round(float64(one) - perWord))}
+	return pr.adjust(ctx, cal, lp.ISL, tokens-cal.imageTokens)
 }
+
+// probeShare is the share of ISL, in words, of the probe that learns the
+// tokens per word.
+const probeShare = 4
 
 // prober sends a calibration's probes, one at a time.
 type prober struct {
