@@ -60,7 +60,8 @@ type profiler struct {
 // warm-up, and the concurrency levels, listed or found by the automatic
 // rule (protocol.ProfileAutoRule), each a closed loop. Each level goes to
 // ComboDone as it is measured; each (length, resolution)'s levels, with
-// the max-throughput point marked, to SeriesDone. It stops early only
+// the max-throughput point marked, to SeriesDone, or those measured
+// before the series stopped, unmarked. It stops early only
 // when ctx ends or a hook or a calibration fails, and then returns the
 // levels measured so far with the error.
 func MeasureProfile(ctx context.Context, t Target, spec ProfileSpec, imgs ProfilePictures, h Hooks) ([]protocol.Combination, error) {
@@ -132,13 +133,13 @@ func (p *profiler) series(ctx context.Context, lp protocol.LengthPair, res proto
 	for i := 0; i < len(levels); i++ {
 		key.Cameras = levels[i]
 		c, err := lv.measure(ctx, key, p.known(len(levels)-i))
-		if err != nil {
-			return out, err
-		}
-		if p.h.ComboDone != nil {
-			if err := p.h.ComboDone(p.combos, &c); err != nil {
-				return out, fmt.Errorf("loadgen: after %s: %w", key, err)
+		if err == nil && p.h.ComboDone != nil {
+			if err = p.h.ComboDone(p.combos, &c); err != nil {
+				err = fmt.Errorf("loadgen: after %s: %w", key, err)
 			}
+		}
+		if err != nil {
+			return out, errors.Join(err, p.handOn(out, key, false))
 		}
 		p.combos++
 		out = append(out, c)
@@ -146,13 +147,24 @@ func (p *profiler) series(ctx context.Context, lp protocol.LengthPair, res proto
 			levels = append(levels, next)
 		}
 	}
-	markMaxThroughput(out)
-	if p.h.SeriesDone != nil {
-		if err := p.h.SeriesDone(out); err != nil {
-			return out, fmt.Errorf("loadgen: after %s: %w", key, err)
-		}
+	return out, p.handOn(out, key, true)
+}
+
+// handOn hands a series' levels to SeriesDone: all of them, with the
+// max-throughput point marked, or those measured before the series
+// stopped, unmarked (the rule never saw its end), as the camera ladders'
+// levels are handed on as they come.
+func (p *profiler) handOn(levels []protocol.Combination, key protocol.ComboKey, complete bool) error {
+	if complete {
+		markMaxThroughput(levels)
 	}
-	return out, nil
+	if len(levels) == 0 || p.h.SeriesDone == nil {
+		return nil
+	}
+	if err := p.h.SeriesDone(levels); err != nil {
+		return fmt.Errorf("loadgen: after %s: %w", key, err)
+	}
+	return nil
 }
 
 // levels are the concurrency levels to measure: the workload's, or with

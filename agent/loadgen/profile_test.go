@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -264,5 +265,32 @@ func TestProfileAutoRule(t *testing.T) {
 		if c.Profile.MaxThroughput != (c.Cameras == 4) {
 			t.Errorf("level %d marked %v; want only 4, the smallest within 5 %% of 31", c.Cameras, c.Profile.MaxThroughput)
 		}
+	}
+}
+
+// A series that stops early hands on the levels it measured, with no
+// max-throughput point: the rule never saw its end.
+func TestProfileStoppedSeriesHandsOnItsLevelsUnmarked(t *testing.T) {
+	f := newProfileFake(t, 4, time.Millisecond, time.Millisecond)
+	stop := errors.New("the controller went away")
+	var handed []protocol.Combination
+	h := Hooks{
+		ComboDone: func(idx int, _ *protocol.Combination) error {
+			if idx == 1 {
+				return stop
+			}
+			return nil
+		},
+		SeriesDone: func(levels []protocol.Combination) error {
+			handed = append(handed, levels...)
+			return nil
+		},
+	}
+	cs, err := MeasureProfile(context.Background(), f.target(), profileSpec(20, 2, 2, 1, 2, 4), profileImages{}, h)
+	if !errors.Is(err, stop) {
+		t.Fatalf("err = %v, want the hook's", err)
+	}
+	if len(cs) != 1 || len(handed) != 1 || handed[0].Cameras != 1 || handed[0].Profile.MaxThroughput {
+		t.Errorf("%d levels returned, %d handed on (%+v); want level 1, unmarked", len(cs), len(handed), handed)
 	}
 }
