@@ -89,13 +89,17 @@ func (f *profileFake) respond(s *sse, _ int, req fakeRequest) {
 		return
 	}
 	defer func() { <-f.slots }()
+	ttft := f.ttft
+	if req.MaxTokens == 1 {
+		ttft = 0 // a calibration probe: its time is not measured
+	}
 	if !req.Stream {
-		s.sleep(f.ttft + time.Duration(out-1)*f.perToken)
+		s.sleep(ttft + time.Duration(out-1)*f.perToken)
 		f.whole(s, prompt, out)
 		return
 	}
 	s.event(vllmRoleChunk)
-	s.sleep(f.ttft)
+	s.sleep(ttft)
 	for i := 0; i < out; i++ {
 		if i > 0 {
 			s.sleep(f.perToken)
