@@ -43,13 +43,15 @@ func (m *measurement) measureProfile(mctx context.Context, ep engine.Endpoint, t
 }
 
 // profileIdentity records what a profile line was measured on: the GPU
-// (the device's first, or the device itself where it lists none: a
-// Jetson, a simulated device), how many (at least TP), and TP (0 is 1).
+// (the device's first; a simulated device's own name, which is how the
+// published tables spell it; the device itself where it lists none: a
+// Jetson), how many served the model, and TP (0 is 1). The GPUs that
+// served it are the TP it was split over: a host's other GPUs did not.
 func profileIdentity(r *protocol.Run) {
 	c := &r.Config
 	c.TP = max(c.TP, 1)
-	c.GPU, c.GPUCount = r.Device.Name, max(1, c.TP)
-	if gpus := r.Device.GPUs; len(gpus) > 0 {
-		c.GPU, c.GPUCount = gpus[0].Name, max(len(gpus), c.TP)
+	c.GPU, c.GPUCount = r.Device.Name, c.TP
+	if gpus := r.Device.GPUs; len(gpus) > 0 && !r.Simulated {
+		c.GPU = gpus[0].Name
 	}
 }

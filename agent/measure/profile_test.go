@@ -127,3 +127,16 @@ func TestProfileRunMeasuresTheProfileWithItsIdentity(t *testing.T) {
 		t.Errorf("%d levels marked max throughput, %d PNG pictures sent; want 1 and some", marked, pngs)
 	}
 }
+
+// A simulated data-center host is filed under the GPU as the published
+// tables spell it, not as its simulated nvidia-smi does, and a line counts
+// the GPUs the model was split over, not the host's.
+func TestProfileIdentityOfASimulatedHost(t *testing.T) {
+	r := protocol.Run{Simulated: true, Config: protocol.Configuration{TP: 2},
+		Device: protocol.DeviceFacts{Name: "H100-HBM3-80GB", GPUs: make([]protocol.GPUFacts, 8)}}
+	r.Device.GPUs[0].Name = "NVIDIA H100 80GB HBM3"
+	profileIdentity(&r)
+	if c := r.Config; c.GPU != "H100-HBM3-80GB" || c.GPUCount != 2 || c.TP != 2 {
+		t.Errorf("configuration GPU %q × %d, TP %d; want H100-HBM3-80GB × 2, TP 2", c.GPU, c.GPUCount, c.TP)
+	}
+}
