@@ -20,11 +20,11 @@ type profileLevel struct {
 }
 
 // measure measures one concurrency level: a closed loop of key.Cameras
-// workers until RequestsPerLevel requests (at least one per worker) have
-// been sent.
+// workers until the level's requests (protocol's LevelRequests: at least
+// one per worker) have been sent.
 func (lv *profileLevel) measure(ctx context.Context, key protocol.ComboKey, known int) (protocol.Combination, error) {
 	p := lv.p
-	total := max(p.w.RequestsPerLevel, key.Cameras, 1)
+	total := max(p.w.LevelRequests(key.Cameras), 1)
 	pc := protocol.PlannedCombo{ComboKey: key, Requests: total}
 	if p.h.ComboStart != nil {
 		p.h.ComboStart(p.combos, known, pc, false)
