@@ -8,9 +8,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// PathProfiles is the latency and throughput tables, one row per line.
-const PathProfiles = "/api/explorer/profiles"
-
 // ProfileSource lists measured profile lines, oldest first. A RunSource
 // that is also a ProfileSource has its lines set beside the published
 // ones of the same identity (profiles.Join); without one, the endpoint
