@@ -9,11 +9,21 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
 )
 
+// simulatedProfiles are the simulator's profiles: the edge devices' and
+// the data-center GPUs' (one per published tensor-parallel size).
+func simulatedProfiles() []simengine.Profile {
+	ps := simengine.Profiles()
+	if dc, err := simengine.DataCenterProfiles(); err == nil {
+		ps = append(ps, dc...)
+	}
+	return ps
+}
+
 // SimulatedDevices lists the device names the simulator has profiles for.
 func SimulatedDevices() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range simengine.Profiles() {
+	for _, p := range simulatedProfiles() {
 		if !seen[p.Device] {
 			seen[p.Device] = true
 			out = append(out, p.Device)
@@ -27,25 +37,33 @@ func SimulatedDevices() []string {
 // device; models narrows them to the given model names when not empty.
 func SimulatedDeployments(device string, speedup float64, models ...string) ([]DeploymentConfig, error) {
 	var out []DeploymentConfig
-	for _, p := range simengine.Profiles() {
+	for _, p := range simulatedProfiles() {
 		if !strings.EqualFold(p.Device, device) {
 			continue
 		}
 		if len(models) > 0 && !containsFold(models, p.Model) {
 			continue
 		}
+		quant, tp := p.Quantization, 0
+		if p.DC != nil {
+			// A model is published at several sizes on one GPU: each is a
+			// deployment of its own.
+			tp = p.TP()
+			quant += fmt.Sprintf("-tp%d", tp)
+		}
 		out = append(out, DeploymentConfig{
-			ID:           DeploymentID(p.Model, p.Quantization, p.Engine),
+			ID:           DeploymentID(p.Model, quant, p.Engine),
 			Model:        p.Model,
 			ParamsB:      p.ParamsB,
 			Quantization: p.Quantization,
 			Engine: engine.Config{
-				Kind:            engine.KindSim,
-				SimDevice:       p.Device,
-				SimModel:        p.Model,
-				SimQuantization: p.Quantization,
-				SimEngine:       p.Engine,
-				SimSpeedup:      speedup,
+				Kind:               engine.KindSim,
+				SimDevice:          p.Device,
+				SimModel:           p.Model,
+				SimQuantization:    p.Quantization,
+				SimEngine:          p.Engine,
+				SimSpeedup:         speedup,
+				TensorParallelSize: tp,
 			},
 		})
 	}

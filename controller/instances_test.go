@@ -14,7 +14,9 @@ func TestLateHellosDoNotHoldAnAgentID(t *testing.T) {
 	t0 := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
 	first := instanceClaim{instance: "aaaa", spoolLock: "vm:/tmp/1", hostname: "vm", startedAt: t0}
 	second := instanceClaim{instance: "bbbb", spoolLock: "vm:/tmp/2", hostname: "vm", startedAt: t0.Add(2 * time.Second)}
-	beat := func(c instanceClaim) instanceClaim { return instanceClaim{instance: c.instance, spoolLock: c.spoolLock} }
+	beat := func(c instanceClaim) instanceClaim {
+		return instanceClaim{instance: c.instance, spoolLock: c.spoolLock}
+	}
 
 	ai := newAgentInstances()
 	steps := []struct {

@@ -41,17 +41,18 @@ func TestPagesShareTheTypedToken(t *testing.T) {
 }
 
 // Every page the controller serves has the same links, to the explorer,
-// the live page, the fleet, the sweeps and the compare page, with the
-// page itself marked; the controller's pages have the one token field and
-// the health mark; the explorer's show the controller's health too.
+// the live page, the fleet, the sweeps, the compare page and the latency
+// and throughput page, with the page itself marked; the controller's pages
+// have the one token field and the health mark; the explorer's show the
+// controller's health too.
 func TestEveryPageHasTheSameLinks(t *testing.T) {
 	path := chromium(t)
 	c := startControllerWith(t, Options{DataDir: t.TempDir(),
 		Explorer: func(runs RunSource) http.Handler { return explorer.NewHandler(runs, zerolog.Nop(), web.WithLab()) }})
 	ctx := browsertest.Open(t, path, 60*time.Second)
-	want := []string{"/", "/live", "/fleet", "/sweeps", "/compare"}
+	want := []string{"/", "/live", "/fleet", "/sweeps", "/compare", "/profiles"}
 	for _, page := range []struct{ path, current string }{
-		{"/", "/"}, {"/live", "/live"}, {"/fleet", "/fleet"}, {"/sweeps", "/sweeps"}, {"/sweeps/s-1", "/sweeps"}, {"/compare", "/compare"},
+		{"/", "/"}, {"/live", "/live"}, {"/fleet", "/fleet"}, {"/sweeps", "/sweeps"}, {"/sweeps/s-1", "/sweeps"}, {"/compare", "/compare"}, {"/profiles", "/profiles"},
 	} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+page.path)); err != nil {
 			t.Fatalf("open %s: %v", page.path, err)
@@ -80,7 +81,7 @@ func TestEveryPageHasTheSameLinks(t *testing.T) {
 		if !slices.Equal(got.Links, want) || got.Current != page.current || !got.Visible {
 			t.Errorf("%s: links %v (current %q, visible %v), want %v with %s current", page.path, got.Links, got.Current, got.Visible, want, page.current)
 		}
-		if lab := !strings.HasPrefix(page.path, "/compare") && page.path != "/"; lab && (!got.Token || got.Health == "") {
+		if lab := !strings.HasPrefix(page.path, "/compare") && page.path != "/profiles" && page.path != "/"; lab && (!got.Token || got.Health == "") {
 			if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("health-ok").textContent === "health ok"`, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil || !got.Token {
 				t.Errorf("%s: token field %v, health mark never said ok: %v", page.path, got.Token, err)
 			}

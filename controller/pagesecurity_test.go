@@ -19,7 +19,7 @@ import (
 // here fails TestEveryPageHasAContentSecurityPolicy.
 var pageRoutes = map[string]string{
 	"/live": "live.html", "/fleet": "fleet.html", "/sweeps": "sweeps.html", "/sweeps/s-1": "sweep.html",
-	"/": "", "/index.html": "", "/compare": "",
+	"/": "", "/index.html": "", "/compare": "", "/profiles": "",
 }
 
 var inlineElement = regexp.MustCompile(`(?s)<(script|style)>(.*?)</(?:script|style)>`)

@@ -68,6 +68,7 @@ func TestEveryPageFitsTheScreen(t *testing.T) {
 		{"/sweeps", `document.querySelector("#sweeps tr[data-sweep]") !== null`},
 		{"/sweeps/" + latest.ID, `document.querySelector("#answer .answer") !== null`},
 		{"/compare?a=" + runA + "&b=" + runB, `!!(window.vlmfleetCompare && window.vlmfleetCompare.ready)`},
+		{"/profiles", `!!(window.vlmfleetProfiles && window.vlmfleetProfiles.ready) && document.querySelector("table.profile") !== null`},
 	}
 	ctx := browsertest.Open(t, path, 3*time.Minute)
 	for _, width := range []int64{412, 1280} {
@@ -92,7 +93,7 @@ func TestEveryPageFitsTheScreen(t *testing.T) {
 			}
 		}
 	}
-	// At 1280 px the last page opened is the compare page; the explorer's
+	// At 1280 px the last page opened is the profiles page; the explorer's
 	// cost inputs are checked against their labels.
 	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/")); err != nil {
 		t.Fatal(err)

@@ -111,7 +111,8 @@ func Aggregate(runs []protocol.Run, now time.Time) Dataset {
 	groups := map[identity][]*protocol.Run{}
 	for i := range runs {
 		r := &runs[i]
-		if r.Status != protocol.RunCompleted {
+		// A profile run's figures are the Latency & throughput page's.
+		if r.Status != protocol.RunCompleted || r.Workload.Profile != nil {
 			continue
 		}
 		k := identityOf(r)
@@ -207,12 +208,16 @@ func mergedPoints(rs []*protocol.Run) []Point {
 // which every request failed is kept (Completed 0, no figures): the level
 // was tested and failed, so Max Cameras must not claim "1+" below it. One
 // in which no request ran, with an unknown size or listed twice is
-// skipped, not trusted.
+// skipped, not trusted. A profile level answers another question (the
+// Latency & throughput page's) and is no camera level.
 func points(r *protocol.Run) []Point {
 	out := make([]Point, 0, len(r.Combinations))
 	seen := map[protocol.ComboKey]bool{}
 	for i := range r.Combinations {
 		c := &r.Combinations[i]
+		if c.Profile != nil {
+			continue
+		}
 		size, err := protocol.LookupImageSize(c.Size)
 		if err != nil || c.Completed < 0 || c.Failed < 0 || c.Completed+c.Failed == 0 || c.Images < 1 || c.Cameras < 1 || c.FrameIntervalSec < 0 {
 			continue

@@ -281,3 +281,22 @@ func BenchmarkAggregate(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(runs)), "runs")
 }
+
+// A profile level answers the Latency & throughput page's question; even
+// keyed by a camera size it is no camera level.
+func TestAggregateLeavesProfileLevelsToTheirPage(t *testing.T) {
+	r := testRun("mixed", 0, protocol.RunCompleted, 1)
+	prof := combo("720p", 1, 4, 0.2, 8, 0)
+	prof.Profile = &protocol.ProfileLevel{LengthPair: protocol.LengthPair{ISL: 1000, OSL: 200}, Concurrency: 4, RequestThroughput: 3}
+	r.Combinations = append(r.Combinations, prof)
+	row := onlyRow(t, Aggregate([]protocol.Run{r}, t0))
+	if p, ok := FindPoint(row.Points, "720p", 1, 4); ok {
+		t.Errorf("the profile level is a camera point: %+v", p)
+	}
+	only := testRun("profile", 10, protocol.RunCompleted, 1)
+	only.Combinations = []protocol.Combination{prof}
+	only.Workload.Profile = &protocol.ProfileWorkload{Lengths: []protocol.LengthPair{{ISL: 1000, OSL: 200}}}
+	if ds := Aggregate([]protocol.Run{only}, t0); len(ds.Rows) != 0 {
+		t.Errorf("a run of profile levels only has %d camera rows, want none", len(ds.Rows))
+	}
+}

@@ -3,6 +3,8 @@ package explorer
 import (
 	"context"
 	"sync"
+
+	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // Generational is a RunSource that says when its runs change (the
@@ -14,11 +16,13 @@ type Generational interface {
 }
 
 // snapshot is everything the explorer derives from one generation of the
-// runs: the dataset with its regression markers, and the encoded answers,
-// each made at its first request.
+// runs: the dataset with its regression markers, the measured profile
+// lines, and the encoded answers, each made at its first request.
 type snapshot struct {
 	gen uint64
 	ds  Dataset
+	// profiles is the runs' measured profile lines (profiles.Measured).
+	profiles []protocol.ProfileRow
 	// partial is set when a regression marker could not be computed: the
 	// snapshot answers the request that built it and is not kept.
 	partial bool

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/explorer/profiles"
 	"github.com/vlmfleet/vlmfleet/explorer/web"
 )
 
@@ -29,9 +30,9 @@ type handler struct {
 // /api/explorer/rows (the table at a Query, for scripts), GET
 // /api/explorer/compare (two runs side by side, when src is also a
 // RunLoader), GET /api/explorer/profiles (the latency and throughput
-// tables: the published lines, and the measured ones when src is also a
-// ProfileSource) and hands everything else (the pages and their static files)
-// to web.Handler. When src is Generational, the aggregate and the encoded
+// tables: the published lines and the measured ones, from the runs'
+// profile levels) and hands everything else (the pages and their static
+// files) to web.Handler. When src is Generational, the aggregate and the encoded
 // answers are kept until its generation moves.
 //
 // pageOpts are the pages' own options: web.WithLab when a controller
@@ -83,6 +84,11 @@ func (h *handler) build(ctx context.Context, gen uint64) (*snapshot, error) {
 		return nil, err
 	}
 	s := &snapshot{gen: gen, ds: Aggregate(runs, h.now())}
+	var skipped []error
+	s.profiles, skipped = profiles.Measured(runs)
+	for _, err := range skipped {
+		h.log.Warn().Err(err).Msg("a measured profile line left out")
+	}
 	if load, ok := h.src.(RunLoader); ok {
 		h.regressions.forgetIfReplaced(h.src)
 		if err := h.regressions.flagRegressions(ctx, &s.ds, load); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 )
 
@@ -358,11 +359,20 @@ func (r *Run) Validate() error {
 
 // Validate checks one combination's key and figures.
 func (c *Combination) Validate() error {
-	if _, err := LookupImageSize(c.Size); err != nil {
-		return err
-	}
-	if c.Images < 1 || c.Images > MaxImagesInRequest {
-		return fmt.Errorf("%s: images %d, want 1..%d", c.ComboKey, c.Images, MaxImagesInRequest)
+	if c.Profile != nil {
+		if err := c.validateProfileKey(); err != nil {
+			return fmt.Errorf("%s: %w", c.ComboKey, err)
+		}
+	} else {
+		if _, err := LookupImageSize(c.Size); err != nil {
+			return err
+		}
+		if c.Images < 1 || c.Images > MaxImagesInRequest {
+			return fmt.Errorf("%s: images %d, want 1..%d", c.ComboKey, c.Images, MaxImagesInRequest)
+		}
+		if c.ISL != 0 || c.OSL != 0 {
+			return fmt.Errorf("%s: isl and osl on a camera level, want them only with its profile figures", c.ComboKey)
+		}
 	}
 	if c.Cameras < 1 || c.Cameras > MaxCameraLevel {
 		return fmt.Errorf("%s: cameras %d, want 1..%d", c.ComboKey, c.Cameras, MaxCameraLevel)
@@ -377,6 +387,52 @@ func (c *Combination) Validate() error {
 	}
 	if err := c.validateBuyerFigures(); err != nil {
 		return fmt.Errorf("%s: %w", c.ComboKey, err)
+	}
+	return nil
+}
+
+// validateProfileKey checks a profile level's key against its figures: its
+// size is the pictures' "WxH" (or, sending none, any), its cameras its
+// concurrency, its lengths the profile's.
+func (c *Combination) validateProfileKey() error {
+	p := c.Profile
+	if c.Images < 0 || c.Images > MaxImagesInRequest {
+		return fmt.Errorf("images %d, want 0..%d", c.Images, MaxImagesInRequest)
+	}
+	if c.Images > 0 {
+		r, err := ParseResolution(c.Size)
+		if err != nil {
+			return fmt.Errorf("size: %w", err)
+		}
+		if r != p.Resolution {
+			return fmt.Errorf("size %s, but the profile's figures are of %s pictures", c.Size, p.Resolution)
+		}
+	}
+	if c.ISL != p.ISL || c.OSL != p.OSL {
+		return fmt.Errorf("isl/osl %d/%d, but the profile's figures are of %d/%d", c.ISL, c.OSL, p.ISL, p.OSL)
+	}
+	if p.OSL < 1 || p.OSL > MaxProfileTokens || p.ISL < 0 || p.ISL > MaxProfileTokens {
+		return fmt.Errorf("isl/osl %d/%d, want isl 0..%d and osl 1..%d", p.ISL, p.OSL, MaxProfileTokens, MaxProfileTokens)
+	}
+	if p.Concurrency != c.Cameras {
+		return fmt.Errorf("concurrency %d, but the level's key says %d", p.Concurrency, c.Cameras)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"request_latency_ms", p.RequestLatencyMs}, {"request_throughput", p.RequestThroughput},
+		{"output_tokens_per_sec", p.OutputTokensPerSec}, {"prompt_tokens", p.PromptTokens}, {"osl_mean", p.OSLMean}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("profile.%s: %v, want a finite number 0 or more", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"ttft_ms", p.TTFTMs}, {"itl_ms", p.ITLMs}} {
+		if f.v != nil && (math.IsNaN(*f.v) || math.IsInf(*f.v, 0) || *f.v < 0) {
+			return fmt.Errorf("profile.%s: %v, want a finite number 0 or more, or null", f.name, *f.v)
+		}
 	}
 	return nil
 }

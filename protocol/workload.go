@@ -189,8 +189,12 @@ type PlannedCombo struct {
 // run: the multi-camera family size by size, each size's levels back to
 // back and then at each frame interval, then the one-camera multi-image
 // family. A search's levels are chosen while it runs, after each ladder.
+// A profile workload plans its levels instead (ProfileWorkload.Levels).
 // Validate the workload first.
 func (w Workload) Plan() []PlannedCombo {
+	if w.Profile != nil {
+		return w.Profile.plan()
+	}
 	var out []PlannedCombo
 	index := map[ComboKey]int{}
 	add := func(k ComboKey, n int) {
@@ -236,11 +240,24 @@ func (w Workload) LevelRequests(cameras int, interval float64) int {
 	return max(w.RequestsPerLevel, cameras)
 }
 
-// MaxImages is the largest number of images any request of the workload carries.
-func (w Workload) MaxImages() int { return maxOrOne(w.ImagesPerRequest) }
+// MaxImages is the largest number of images any request of the workload
+// carries (a profile's images per request, at least 1).
+func (w Workload) MaxImages() int {
+	if w.Profile != nil {
+		return max(w.Profile.ImagesPerRequest, 1)
+	}
+	return maxOrOne(w.ImagesPerRequest)
+}
 
-// MaxCameras is the highest camera level of the workload.
-func (w Workload) MaxCameras() int { return maxOrOne(w.Cameras) }
+// MaxCameras is the highest camera level of the workload: for a profile,
+// its highest concurrency level (with the automatic rule, the ceiling),
+// which an engine's slots are sized for alike.
+func (w Workload) MaxCameras() int {
+	if w.Profile != nil {
+		return maxOrOne(w.Profile.Levels())
+	}
+	return maxOrOne(w.Cameras)
+}
 
 // maxOrOne is the largest of ns, and at least 1: a workload always has one
 // camera sending one image.
@@ -264,6 +281,9 @@ const (
 func (w Workload) Validate() error {
 	if err := w.CheckSize(); err != nil {
 		return err
+	}
+	if w.Profile != nil {
+		return w.validateProfileWorkload()
 	}
 	if strings.TrimSpace(w.Prompt) == "" {
 		return fmt.Errorf("workload.prompt: must not be empty")
@@ -319,19 +339,25 @@ func (w Workload) Validate() error {
 	if w.WarmupRequests < 0 || w.WarmupRequests > 100 {
 		return fmt.Errorf("workload.warmup_requests: %d, want 0..100", w.WarmupRequests)
 	}
-	if t := w.RequestTimeoutSec; math.IsNaN(t) || t < 0 || t > MaxRequestTimeoutSec {
-		return fmt.Errorf("workload.request_timeout_sec: %g, want 0 (no bound) up to %d (24 h)", t, MaxRequestTimeoutSec)
-	}
 	if err := checkLen("workload.prompt", w.Prompt, MaxTextLen); err != nil {
 		return err
 	}
-	if err := checkLen("workload.image_set", w.ImageSet, MaxLineLen); err != nil {
+	if err := w.validateShared(); err != nil {
 		return err
 	}
 	if err := w.validateLoad(); err != nil {
 		return err
 	}
 	return w.validateBuyerOptions()
+}
+
+// validateShared checks the fields the camera ladders and a profile both
+// use: the request timeout and the pictures.
+func (w Workload) validateShared() error {
+	if t := w.RequestTimeoutSec; math.IsNaN(t) || t < 0 || t > MaxRequestTimeoutSec {
+		return fmt.Errorf("workload.request_timeout_sec: %g, want 0 (no bound) up to %d (24 h)", t, MaxRequestTimeoutSec)
+	}
+	return checkLen("workload.image_set", w.ImageSet, MaxLineLen)
 }
 
 // checkSizeList refuses a size that is not one of the method's, and one

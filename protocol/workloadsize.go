@@ -31,7 +31,12 @@ const (
 // image, one camera). It is exact for a workload whose lists repeat
 // nothing, as Validate asks, and more than Plan lists otherwise, never
 // fewer. A search's levels are chosen as it runs and are not counted.
+// A profile workload plans its levels instead: length pairs × resolutions
+// × concurrency levels (with the automatic rule, every level it may reach).
 func (w Workload) PlannedCombinations() int {
+	if w.Profile != nil {
+		return w.Profile.plannedCombinations()
+	}
 	ladders := mulSat(len(w.Sizes), 1+len(w.FrameIntervalSec))
 	n := addSat(mulSat(ladders, len(w.Cameras)), mulSat(len(w.MultiImageSizes), len(w.ImagesPerRequest)))
 	if !slices.Contains(w.Cameras, 1) || !slices.Contains(w.ImagesPerRequest, 1) {
@@ -72,9 +77,34 @@ func (w Workload) CheckSize() error {
 			return fmt.Errorf("%s: %d %s, at most %d", l.field, l.n, l.what, l.most)
 		}
 	}
+	if w.Profile != nil {
+		return w.Profile.checkSize()
+	}
 	if n := w.PlannedCombinations(); n > MaxPlannedCombinations {
 		return fmt.Errorf("workload: %d combinations (%d sizes × %d camera levels × (1 + %d frame intervals) + %d multi-image sizes × %d image counts), at most %d per job",
 			n, len(w.Sizes), len(w.Cameras), len(w.FrameIntervalSec), len(w.MultiImageSizes), len(w.ImagesPerRequest), MaxPlannedCombinations)
+	}
+	return nil
+}
+
+// checkSize is CheckSize for a profile: its lists' lengths, and its
+// levels, at most MaxPlannedCombinations.
+func (p ProfileWorkload) checkSize() error {
+	for _, l := range []struct {
+		field, what string
+		n, most     int
+	}{
+		{"workload.profile.lengths", "length pairs", len(p.Lengths), MaxProfileLengths},
+		{"workload.profile.resolutions", "image sizes", len(p.Resolutions), MaxProfileResolutions},
+		{"workload.profile.concurrency", "levels", len(p.Concurrency), MaxCameraLevel},
+	} {
+		if l.n > l.most {
+			return fmt.Errorf("%s: %d %s, at most %d", l.field, l.n, l.what, l.most)
+		}
+	}
+	if n := p.plannedCombinations(); n > MaxPlannedCombinations {
+		return fmt.Errorf("workload.profile: %d levels (%d length pairs × %d image sizes × %d concurrency levels), at most %d per job",
+			n, len(p.Lengths), len(p.Resolutions), p.levelCount(), MaxPlannedCombinations)
 	}
 	return nil
 }

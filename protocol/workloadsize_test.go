@@ -156,6 +156,10 @@ func FuzzWorkloadLimits(f *testing.F) {
 	seed(ladderWorkload([]string{"480p", "720p", "1080p", "2K"}, 256, 3)) // the cap exactly
 	seed(ladderWorkload([]string{"720p", "1080p"}, 32, MaxFrameIntervals))
 	f.Add([]byte(`{"sizes":["720p","720p"],"cameras":[1],"frame_interval_sec":[0,0,1e308],"multi_image_sizes":["720p"],"images_per_request":[1,1]}`))
+	seed(DefaultProfileWorkload())
+	f.Add([]byte(`{"prompt":"p","profile":{"lengths":[{"isl":1000,"osl":1000},{"isl":0,"osl":2}],"resolutions":[{"width":1120,"height":1120}],` +
+		`"image_format":"jpeg","concurrency":[1,2,4],"extra_body":{"tools":[]},"requests_per_level":3}}`))
+	f.Add([]byte(`{"prompt":"p","profile":{"lengths":[{"isl":1,"osl":1}],"resolutions":[{"width":1,"height":1}],"image_format":"png","auto_ceiling":9223372036854775807}}`))
 	f.Fuzz(func(t *testing.T, workload []byte) {
 		doc := `{"schema":1,"id":"j1","agent_id":"a1","deployment":"d1","workload":` + string(workload) + `}`
 		job, err := DecodeJob([]byte(doc))

@@ -14,7 +14,9 @@ const SimulatedNote = "simulated device: the Jetson/GPU facts are plausible valu
 
 // Simulated returns plausible facts for a simulated device named like a
 // real one ("Jetson Orin NX", "Jetson AGX Orin", "RTX PRO 6000", "RTX PRO
-// 6000 Max-Q"). Kind is simulated and Name is deviceName unchanged.
+// 6000 Max-Q", or a data-center GPU such as "H100-HBM3-80GB", a node of
+// SimNodeGPUs of them: SimulatedGPUs sets the count). Kind is simulated
+// and Name is deviceName unchanged.
 func Simulated(deviceName string) protocol.DeviceFacts {
 	h, hw := hostFacts(context.Background())
 	f := protocol.DeviceFacts{Name: deviceName, Kind: protocol.DeviceSimulated, Host: h}
@@ -41,6 +43,10 @@ func Simulated(deviceName string) protocol.DeviceFacts {
 	case SimRTXPro6000MaxQ:
 		f.GPUs = []protocol.GPUFacts{simRTX("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", simGPULimits()[SimRTXPro6000MaxQ])}
 	default:
+		if b, ok := SimDataCenterBoard(deviceName); ok {
+			f.GPUs = simBoards(b, SimNodeGPUs)
+			break
+		}
 		f.Warnings = append(f.Warnings, fmt.Sprintf("no simulated profile for %q: only host facts", deviceName))
 	}
 	return f

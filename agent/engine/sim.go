@@ -49,9 +49,12 @@ func (simKind) resolve(r *resolved, _ Env) error {
 	if c.SimSpeedup != 0 && !(c.SimSpeedup >= 1) || math.IsInf(c.SimSpeedup, 0) {
 		return fmt.Errorf("sim_speedup: %g; want 0 (real time) or at least 1", c.SimSpeedup)
 	}
-	p, err := simengine.Lookup(c.SimDevice, c.SimModel, c.SimQuantization, c.SimEngine)
+	if c.TensorParallelSize < 0 {
+		return fmt.Errorf("tensor_parallel_size: %d; want 0 (one GPU) or more", c.TensorParallelSize)
+	}
+	p, err := simengine.LookupTP(c.SimDevice, c.SimModel, c.SimQuantization, c.SimEngine, c.TensorParallelSize)
 	if err != nil {
-		return fmt.Errorf("sim_device/sim_model/sim_quantization/sim_engine: %w", err)
+		return fmt.Errorf("sim_device/sim_model/sim_quantization/sim_engine/tensor_parallel_size: %w", err)
 	}
 	power, err := devicefacts.SimPowerFor(p.Device, protocol.PowerSetting{Mode: c.SimPowerMode, LimitW: c.SimPowerLimitW})
 	if err != nil {
@@ -114,7 +117,15 @@ func newSim(r *resolved, env Env) *simEngine {
 			},
 		},
 	}
-	Simulation{Simulated: true, Speedup: speedup, Device: r.profile.Device}.setProps(e.info.Props)
+	if r.profile.DC != nil {
+		// A data-center profile is a configuration of GPUs: the model is
+		// split over TP of them, which are all that serve it.
+		tp := strconv.Itoa(r.profile.TP())
+		e.info.Props["tensor_parallel_size"] = tp
+		e.info.Props["gpu"] = r.profile.Device
+		e.info.Command = append(e.info.Command, "--tp", tp)
+	}
+	Simulation{Simulated: true, Speedup: speedup, Device: r.profile.Device, GPUCount: r.profile.TP()}.setProps(e.info.Props)
 	setPowerProps(e.info.Props, r)
 	if r.SimPowerMode != "" {
 		e.info.Command = append(e.info.Command, "--power-mode", r.SimPowerMode)

@@ -17,6 +17,9 @@ type Simulation struct {
 	Speedup float64
 	// Device is the simulated device's name ("" when not said).
 	Device string
+	// GPUCount is how many of the device's GPUs serve the model (the
+	// tensor-parallel size of a data-center profile); 0 when not said.
+	GPUCount int
 }
 
 // The EngineInfo.Props keys that carry a Simulation, written by the sim
@@ -25,6 +28,7 @@ const (
 	propSimulated = "simulated"
 	propSpeedup   = "sim_speedup"
 	propDevice    = "sim_device"
+	propGPUCount  = "sim_gpu_count"
 )
 
 // SimulationOf reads the simulation an engine recorded in its props. An
@@ -34,6 +38,9 @@ func SimulationOf(info protocol.EngineInfo) Simulation {
 		Simulated: info.Kind == KindSim || info.Props[propSimulated] == "true",
 		Speedup:   1,
 		Device:    info.Props[propDevice],
+	}
+	if n, err := strconv.Atoi(info.Props[propGPUCount]); err == nil && n > 0 {
+		s.GPUCount = n
 	}
 	if v, err := strconv.ParseFloat(info.Props[propSpeedup], 64); err == nil {
 		s.Speedup = v
@@ -52,7 +59,7 @@ func SimulationOf(info protocol.EngineInfo) Simulation {
 // simulationOfEntry reads the simulator's fields of a /models entry.
 func simulationOfEntry(e simengine.ModelEntry) Simulation {
 	props := map[string]string{}
-	Simulation{Simulated: e.Simulated, Speedup: e.SimSpeedup, Device: e.SimDevice}.setProps(props)
+	Simulation{Simulated: e.Simulated, Speedup: e.SimSpeedup, Device: e.SimDevice, GPUCount: e.SimGPUCount}.setProps(props)
 	return SimulationOf(protocol.EngineInfo{Props: props})
 }
 
@@ -65,5 +72,8 @@ func (s Simulation) setProps(props map[string]string) {
 	props[propSpeedup] = strconv.FormatFloat(s.Speedup, 'g', -1, 64)
 	if s.Device != "" {
 		props[propDevice] = s.Device
+	}
+	if s.GPUCount > 0 {
+		props[propGPUCount] = strconv.Itoa(s.GPUCount)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -70,8 +71,10 @@ func TestPacedDropsExactlyWhenTheIntervalIsShorterThanTheAnswer(t *testing.T) {
 			} else if p.FramesDropped != 0 {
 				t.Errorf("dropped %d frames at twice the answer time", p.FramesDropped)
 			}
+			// The age adds each tick's lateness to the answer's time: on a
+			// loaded machine the two add up their delays.
 			within(t, "TTFT mean (ms)", ms(c.TTFT.Mean), ms(answer.Seconds()), ms(answer.Seconds())+tolMS)
-			within(t, "age mean (ms)", ms(p.Age.Mean), ms(answer.Seconds()), ms(answer.Seconds())+tolMS)
+			within(t, "age mean (ms)", ms(p.Age.Mean), ms(answer.Seconds()), ms(answer.Seconds())+2*tolMS)
 			if tl := c.Tail; tl == nil || tl.Due != p.FramesDue || tl.Unstarted != p.FramesDropped {
 				t.Errorf("tail %+v, want %d due and the %d dropped unstarted", tl, p.FramesDue, p.FramesDropped)
 			}
@@ -86,9 +89,11 @@ func TestPacedDropsExactlyWhenTheIntervalIsShorterThanTheAnswer(t *testing.T) {
 // clock's start; each frame carries the picture of its tick, so a camera's
 // pictures run as the frames fall due.
 func TestPacedCamerasTickOnTheirPhase(t *testing.T) {
-	// Phases 150 ms apart leave a tick room to be late by twice tolMS on
-	// a loaded machine and still be told from the next camera's.
-	const cameras, interval, late = 4, 0.6, 2 * tolMS
+	// A frame is never sent before its tick; how late it is sent is the
+	// machine's, so the typical (median) lateness is held to tolMS while a
+	// loaded machine may wake one timer later. Cameras without phases, or
+	// on the wrong ones, send every frame early or all of them late.
+	const cameras, interval = 4, 0.6
 	f := fixedAnswer(t, 10*time.Millisecond)
 	w := oneCombo("480p", cameras, 16, 0)
 	w.FrameIntervalSec = []float64{interval}
@@ -99,13 +104,21 @@ func TestPacedCamerasTickOnTheirPhase(t *testing.T) {
 	if c.Pacing.FramesDue != 16 || c.Pacing.FramesDropped != 0 || len(c.Requests) != 16 {
 		t.Fatalf("pacing %+v, %d records; want 16 frames sent", c.Pacing, len(c.Requests))
 	}
+	lateness := make([]float64, 0, len(c.Requests))
 	for i, rec := range c.Requests {
 		cam, tick := i%cameras, i/cameras
 		due := (float64(tick) + float64(cam)/cameras) * interval
 		if rec.Seq != i || rec.Camera != cam {
 			t.Errorf("record %d is frame %d of camera %d, want frame %d of camera %d", i, rec.Seq, rec.Camera, i, cam)
 		}
-		within(t, fmt.Sprintf("frame %d sent (ms)", i), ms(rec.Start), ms(due), ms(due)+late)
+		if ms(rec.Start) < ms(due) {
+			t.Errorf("frame %d sent at %.1f ms, before its tick at %.0f ms", i, ms(rec.Start), ms(due))
+		}
+		lateness = append(lateness, ms(rec.Start)-ms(due))
+	}
+	slices.Sort(lateness)
+	if median := lateness[len(lateness)/2]; median > tolMS {
+		t.Errorf("frames sent a median %.1f ms after their ticks (all: %.0f), want at most %d", median, lateness, tolMS)
 	}
 	for i, r := range f.requests() {
 		if want := fmt.Sprintf("pic%d", i); !strings.HasSuffix(r.images()[0], want) {
@@ -113,7 +126,8 @@ func TestPacedCamerasTickOnTheirPhase(t *testing.T) {
 		}
 	}
 	// The window runs from the first tick to the last answer.
-	within(t, "wall (ms)", ms(c.WallSec), ms(3.75*interval), ms(3.75*interval)+10+late)
+	last := lateness[len(lateness)-1]
+	within(t, "wall (ms)", ms(c.WallSec), ms(3.75*interval), ms(3.75*interval)+10+last+tolMS)
 }
 
 // The warm-up ticks on the same clock and is discarded; the measured clock
@@ -127,8 +141,10 @@ func TestPacedWarmupEndsBeforeTheMeasuredClock(t *testing.T) {
 	f := newFakeEngine(t, func(s *sse, n int, req fakeRequest) {
 		arrived := time.Now()
 		if n < cameras {
-			// The warm-up's answers are slower than the interval.
-			s.answer(300*time.Millisecond, 10, "a")
+			// The warm-up's answers are slower than the interval, whose
+			// 400 ms leave a measured answer of 10 ms room on a loaded
+			// machine.
+			s.answer(800*time.Millisecond, 10, "a")
 			mu.Lock()
 			if now := time.Now(); now.After(warmEnded) {
 				warmEnded = now
@@ -144,9 +160,9 @@ func TestPacedWarmupEndsBeforeTheMeasuredClock(t *testing.T) {
 		s.answer(10*time.Millisecond, 10, "a")
 	})
 	w := oneCombo("480p", cameras, 8, 1)
-	w.FrameIntervalSec = []float64{0.1}
+	w.FrameIntervalSec = []float64{0.4}
 	var phases []bool
-	c, err := MeasureCombo(context.Background(), f.target(), w, testImages{n: 16}, pacedCombo(w, cameras, 0.1),
+	c, err := MeasureCombo(context.Background(), f.target(), w, testImages{n: 16}, pacedCombo(w, cameras, 0.4),
 		Hooks{ComboStart: func(_, _ int, _ protocol.PlannedCombo, warmup bool) { phases = append(phases, warmup) }})
 	if err != nil {
 		t.Fatal(err)

@@ -38,9 +38,16 @@ type knobs struct {
 	batchCap  int
 	batchGain float64
 	decodeK   float64
+	// batched switches to the data-center engine's schedule (batch.go):
+	// a running set bounded by the KV cache, every request in it slowed
+	// alike by the set's size; the other knobs do not apply.
+	batched bool
 }
 
 func knobsFor(p Profile) knobs {
+	if p.DC != nil {
+		return knobs{batched: true}
+	}
 	jetson := isJetson(p.Device)
 	if p.Engine == EngineVLLM {
 		if jetson {
@@ -121,6 +128,7 @@ type job struct {
 	credit   float64 // prefill work done while pending
 	rate     float64 // current decode rate, set by rates()
 	pRate    float64 // current prefill rate, set by rates()
+	cost     jobCost // what the request's prompt and answer cost the device
 	notify   func()
 	// loop is the client's closed loop the request belongs to (nil: not
 	// known), reservedAt when it arrived on the wall clock; see clock.go.
@@ -152,12 +160,12 @@ func (j *job) due() int {
 type model struct {
 	k          knobs
 	contention float64
-	tps        float64
-	costs      costModel
-	rng        *rand.Rand
-	now        float64
-	prefillQ   []*job
-	decoding   []*job
+	// price turns a request into its cost (Profile.jobCost).
+	price    func(demand) jobCost
+	rng      *rand.Rand
+	now      float64
+	prefillQ []*job
+	decoding []*job
 	// scheduled are requests that arrived before their time (frames
 	// before their tick), by arrival time: each joins prefillQ when the
 	// model reaches it.
@@ -169,7 +177,7 @@ type model struct {
 
 func newModel(p Profile, contention float64, seed uint64) *model {
 	return &model{
-		k: knobsFor(p), contention: contention, tps: p.TPS, costs: p.costs(),
+		k: knobsFor(p), contention: contention, price: p.jobCost,
 		rng: rand.New(rand.NewPCG(seed, 0x5eed5eed)),
 	}
 }
@@ -224,9 +232,15 @@ func (m *model) admit() bool {
 
 // fill gives a reserved request its images and answer length.
 func (m *model) fill(j *job, pixels []int, tokens int) {
-	w := m.costs.prefill(pixels) * m.jitter()
+	m.fillDemand(j, demand{pixels: pixels, tokens: tokens})
+}
+
+// fillDemand gives a reserved request what it asks of the device.
+func (m *model) fillDemand(j *job, d demand) {
+	j.cost = m.price(d)
+	w := j.cost.work * m.jitter()
 	j.pending = false
-	j.prefill, j.tokens, j.speed = w, max(1, tokens), m.jitter()
+	j.prefill, j.tokens, j.speed = w, max(1, d.tokens), m.jitter()
 	if j.credit < w || j.pRate <= 0 {
 		j.work = w - j.credit
 		return
@@ -244,7 +258,7 @@ func (m *model) fill(j *job, pixels []int, tokens int) {
 		return
 	}
 	b := len(m.decoding) + 1
-	rate := m.tps * j.speed / (1 + m.k.decodeK*float64(b-1))
+	rate := j.cost.tps * j.speed / (1 + m.k.decodeK*float64(b-1))
 	j.progress = math.Min(float64(j.tokens-1)*(1-1e-9), (m.now-j.firstAt)*rate)
 	j.phase = phaseDecode
 	m.decoding = append(m.decoding, j)
@@ -269,6 +283,10 @@ func without(s []*job, j *job) []*job {
 
 // rates sets every job's current prefill and decode rate.
 func (m *model) rates() {
+	if m.k.batched {
+		m.batchRates()
+		return
+	}
 	b := len(m.decoding)
 	load := m.decodeLoad(b)
 	batch := min(len(m.prefillQ), m.k.batchCap)
@@ -283,7 +301,7 @@ func (m *model) rates() {
 		share = load / (1 + load)
 	}
 	for _, j := range m.decoding {
-		j.rate = m.tps * j.speed / (1 + m.k.decodeK*float64(b-1)) * share
+		j.rate = j.cost.tps * j.speed / (1 + m.k.decodeK*float64(b-1)) * share
 	}
 }
 

@@ -21,5 +21,10 @@ func (p Profile) WithGPUSlowdown(s float64) Profile {
 	p.TTFTBig *= s
 	p.TPS /= s
 	p.Targets, p.LoadPoints = nil, nil
+	if p.DC != nil {
+		dc := *p.DC
+		dc.ttft, dc.itl = dc.ttft.scaled(s), dc.itl.scaled(s)
+		p.DC = &dc
+	}
 	return p
 }

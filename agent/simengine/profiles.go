@@ -56,6 +56,10 @@ type Profile struct {
 	// token per PixelsPerToken×PixelsPerToken patch.
 	FixedImageTokens int
 	PixelsPerToken   int
+
+	// DC is the fitted timing of a data-center configuration (datacenter.go);
+	// nil on the edge profiles, which the camera model above times.
+	DC *DataCenter
 }
 
 // Target is one Max Cameras reading: at TargetS seconds, Max cameras keep up;
@@ -74,7 +78,20 @@ type LoadPoint struct {
 
 // Key is the profile's stable identifier: "device/model/quantization/engine".
 func (p Profile) Key() string {
-	return p.Device + "/" + p.Model + "/" + p.Quantization + "/" + p.Engine
+	k := p.Device + "/" + p.Model + "/" + p.Quantization + "/" + p.Engine
+	if p.DC != nil {
+		k += fmt.Sprintf("/TP%d", p.DC.TP)
+	}
+	return k
+}
+
+// TP is the profile's tensor-parallel size, which is also its GPU count
+// (1 on the edge profiles).
+func (p Profile) TP() int {
+	if p.DC != nil {
+		return p.DC.TP
+	}
+	return 1
 }
 
 // Levels are the camera levels the seed measured on the profile's device.
@@ -151,12 +168,44 @@ func normEngine(s string) string {
 	return b.String()
 }
 
+// DataCenterDevices lists the simulated data-center GPUs, in the
+// published tables' order.
+func DataCenterDevices() []string {
+	ps, err := DataCenterProfiles()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !seen[p.Device] {
+			seen[p.Device] = true
+			out = append(out, p.Device)
+		}
+	}
+	return out
+}
+
 // Lookup finds the profile for a device and model; an empty quantization or
-// engine takes the first match. The error lists the valid choices.
+// engine takes the first match. The error lists the valid choices. A
+// data-center GPU is looked up at tensor-parallel size 1 (LookupTP).
 func Lookup(device, model, quantization, engine string) (Profile, error) {
+	return LookupTP(device, model, quantization, engine, 0)
+}
+
+// LookupTP is Lookup with a tensor-parallel size, which only the
+// data-center GPUs have (0 means 1; an edge device takes only 0 or 1).
+func LookupTP(device, model, quantization, engine string, tp int) (Profile, error) {
+	if IsDataCenterGPU(device) {
+		return lookupDataCenter(device, model, quantization, engine, tp)
+	}
+	if tp > 1 {
+		return Profile{}, fmt.Errorf("tensor_parallel_size %d: simulated %s has one GPU", tp, device)
+	}
 	forDev := ProfilesFor(device)
 	if len(forDev) == 0 {
-		return Profile{}, fmt.Errorf("simulated device %q: want one of %s", device, strings.Join(Devices(), ", "))
+		return Profile{}, fmt.Errorf("simulated device %q: want one of %s", device,
+			strings.Join(append(Devices(), DataCenterDevices()...), ", "))
 	}
 	var choices []string
 	for _, p := range forDev {

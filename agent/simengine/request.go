@@ -26,6 +26,10 @@ type chatRequest struct {
 	} `json:"stream_options"`
 	MaxTokens           *int `json:"max_tokens"`
 	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	// The forced-length switches (answerLength says which engine obeys
+	// which): vLLM's and SGLang's min_tokens, and ignore_eos.
+	MinTokens *int  `json:"min_tokens"`
+	IgnoreEOS *bool `json:"ignore_eos"`
 }
 
 // chatMessage decodes its content generically: one pass of the decoder over
@@ -42,6 +46,8 @@ type parsedRequest struct {
 	stream       bool
 	includeUsage bool
 	maxTokens    int
+	minTokens    int
+	ignoreEOS    bool
 	textTokens   int
 	images       []image.Point // pixel dimensions, in order
 }
@@ -92,6 +98,13 @@ func parseBody(body []byte, bl blobs) (parsedRequest, error) {
 		}
 		out.maxTokens = *mt
 	}
+	if req.MinTokens != nil {
+		if *req.MinTokens < 0 || *req.MinTokens > maxTokensLimit {
+			return parsedRequest{}, badRequest("min_tokens: %d, want 0..%d", *req.MinTokens, maxTokensLimit)
+		}
+		out.minTokens = *req.MinTokens
+	}
+	out.ignoreEOS = req.IgnoreEOS != nil && *req.IgnoreEOS
 	for i, m := range req.Messages {
 		// The chat template adds a few tokens per message.
 		out.textTokens += 4
@@ -142,8 +155,11 @@ func (r *parsedRequest) addContent(i int, content any, bl blobs) error {
 	return badRequest("messages[%d].content: want a string or an array of parts", i)
 }
 
-// textTokens estimates a text's tokens: about four characters each.
-func textTokens(s string) int { return (len(s) + 3) / 4 }
+// textTokens is the simulator's own count of a text's tokens: 1.3 per
+// word, rounded up, about what a Llama or Qwen tokenizer makes of English
+// prose. A client that sizes a text by the server's count (a profile's
+// ISL) finds it linear in the words it sends.
+func textTokens(s string) int { return (13*len(strings.Fields(s)) + 9) / 10 }
 
 // imageDims reads the pixel size of a base64 data URL image from its header.
 func imageDims(raw any, bl blobs) (image.Point, error) {
@@ -193,6 +209,9 @@ func imageDims(raw any, bl blobs) (image.Point, error) {
 
 // imageTokens is what one image costs in prompt tokens for the profile.
 func (p Profile) imageTokens(dim image.Point) int {
+	if p.DC != nil {
+		return modelImageTokens(p.Model, dim.X, dim.Y)
+	}
 	if p.FixedImageTokens > 0 {
 		return p.FixedImageTokens
 	}

@@ -24,6 +24,7 @@ func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parse
 	s.submit(j, req, notify)
 	llama := s.p.Engine == EngineLlamaCpp
 	c := newChunker(id, created, s.opt.ServedName, llama, s.words)
+	c.reason = finishReason(req, s.answerLength(req))
 
 	var flush func()
 	if req.stream {
@@ -63,7 +64,7 @@ func (s *Server) serveChat(ctx context.Context, w http.ResponseWriter, req parse
 			continue
 		}
 		if req.stream && !llama && !finished {
-			c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": ""}, "length")})
+			c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": ""}, c.reason)})
 		}
 		tm := s.timings(prompt, st)
 		sim := s.simTimings(st)
@@ -123,6 +124,8 @@ type chunker struct {
 	model   string
 	llama   bool
 	words   []string
+	// reason is the answer's finish_reason (finishReason).
+	reason string
 	// tok is a token chunk split around its content: a stream sped up 40
 	// times writes tens of thousands of them a second, too many to build
 	// each as a map for the JSON encoder.
@@ -170,7 +173,7 @@ func (c chunker) role(w http.ResponseWriter) {
 // token writes one token; vLLM marks the last one with its finish reason.
 func (c chunker) token(w io.Writer, i int, last bool) {
 	if last {
-		c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": answerToken(c.words, i)}, "length")})
+		c.write(w, map[string]any{"choices": c.choice(map[string]any{"content": answerToken(c.words, i)}, c.reason)})
 		return
 	}
 	content, _ := json.Marshal(answerToken(c.words, i))
@@ -184,7 +187,7 @@ func (c chunker) token(w io.Writer, i int, last bool) {
 // the last chunk, then [DONE].
 func (c chunker) finish(w http.ResponseWriter, req parsedRequest, usage map[string]int, tm map[string]float64, sim loadgen.SimTimings) {
 	if c.llama {
-		v := map[string]any{"choices": c.choice(map[string]any{}, "length")}
+		v := map[string]any{"choices": c.choice(map[string]any{}, c.reason)}
 		if !req.includeUsage {
 			v["timings"], v[loadgen.SimTimingsKey] = tm, sim
 		}
@@ -208,7 +211,7 @@ func (s *Server) writeWhole(w http.ResponseWriter, c chunker, req parsedRequest,
 	for i := range n {
 		b.WriteString(answerToken(c.words, i))
 	}
-	ch := map[string]any{"index": 0, "finish_reason": "length",
+	ch := map[string]any{"index": 0, "finish_reason": c.reason,
 		"message": map[string]any{"role": "assistant", "content": b.String()}}
 	if !c.llama {
 		ch["logprobs"] = nil

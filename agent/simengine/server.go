@@ -214,6 +214,9 @@ type ModelEntry struct {
 	// SimEngine is the engine it stands for ("vLLM", "llama.cpp"), the
 	// run's engine as a lab job on the same profile names it.
 	SimEngine string `json:"sim_engine,omitempty"`
+	// SimGPUCount is how many of the device's GPUs it stands for: the
+	// tensor-parallel size the model is split over.
+	SimGPUCount int `json:"sim_gpu_count,omitempty"`
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +233,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		"data": []ModelEntry{{
 			ID: s.opt.ServedName, Object: "model", Created: s.start.Unix(), OwnedBy: owner, Root: s.p.Model,
 			Simulated: true, SimSpeedup: s.speedup, SimDevice: s.p.Device, SimEngine: s.p.Engine,
+			SimGPUCount: s.p.TP(),
 		}},
 	})
 }
@@ -273,6 +277,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	req, err := parseRequest(body)
 	if err == nil {
 		err = s.p.checkLimits(req)
+	}
+	if err == nil {
+		err = s.checkSwitches(req)
 	}
 	if err == nil && s.p.Engine == EngineVLLM && req.model != "" && req.model != s.opt.ServedName {
 		err = &requestError{code: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.model)}
@@ -322,15 +329,16 @@ func (s *Server) reserve(loopHeader, frameHeader string) *job {
 // submit gives a reserved request its work; notify is called (with s.mu
 // held) whenever its state may have changed.
 func (s *Server) submit(j *job, req parsedRequest, notify chan struct{}) {
-	pixels := make([]int, len(req.images))
-	for i, d := range req.images {
-		pixels[i] = d.X * d.Y
+	d := demand{pixels: make([]int, len(req.images)), promptTokens: s.promptTokens(req),
+		textTokens: req.textTokens, tokens: s.answerLength(req)}
+	for i, im := range req.images {
+		d.pixels[i] = im.X * im.Y
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	s.advanceLocked(now)
-	s.m.fill(j, pixels, req.maxTokens)
+	s.m.fillDemand(j, d)
 	if j.phase == phaseDone { // answered while its body was read (see fill)
 		s.endedLocked(j, now)
 	}

@@ -35,6 +35,11 @@ func simProfileFor(device string) simProfile {
 		return simProfile{idleW: 25, maxW: 300, memTotalMB: 97887, memIdle: 0.85, memLoad: 0.05, idleTempC: 35, hotC: 78,
 			powerCapAtLoad: 0.9, powerCapThrottled: true}
 	}
+	if b, ok := devicefacts.SimDataCenterBoard(device); ok {
+		// vLLM takes 90 % of the memory for weights and KV cache at start.
+		return simProfile{idleW: 0.1 * b.MaxW, maxW: b.MaxW, memTotalMB: float64(b.MemoryMB), memIdle: 0.9, memLoad: 0.02,
+			idleTempC: 32, hotC: 70}
+	}
 	return simProfile{idleW: 20, maxW: 250, memTotalMB: 24576, memIdle: 0.8, memLoad: 0.1, idleTempC: 35, hotC: 75}
 }
 

@@ -113,7 +113,11 @@ func cmdBench(ctx context.Context, c *cli, args []string) error {
 		Progress: func(p protocol.Progress) { bars.Progress("bench", "", p) },
 	})
 	bars.Close()
-	explorer.WriteRunSummary(c.stdout, &run, o.workload.Judgement)
+	if o.workload.Profile != nil {
+		writeProfileSummary(c.stdout, &run)
+	} else {
+		explorer.WriteRunSummary(c.stdout, &run, o.workload.Judgement)
+	}
 	if err := writeBenchFiles(o, &run); err != nil {
 		return err
 	}

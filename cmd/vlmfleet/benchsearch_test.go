@@ -188,8 +188,10 @@ func TestBenchSearchBetweenLadderLevels(t *testing.T) {
 // the ceiling ("16+"); by p90 a refusal is an answer that never started,
 // and the search finds 5.
 func TestBenchSearchJudgedByTheStatistic(t *testing.T) {
+	// Refusals above 5 at once decide the levels, not time: a target far
+	// above the answers' 60 ms holds on a loaded machine.
 	srv := crowdedEndpoint(t, 5, true)
-	out, run := benchSearch(t, srv, "--cameras", "1,2,4,8", "--search=16", "--target", "0.3")
+	out, run := benchSearch(t, srv, "--cameras", "1,2,4,8", "--search=16", "--target", "2")
 	if order, _ := levels(run, protocol.Judgement{}); !slices.Equal(order, []string{"1", "2", "4", "8", "16*"}) {
 		t.Errorf("by the mean: levels %v, want the ladder and 16", order)
 	}
@@ -197,7 +199,7 @@ func TestBenchSearchJudgedByTheStatistic(t *testing.T) {
 		t.Errorf("by the mean: Max Cameras %q, want 16+ (the ceiling kept up):\n%s", got, out)
 	}
 
-	out, run = benchSearch(t, srv, "--cameras", "1,2,4,8", "--search=16", "--target", "0.3", "--statistic", "p90")
+	out, run = benchSearch(t, srv, "--cameras", "1,2,4,8", "--search=16", "--target", "2", "--statistic", "p90")
 	if order, _ := levels(run, protocol.Judgement{}); !slices.Equal(order, []string{"1", "2", "4", "8", "6*", "5*"}) {
 		t.Errorf("by p90: levels %v, want the ladder, 6 and 5", order)
 	}
@@ -207,7 +209,7 @@ func TestBenchSearchJudgedByTheStatistic(t *testing.T) {
 	if c := run.Combinations[4]; c.Tail == nil || c.Tail.Due != 6 || c.Tail.Unstarted != 1 {
 		t.Errorf("6 cameras: tail %+v, want 6 due and the refusal unstarted", c.Tail)
 	}
-	if !strings.Contains(out, "9 of 10 answers starting within 0.3 s") {
+	if !strings.Contains(out, "9 of 10 answers starting within 2 s") {
 		t.Errorf("the summary does not say the judgement:\n%s", out)
 	}
 }

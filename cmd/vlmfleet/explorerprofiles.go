@@ -29,6 +29,7 @@ func explorerProfiles(ctx context.Context, c *cli, args []string) error {
 		{"precision", "only lines of this precision (any case), e.g. FP8"},
 		{"tp", "only lines of this tensor-parallel size"},
 		{"profile", "only one table: " + protocol.ProfileMinLatency + " or " + protocol.ProfileMaxThroughput},
+		{"source", "only " + protocol.ProfileSourcePublished + " or only " + protocol.ProfileSourceMeasured + " lines"},
 	} {
 		fs.Func(f.name, f.usage, func(s string) error {
 			filters.Add(f.name, s)
@@ -38,7 +39,7 @@ func explorerProfiles(ctx context.Context, c *cli, args []string) error {
 	if rest, err := parseInterspersed(fs, args); err != nil {
 		return err
 	} else if len(rest) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q: the filters are flags (--model, --gpu, --precision, --tp, --profile)", rest[0])}
+		return usageError{fmt.Errorf("unexpected argument %q: the filters are flags (--model, --gpu, --precision, --tp, --profile, --source)", rest[0])}
 	}
 	filter, err := profiles.ParseFilter(filters)
 	if err != nil {
@@ -56,8 +57,8 @@ func explorerProfiles(ctx context.Context, c *cli, args []string) error {
 	if err := profiles.WriteTables(c.stdout, rows); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(c.stdout, "\n%s. Min Latency is at concurrency 1; Max Throughput at the concurrency that saturates the request throughput.\n",
-		countLines(rows))
+	_, err = fmt.Fprintf(c.stdout, "\n%s. Min Latency is at concurrency 1; Max Throughput at the concurrency that saturates the request throughput (measured: %s). ISL = text tokens; the image's tokens are not counted.\n",
+		countLines(rows), protocol.ProfileAutoRule)
 	return err
 }
 

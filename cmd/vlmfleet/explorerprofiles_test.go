@@ -1,28 +1,39 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
-	"github.com/vlmfleet/vlmfleet/explorer/profiles"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// measuredRuns is a controller's store with one measured profile line.
-type measuredRuns struct {
-	runSlice
-	lines []protocol.ProfileRow
-}
-
-func (m measuredRuns) ProfileRows(context.Context) ([]protocol.ProfileRow, error) {
-	return m.lines, nil
+// measuredRun is a completed run of Llama-3.2-11B on an H100 at FP8, TP1
+// whose one level, at concurrency 1 with ISL 1000 and OSL 1000 on a
+// 1120x1120 png, answered in latencyMs.
+func measuredRun(latencyMs float64) protocol.Run {
+	size := protocol.Resolution{Width: 1120, Height: 1120}
+	ttft, itl := 190.0, (latencyMs-190)/999
+	return protocol.Run{
+		ID: "r-1", Status: protocol.RunCompleted, CreatedAt: time.Now(),
+		Config: protocol.Configuration{Model: "Llama-3.2-11B-Vision-Instruct", Quantization: "FP8", Engine: "vLLM",
+			GPU: "H100-HBM3-80GB", GPUCount: 1, TP: 1},
+		Combinations: []protocol.Combination{{
+			ComboKey: protocol.ComboKey{Size: size.String(), Images: 1, Cameras: 1, ISL: 1000, OSL: 1000},
+			Width:    1120, Height: 1120, Completed: 8,
+			Profile: &protocol.ProfileLevel{
+				LengthPair: protocol.LengthPair{ISL: 1000, OSL: 1000}, Resolution: size, ImageFormat: protocol.ImageFormatPNG,
+				Concurrency: 1, Stream: true, TTFTMs: &ttft, ITLMs: &itl, RequestLatencyMs: latencyMs,
+				RequestThroughput: 1000 / latencyMs, OutputTokensPerSec: 1e6 / latencyMs, OSLHeld: true, OSLMean: 1000,
+			},
+		}},
+	}
 }
 
 func TestExplorerProfilesPublished(t *testing.T) {
@@ -36,6 +47,7 @@ func TestExplorerProfilesPublished(t *testing.T) {
 			"        200   1648x2048                          710                         published (NVIDIA NIM, genai-perf)\n",
 		"        3579  1648x2048                          0.70                           published (NVIDIA NIM, genai-perf)\n",
 		"\n8 lines: 8 published, 0 measured.",
+		protocol.ProfileAutoRule, "ISL = text tokens; the image's tokens are not counted.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -49,22 +61,16 @@ func TestExplorerProfilesPublished(t *testing.T) {
 // From a controller: its measured line under the published one, and
 // --json as the endpoint answers.
 func TestExplorerProfilesFromController(t *testing.T) {
-	published, err := profiles.Published()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := published[0] // Llama-3.2-11B on H100-HBM3-80GB, FP8, TP1, min latency: 7598 ms
-	lat := 6838.2
-	m.Source, m.Note, m.Engine, m.RequestLatencyMs = protocol.ProfileSourceMeasured, "", "vLLM", &lat
-	srv := httptest.NewServer(explorer.NewHandler(measuredRuns{lines: []protocol.ProfileRow{m}}, zerolog.New(io.Discard)))
+	// The published line: 7598 ms.
+	srv := httptest.NewServer(explorer.NewHandler(runSlice{measuredRun(6838.2)}, zerolog.New(io.Discard)))
 	defer srv.Close()
 	env := map[string]string{"VLMFLEET_CONTROLLER": srv.URL}
 	code, out, errOut := cliRun(t, env, "explorer", "profiles", "--precision", "FP8", "--tp", "1", "--profile", "min_latency")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "7598                        published (NVIDIA NIM, genai-perf)\n") ||
-		!strings.Contains(out, "6838                        measured  -10.0 % latency\n") || !strings.Contains(out, "2 lines: 1 published, 1 measured.") {
+	if !strings.Contains(out, "7598                        -                              -                  published (NVIDIA NIM, genai-perf)\n") ||
+		!strings.Contains(out, "6838                        0.15                           146.2              measured (run r-1)  -10.0 % latency\n") || !strings.Contains(out, "2 lines: 1 published, 1 measured.") {
 		t.Errorf("the measured line beside the published one:\n%s", out)
 	}
 	code, out, errOut = cliRun(t, env, "explorer", "profiles", "--json", "--model", "11b")
@@ -87,6 +93,7 @@ func TestExplorerProfilesUsage(t *testing.T) {
 		{[]string{"--published", "--model", ""}, "--model: empty"},
 		{[]string{"--published", "--controller", "http://127.0.0.1:1"}, "not both"},
 		{[]string{"--published", "90b"}, `unexpected argument "90b"`},
+		{[]string{"--published", "--source", "nim"}, `--source: "nim", want published or measured`},
 	} {
 		code, _, errOut := cliRun(t, nil, append([]string{"explorer", "profiles"}, c.args...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) {

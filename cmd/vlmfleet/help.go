@@ -96,7 +96,7 @@ var helps = map[string]helpText{
 	"sweep": {
 		purpose: "submit a sweep to a controller: every selected deployment on every selected agent",
 		usage:   "vlmfleet sweep [--file sweep.yaml] [flags]\nvlmfleet sweep list | watch ID | cancel ID   (-h on each for more)",
-		details: "Flags override the --file sweep's fields. With --wait, it follows the jobs until all have ended and\nprints the answer table for the sweep's runs. --power-modes and --power-limits measure each agent once\nper setting that applies to it (modes on a Jetson, limits on a GPU host).",
+		details: "Flags override the --file sweep's fields. With --wait, it follows the jobs until all have ended and\nprints the answer table for the sweep's runs. --power-modes and --power-limits measure each agent once\nper setting that applies to it (modes on a Jetson, limits on a GPU host). bench's profile flags (--isl,\n--osl, --concurrency, ...) make the sweep a latency and throughput profile (docs/profiles.md).",
 		example: "vlmfleet sweep --deployments qwen3-vl-4b-q8 --sizes 720p --cameras 1,2,4 --multi-sizes none --wait\nvlmfleet sweep --file sweeps/orin.yaml --agents orin1,orin2\nvlmfleet sweep --agents orin1 --power-modes 15W,MAXN",
 	},
 	"sweep list": {
@@ -133,11 +133,18 @@ the ceiling itself keeps up). Each probe is a full combination, warm-up included
 seconds, dropping a frame that falls due while its previous answer runs; such a level keeps up
 when no frame is dropped, and is printed with its frames due, sent and dropped.
 
+Any of the profile's flags (--isl, --osl, --image-size, --image-format, --profile-images,
+--concurrency, --auto-ceiling, --no-stream, --extra-body, --profile-requests) measures a latency
+and throughput profile instead, as NVIDIA publishes for its vision NIMs: each --isl/--osl pair at
+each --image-size, at each --concurrency level, printed as a Min Latency table (concurrency 1:
+TTFT, ITL, request latency) and a Max Throughput table (ITL, requests/s). --concurrency auto: ` + protocol.ProfileAutoRule + `.
+The camera ladders' flags are refused beside them (docs/profiles.md).
+
 It first checks that the endpoint answers and serves --model, and names the server (llama.cpp,
 vLLM, Ollama, the simulator) from what it says of itself. A llama.cpp server gets
 "cache_prompt": false unless --cache-prompt says otherwise. Exits 1 when the check fails or when
 every request of a combination failed. Logs go to standard error, the results to standard output.`,
-		example: "vlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --cameras 1,2,4 --json run.json\nvlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --multi-sizes none --search --statistic p90",
+		example: "vlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --cameras 1,2,4 --json run.json\nvlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --sizes 720p --multi-sizes none --search --statistic p90\nvlmfleet bench --url http://127.0.0.1:8000/v1 --model Qwen3-VL-4B-Instruct --isl 1000,20000 --osl 1000,2000 --image-size 1120x1120 --concurrency auto",
 	},
 	"device": {
 		purpose: "print the detected device and one telemetry sample",

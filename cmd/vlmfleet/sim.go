@@ -22,6 +22,7 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 	model := fs.String("model", "", "model, e.g. Qwen3-VL-4B-Instruct")
 	quant := fs.String("quantization", "", "quantization (empty: the first profile of the model on the device)")
 	engine := fs.String("engine", "", "engine: llama.cpp or vLLM (empty: the first)")
+	tp := fs.Int("tp", 0, "tensor-parallel size: how many GPUs of a data-center device serve the model (0: 1)")
 	listen := fs.String("listen", "127.0.0.1:8000", "address to serve the OpenAI-compatible API on")
 	served := fs.String("served-name", "", "model name served at /v1/models (default: the model)")
 	speedup := fs.Float64("speedup", 1, "divide every delay by this (1: real time)")
@@ -36,7 +37,15 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *list {
-		return simengine.WriteProfiles(c.stdout, simengine.Profiles())
+		if err := simengine.WriteProfiles(c.stdout, simengine.Profiles()); err != nil {
+			return err
+		}
+		dc, err := simengine.DataCenterProfiles()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.stdout)
+		return simengine.WriteDataCenterProfiles(c.stdout, dc)
 	}
 	if *device == "" || *model == "" {
 		return usageError{errors.New("--device and --model are required (or --list)")}
@@ -44,7 +53,7 @@ func cmdSim(ctx context.Context, c *cli, args []string) error {
 	if *speedup < 1 {
 		return usageError{fmt.Errorf("--speedup %g: want 1 or more", *speedup)}
 	}
-	p, err := simengine.Lookup(*device, *model, *quant, *engine)
+	p, err := simengine.LookupTP(*device, *model, *quant, *engine, *tp)
 	if err != nil {
 		return usageError{err}
 	}

@@ -19,9 +19,15 @@ func TestSimList(t *testing.T) {
 	if code := run([]string{"sim", "--list"}, &out, &errb, func(string) string { return "" }); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 40 { // header, 38 profiles, footer
+	edge, dc, _ := strings.Cut(out.String(), "\n\n")
+	if lines := strings.Split(strings.TrimSpace(edge), "\n"); len(lines) != 40 { // header, 38 profiles, footer
 		t.Errorf("%d lines:\n%s", len(lines), out.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(dc), "\n"); len(lines) != 16 { // header, 14 configurations, footer
+		t.Errorf("%d data-center lines:\n%s", len(lines), dc)
+	}
+	if !regexp.MustCompile(`A100-SXM4-80GB\s+Llama-3.2-90B-Vision-Instruct\s+BF16\s+8\s`).MatchString(dc) {
+		t.Errorf("no A100 90B TP8 row:\n%s", dc)
 	}
 	if !regexp.MustCompile(`Jetson AGX Orin\s+Qwen3-VL-4B-Instruct\s+4.4B\s+Q8_0\s+llama.cpp\s+1.31s\s+28.4\s+2\s`).MatchString(out.String()) {
 		t.Errorf("no AGX Orin Qwen3-VL-4B row:\n%s", out.String())

@@ -169,7 +169,8 @@ func sweepCancelCmd(ctx context.Context, c *cli, args []string) error {
 // writeSweepAnswer prints the explorer's answer for the sweep's runs, read
 // where the sweep measured: 720p (else its first size), its fewest cameras,
 // one image per camera, the sweep's judgement (the mean and 3 s unless it
-// names one), back to back and at each of its frame intervals.
+// names one), back to back and at each of its frame intervals. A profile
+// sweep's answer is each run's profile tables.
 func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.SweepView) error {
 	runs, err := cl.Runs(ctx, client.RunFilter{Sweep: s.ID, NoSeries: true})
 	if err != nil {
@@ -179,8 +180,15 @@ func writeSweepAnswer(ctx context.Context, c *cli, cl *client.Client, s api.Swee
 		fmt.Fprintln(c.stdout, "no run of the sweep has results")
 		return nil
 	}
-	q := explorer.DefaultQuery()
 	w := s.Workload
+	if w.Profile != nil {
+		// A profile has no camera answer: each run's tables instead.
+		for i := range runs {
+			writeProfileSummary(c.stdout, &runs[i])
+		}
+		return nil
+	}
+	q := explorer.DefaultQuery()
 	if len(w.Sizes) > 0 && !slices.Contains(w.Sizes, q.Size) {
 		q.Size = w.Sizes[0]
 	}

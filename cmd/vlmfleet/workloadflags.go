@@ -24,6 +24,7 @@ type workloadFlags struct {
 	search                                                  *searchFlag
 	statistic                                               *string
 	target                                                  *float64
+	profile                                                 *profileFlags
 }
 
 // addWorkloadFlags defines the flags on fs. The defaults shown in -h are
@@ -53,6 +54,7 @@ func addWorkloadFlags(fs *flag.FlagSet) *workloadFlags {
 		search:        &searchFlag{},
 		statistic:     fs.String("statistic", protocol.StatisticMean, "judge a level by its mean TTFT (as published: failed requests left out), p90 or p95 (a failed request counted as an answer that never started)"),
 		target:        fs.Float64("target", protocol.DefaultTargetSec, "response-time target in `SECONDS` a level is judged by (Max Cameras, search)"),
+		profile:       addProfileFlags(fs),
 	}
 	fs.Var(f.search, "search", fmt.Sprintf("after each ladder, search for the exact Max Cameras up to a ceiling: --search alone for %d cameras, --search=N for N", protocol.DefaultSearchCeiling))
 	return f
@@ -132,6 +134,9 @@ func (f *workloadFlags) apply(fs *flag.FlagSet, w *protocol.Workload) error {
 		if err := f.set(name, w); err != nil {
 			return usageError{err}
 		}
+	}
+	if err := f.profile.apply(given, w); err != nil {
+		return usageError{err}
 	}
 	return nil
 }
@@ -253,6 +258,11 @@ var fieldFlags = map[string]string{
 	"workload.max_tokens": "max-tokens", "workload.prompt": "prompt", "workload.request_timeout_sec": "timeout",
 	"workload.frame_interval_sec": "frame-interval", "workload.load": "load",
 	"workload.search": "search", "workload.judgement.statistic": "statistic", "workload.judgement.target_sec": "target",
+	"workload.profile.lengths": "isl", "workload.profile.lengths.isl": "isl", "workload.profile.lengths.osl": "osl",
+	"workload.profile.resolutions": "image-size", "workload.profile.image_format": "image-format",
+	"workload.profile.images_per_request": "profile-images", "workload.profile.concurrency": "concurrency",
+	"workload.profile.auto_ceiling": "auto-ceiling", "workload.profile.extra_body": "extra-body",
+	"workload.profile.requests_per_level": "profile-requests", "workload.profile.warmup_requests": "warmup",
 }
 
 // pointAtFlag names the flag behind a validation error: the one
@@ -261,8 +271,7 @@ var fieldFlags = map[string]string{
 func pointAtFlag(fs *flag.FlagSet, err error) error {
 	msg := err.Error()
 	field, _, _ := strings.Cut(msg, ":")
-	field, _, _ = strings.Cut(field, "[")
-	name, ok := fieldFlags[field]
+	name, ok := fieldFlags[withoutIndices(field)]
 	if !ok || fs.Lookup(name) == nil {
 		return err
 	}
@@ -272,6 +281,19 @@ func pointAtFlag(fs *flag.FlagSet, err error) error {
 		return fmt.Errorf("--%s: %w", name, err)
 	}
 	return fmt.Errorf("%w (--%s sets it)", err, name)
+}
+
+// withoutIndices: workload.profile.lengths[1].osl → workload.profile.lengths.osl.
+func withoutIndices(field string) string {
+	var b strings.Builder
+	for {
+		before, rest, ok := strings.Cut(field, "[")
+		b.WriteString(before)
+		if !ok {
+			return b.String()
+		}
+		_, field, _ = strings.Cut(rest, "]")
+	}
 }
 
 func checkInt(name string, v, lo, hi int) (int, error) {

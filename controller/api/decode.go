@@ -11,7 +11,8 @@ import (
 )
 
 // DecodeSweep reads a sweep request. Workload fields left out take the
-// method's defaults (protocol.DefaultWorkload); unknown fields are refused
+// method's defaults (protocol.DefaultWorkload), or with a profile the
+// default profile's (protocol.DefaultProfileWorkload); unknown fields are refused
 // so that a misspelt field is not silently ignored. The sweep is validated.
 // A body {"yaml": "..."} carries a sweep file in YAML (DecodeSweepYAML).
 func DecodeSweep(data []byte) (protocol.Sweep, error) {
@@ -19,6 +20,12 @@ func DecodeSweep(data []byte) (protocol.Sweep, error) {
 		return DecodeSweepYAML([]byte(y))
 	}
 	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
+	if hasProfile(data) {
+		// A profile measures no camera ladder: their defaults would be
+		// refused beside it. The profile's fields left out take
+		// DefaultProfile's, decoded into.
+		s.Workload = protocol.DefaultProfileWorkload()
+	}
 	if err := decodeStrict(data, &s, true); err != nil {
 		return protocol.Sweep{}, &BadSweepError{Err: fmt.Errorf("sweep: %w", err)}
 	}
@@ -26,6 +33,22 @@ func DecodeSweep(data []byte) (protocol.Sweep, error) {
 		return protocol.Sweep{}, err
 	}
 	return s, nil
+}
+
+// hasProfile reports whether a sweep's JSON has a workload.profile that is
+// not null; a document that does not decode so has none (decodeStrict
+// then says what is wrong with it).
+func hasProfile(data []byte) bool {
+	var probe struct {
+		Workload struct {
+			Profile json.RawMessage `json:"profile"`
+		} `json:"workload"`
+	}
+	if json.Unmarshal(data, &probe) != nil {
+		return false
+	}
+	p := bytes.TrimSpace(probe.Workload.Profile)
+	return len(p) > 0 && !bytes.Equal(p, []byte("null"))
 }
 
 // decodeStrict decodes exactly one JSON document, naming line and column

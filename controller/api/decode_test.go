@@ -34,6 +34,8 @@ func FuzzDecodeSweep(f *testing.F) {
 	f.Add([]byte(`{"workload":{"cameras":[-1]}}`))
 	f.Add([]byte(`[1,2,3]`))
 	f.Add([]byte(`{"workload":null}`))
+	f.Add([]byte(`{"workload":{"profile":{"lengths":[{"isl":1000,"osl":200}],"resolutions":[{"width":8,"height":8}],"concurrency":[1,2],"auto_ceiling":0,"extra_body":{"tools":[]}}}}`))
+	f.Add([]byte(`{"workload":{"profile":{},"cameras":[1]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := DecodeSweep(data)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -125,28 +126,33 @@ func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
 	if err != nil {
 		return protocol.Sweep{}, badSweepInput(decoderInput(err))
 	}
-	var shape *shapeCheck
+	var body ast.Node
 	if len(f.Docs) > 0 {
-		shape = checkSweepShape(f.Docs[0].Body)
-	} else {
-		shape = checkSweepShape(nil)
+		body = f.Docs[0].Body
 	}
+	shape := checkSweepShape(body)
 	errs := shape.errs
 	if shape.typed {
 		return protocol.Sweep{}, badSweepInput(errs...)
 	}
-	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
 	var opts []yaml.DecodeOption
 	if len(errs) == 0 {
 		// What the walk did not see, the decoder still refuses.
 		opts = append(opts, yaml.DisallowUnknownField())
 	}
-	if err := yaml.UnmarshalWithOptions(data, &s, opts...); err != nil {
-		return protocol.Sweep{}, badSweepInput(append(errs, decoderInput(err))...)
+	s, yp, in := decodeSweepBody(data, body, opts)
+	if in != nil {
+		return protocol.Sweep{}, badSweepInput(append(errs, in)...)
 	}
 	if err := ValidateSweep(s); err != nil {
 		in := &SweepInputError{Err: err}
 		in.Field = fieldOf(err.Error())
+		if yf := yamlProfileField(in.Field, yp); yf != in.Field {
+			// The profile's fields as the file writes them: osl[1], not
+			// lengths[1].osl.
+			in.Err = errors.New(yf + strings.TrimPrefix(err.Error(), in.Field))
+			in.Field = yf
+		}
 		in.Line, in.Column = yamlPosition(data, in.Field)
 		errs = append(errs, in)
 	}
@@ -154,6 +160,25 @@ func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
 		return protocol.Sweep{}, badSweepInput(errs...)
 	}
 	return s, nil
+}
+
+// decodeSweepBody decodes a sweep file that the shape walk let through:
+// the method's defaults with the file on top, or for a workload with a
+// profile (decodeProfileSweep), the default profile's, with the profile
+// as the file wrote it.
+func decodeSweepBody(data []byte, body ast.Node, opts []yaml.DecodeOption) (protocol.Sweep, *yamlProfile, *SweepInputError) {
+	if prof := profileNode(body); prof != nil {
+		s, yp, in := decodeProfileSweep(body, prof, opts)
+		if in != nil && in.Line == 0 {
+			in.Line, in.Column = yamlPosition(data, in.Field)
+		}
+		return s, yp, in
+	}
+	s := protocol.Sweep{Workload: protocol.DefaultWorkload()}
+	if err := yaml.UnmarshalWithOptions(data, &s, opts...); err != nil {
+		return protocol.Sweep{}, nil, decoderInput(err)
+	}
+	return s, nil, nil
 }
 
 // decoderInput is the decoder's error at its position.

@@ -142,6 +142,8 @@ func FuzzDecodeSweepYAML(f *testing.F) {
 		"? a\n: b\n",
 		"a:\n b:\n  c:\n   - d\n",
 		"name: x\nworkload:\n  cameras: " + strings.Repeat("[", 40) + strings.Repeat("]", 40),
+		"workload:\n  profile:\n    isl: [1000, 20000]\n    osl: [200]\n    image_size: [8x8]\n    concurrency: auto\n    extra_body: {tools: [{a: 1}], 1: x}\n",
+		"workload:\n  profile: {concurrency: [1, 2], no_stream: true}\n",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -21,13 +21,19 @@ const maxSweepErrors = 5
 // shapeHints are the known mistakes of a field, by its path without list
 // indices, said as docs/sweeps.md says them.
 var shapeHints = map[string]string{
-	"workload.search":    "a search ceiling is a number of cameras: write `search: 64`, not `search: true` (0 or left out: the ladder only)",
-	"workload.judgement": "judgement is a mapping: `judgement: {statistic: p90, target_sec: 2}`",
-	"workload.cameras":   "cameras is a list of camera levels: `cameras: [1, 2, 4, 8]`",
-	"agents":             "agents is a list of agent ids: `agents: [orin-nx-01]`",
-	"deployments":        "deployments is a list of deployment ids: `deployments: [qwen3-vl-4b-q8]`",
-	"power_modes":        "power_modes is a list of nvpmodel modes: `power_modes: [15W, MAXN]`",
-	"power_limits_w":     "power_limits_w is a list of watts: `power_limits_w: [300, 450]`",
+	"workload.search":              "a search ceiling is a number of cameras: write `search: 64`, not `search: true` (0 or left out: the ladder only)",
+	"workload.judgement":           "judgement is a mapping: `judgement: {statistic: p90, target_sec: 2}`",
+	"workload.cameras":             "cameras is a list of camera levels: `cameras: [1, 2, 4, 8]`",
+	"workload.profile.isl":         "isl is a list of text lengths in tokens: `isl: [1000, 20000]`",
+	"workload.profile.osl":         "osl is a list of output lengths in tokens: `osl: [1000, 2000]` (one for every isl: `osl: [2000]`)",
+	"workload.profile.image_size":  "image_size is a list of WxH sizes: `image_size: [1120x1120]`",
+	"workload.profile.concurrency": "concurrency is a list of levels, `concurrency: [1, 2, 4]`, or `concurrency: auto`",
+	"workload.profile.extra_body":  "extra_body is a mapping merged into every request: `extra_body: {tools: [...]}`",
+	"workload.profile.no_stream":   "no_stream is true or false: `no_stream: true` sends without streaming",
+	"agents":                       "agents is a list of agent ids: `agents: [orin-nx-01]`",
+	"deployments":                  "deployments is a list of deployment ids: `deployments: [qwen3-vl-4b-q8]`",
+	"power_modes":                  "power_modes is a list of nvpmodel modes: `power_modes: [15W, MAXN]`",
+	"power_limits_w":               "power_limits_w is a list of watts: `power_limits_w: [300, 450]`",
 }
 
 // shapeCheck walks a sweep file's mappings against the fields of
@@ -62,6 +68,10 @@ func (c *shapeCheck) node(n ast.Node, t reflect.Type, path string) {
 		t = t.Elem()
 	}
 	if n.Type() == ast.NullType || t == reflect.TypeOf(time.Time{}) {
+		return
+	}
+	if t == yamlConcurrencyType {
+		c.checkConcurrency(n, path)
 		return
 	}
 	switch t.Kind() {
@@ -104,7 +114,12 @@ func (c *shapeCheck) fields(values []*ast.MappingValueNode, t reflect.Type, path
 			c.add(key, "", "unknown field %q %s", name, unknownFieldHint(name, path, known))
 			continue
 		}
-		c.node(mv.Value, f.Type, joinField(path, name))
+		ft := f.Type
+		if joinField(path, name) == "workload.profile" {
+			// A profile is written in its own form, not the job's JSON.
+			ft = reflect.TypeOf(yamlProfile{})
+		}
+		c.node(mv.Value, ft, joinField(path, name))
 	}
 }
 

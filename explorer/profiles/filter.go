@@ -23,14 +23,17 @@ type Filter struct {
 	TP int
 	// Profile keeps one of the two tables.
 	Profile string
+	// Source keeps the published lines or the measured ones.
+	Source string
 }
 
 // filterParams are the query parameters ParseFilter reads.
-var filterParams = []string{"model", "gpu", "precision", "tp", "profile"}
+var filterParams = []string{"model", "gpu", "precision", "tp", "profile", "source"}
 
 // FilterParamsText lists the parameters for errors and help.
-const FilterParamsText = "model, gpu, precision (text), tp (the tensor-parallel size) and profile (" +
-	protocol.ProfileMinLatency + " or " + protocol.ProfileMaxThroughput + ")"
+const FilterParamsText = "model, gpu, precision (text), tp (the tensor-parallel size), profile (" +
+	protocol.ProfileMinLatency + " or " + protocol.ProfileMaxThroughput + ") and source (" +
+	protocol.ProfileSourcePublished + " or " + protocol.ProfileSourceMeasured + ")"
 
 // ParseFilter reads the filters from query parameters. An unknown
 // parameter, one given twice or an empty or malformed value is an error
@@ -70,6 +73,12 @@ func (f *Filter) set(name, val string) error {
 		}
 		f.Profile = val
 		return nil
+	case "source":
+		if val != protocol.ProfileSourcePublished && val != protocol.ProfileSourceMeasured {
+			return fmt.Errorf("source: %.50q, want %s or %s", val, protocol.ProfileSourcePublished, protocol.ProfileSourceMeasured)
+		}
+		f.Source = val
+		return nil
 	}
 	if len(val) > protocol.MaxProfileName {
 		return fmt.Errorf("%s: %d bytes, want at most %d", name, len(val), protocol.MaxProfileName)
@@ -88,7 +97,7 @@ func (f *Filter) set(name, val string) error {
 // Values is f as query parameters, the zero fields left out.
 func (f Filter) Values() url.Values {
 	v := url.Values{}
-	for name, s := range map[string]string{"model": f.Model, "gpu": f.GPU, "precision": f.Precision, "profile": f.Profile} {
+	for name, s := range map[string]string{"model": f.Model, "gpu": f.GPU, "precision": f.Precision, "profile": f.Profile, "source": f.Source} {
 		if s != "" {
 			v.Set(name, s)
 		}
@@ -105,7 +114,8 @@ func (f Filter) Keep(r protocol.ProfileRow) bool {
 		strings.Contains(fold(r.GPU), fold(f.GPU)) &&
 		(f.Precision == "" || fold(r.Precision) == fold(f.Precision)) &&
 		(f.TP == 0 || r.TP == f.TP) &&
-		(f.Profile == "" || r.Profile == f.Profile)
+		(f.Profile == "" || r.Profile == f.Profile) &&
+		(f.Source == "" || r.Source == f.Source)
 }
 
 // Apply is the rows f keeps, in their order.

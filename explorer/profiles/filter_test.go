@@ -17,6 +17,7 @@ func TestParseFilterNamesTheParameter(t *testing.T) {
 		"gpu=a&gpu=b":                           "gpu: given 2 times",
 		"size=720p":                             "unknown parameter \"size\": the filters are model, gpu, precision",
 		"precision=" + strings.Repeat("x", 201): "precision: 201 bytes",
+		"source=nvidia":                         "source: \"nvidia\", want published or measured",
 	} {
 		v, _ := url.ParseQuery(q)
 		if _, err := ParseFilter(v); err == nil || !strings.Contains(err.Error(), want) {
@@ -37,7 +38,9 @@ func TestFilterKeepsTheLinesAsked(t *testing.T) {
 		"precision=fp8":           7,
 		"profile=max_throughput":  32,
 		"model=nemoretriever&profile=min_latency&gpu=L40S": 4,
-		"gpu=H200": 0,
+		"gpu=H200":         0,
+		"source=published": 65,
+		"source=measured":  0,
 	} {
 		v, _ := url.ParseQuery(q)
 		f, err := ParseFilter(v)

@@ -207,15 +207,21 @@ func diffText(l Line) string {
 	return fmt.Sprintf("%+.1f %% %s", *v, what)
 }
 
+// sourceText is where a line comes from: a published line's note stands
+// for its source, a measured line's follows it. SIMULATED and "OSL not
+// held" are said once, by the note or after it.
 func sourceText(r protocol.ProfileRow) string {
 	s := r.Source
-	if r.Note != "" {
+	switch {
+	case r.Note != "" && r.Source == protocol.ProfileSourcePublished:
 		s = r.Note
+	case r.Note != "":
+		s += " (" + r.Note + ")"
 	}
-	if r.Simulated {
+	if r.Simulated && !strings.Contains(s, "SIMULATED") {
 		s += ", SIMULATED"
 	}
-	if r.OSLHeld != nil && !*r.OSLHeld {
+	if r.OSLHeld != nil && !*r.OSLHeld && !strings.Contains(s, "OSL not held") {
 		s += ", OSL not held"
 	}
 	return s

@@ -25,8 +25,12 @@ const (
 )
 
 // moduleOrder is the order Export concatenates the page's ES modules in: each
-// after the modules it imports.
-func moduleOrder() []string { return []string{"logic.js", "chartview.js", "labchrome.js", "app.js"} }
+// after the modules it imports. It names every module app.js reaches, and no
+// other (TestModuleOrderIsWhatAppImports).
+func moduleOrder() []string {
+	return []string{"logic.js", "chartview.js", "labchrome.js", "dom.js", "cost.js", "table.js", "state.js",
+		"filters.js", "selectors.js", "rowchart.js", "detail.js", "presets.js", "summary.js", "share.js", "app.js"}
+}
 
 const chartLibPath = "vendor/chart.umd.min.js"
 
@@ -85,7 +89,8 @@ func loadAssets() (map[string]asset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("explorer page assets: %w", err)
 	}
-	for _, need := range append(moduleOrder(), "index.html", "style.css", chartLibPath, "compare.html", "compare.js", "compare.css") {
+	for _, need := range append(moduleOrder(), "index.html", "style.css", chartLibPath, "compare.html", "compare.js", "compare.css",
+		"profiles.html", "profiles.js", "profiles.css") {
 		if _, ok := out[need]; !ok {
 			return nil, fmt.Errorf("explorer page assets: static/%s is missing", need)
 		}

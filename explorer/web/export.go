@@ -78,6 +78,8 @@ func inlineSafe(text string) error {
 var (
 	importLine = regexp.MustCompile(`^import \{[A-Za-z0-9_$,\s]*\} from '\./([a-z]+\.js)';$`)
 	exportDecl = regexp.MustCompile(`^export (const|let|function|async function|class) `)
+	// topLevelDecl names what a line at the start of a module declares.
+	topLevelDecl = regexp.MustCompile(`^(?:export )?(?:const|let|function|async function|class) ([A-Za-z0-9_$]+)`)
 )
 
 // bundleModules concatenates the page's modules into one module body: the
@@ -87,6 +89,7 @@ var (
 func bundleModules(assets map[string]asset) (string, error) {
 	var out strings.Builder
 	done := map[string]bool{}
+	declared := map[string]string{} // top-level name -> the module declaring it
 	for _, name := range moduleOrder() {
 		sc := bufio.NewScanner(bytes.NewReader(assets[name].body))
 		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
@@ -98,6 +101,12 @@ func bundleModules(assets map[string]asset) (string, error) {
 					return "", fmt.Errorf("bundle: %s line %d imports %s, which is not bundled before it", name, n, m[1])
 				}
 				continue
+			}
+			if m := topLevelDecl.FindStringSubmatch(line); m != nil {
+				if other, dup := declared[m[1]]; dup {
+					return "", fmt.Errorf("bundle: %s line %d declares %s, which %s declares too: top-level names must differ across the modules", name, n, m[1], other)
+				}
+				declared[m[1]] = name
 			}
 			if exportDecl.MatchString(line) {
 				line = strings.TrimPrefix(line, "export ")

@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// Handler serves the page at "/", the compare page at "/compare" and their
-// files under "/static/". Every
-// response carries a content-hash ETag (If-None-Match answers 304). Files the
-// page links with ?v=<hash> are cached for a year, since a new build changes
-// the link; everything else revalidates on each use.
+// Handler serves the page at "/", the compare page at "/compare", the
+// latency and throughput page at "/profiles" and their files under
+// "/static/". Every response carries a content-hash ETag (If-None-Match
+// answers 304). Files the page links with ?v=<hash> are cached for a year,
+// since a new build changes the link; everything else revalidates on each
+// use.
 func Handler(opts ...Option) http.Handler {
 	var cfg config
 	for _, o := range opts {
@@ -25,6 +26,9 @@ func Handler(opts ...Option) http.Handler {
 	}
 	if cfg.lab {
 		assets = inLab(assets)
+	}
+	if assets, err = withProfileRule(assets); err != nil {
+		return errorHandler(err)
 	}
 	index, err := servedIndex(assets)
 	if err != nil {
@@ -41,15 +45,19 @@ func Handler(opts ...Option) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", serveIndex)
 	mux.HandleFunc("GET /index.html", serveIndex)
-	// The compare page loads its comparison from /api/explorer/compare.
-	mux.HandleFunc("GET /compare", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", pagePolicy)
-		serveAsset(w, r, "compare.html", assets["compare.html"])
-	})
+	// The compare page loads its comparison from /api/explorer/compare,
+	// the profiles page its lines from /api/explorer/profiles.
+	for _, page := range []struct{ path, file string }{{"/compare", "compare.html"}, {"/profiles", "profiles.html"}} {
+		a := assets[page.file]
+		mux.HandleFunc("GET "+page.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Security-Policy", pagePolicy)
+			serveAsset(w, r, page.file, a)
+		})
+	}
 	mux.HandleFunc("GET /static/{file...}", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("file")
 		a, ok := assets[name]
-		if !ok || name == "index.html" || name == "compare.html" {
+		if !ok || isPage(name) {
 			http.NotFound(w, r)
 			return
 		}
@@ -82,11 +90,17 @@ func WithLab() Option {
 // static/labchrome.js reads.
 const labMark = `<html lang="en" data-lab="1">`
 
-// inLab returns assets with the two pages marked (labMark).
+// isPage reports whether name is one of the pages, served at their own
+// paths rather than under /static/.
+func isPage(name string) bool {
+	return name == "index.html" || name == "compare.html" || name == "profiles.html"
+}
+
+// inLab returns assets with the pages marked (labMark).
 func inLab(assets map[string]asset) map[string]asset {
 	out := make(map[string]asset, len(assets))
 	for name, a := range assets {
-		if name == "index.html" || name == "compare.html" {
+		if isPage(name) {
 			a = newAsset(name, bytes.Replace(a.body, []byte(`<html lang="en">`), []byte(labMark), 1))
 		}
 		out[name] = a

@@ -44,8 +44,8 @@ func TestExplorerInTheLabShowsLinksAndHealth(t *testing.T) {
 	if got := eval[string](t, ctx, `document.getElementById('health-banner').textContent`); got != "Controller DEGRADEDstore: the disk is full" {
 		t.Errorf("health banner %q", got)
 	}
-	if got := eval[[]string](t, ctx, `[...document.querySelectorAll('#lab-nav a')].filter(a => a.offsetParent !== null).map(a => a.getAttribute('href'))`); len(got) != 5 {
-		t.Errorf("visible links %v, want the five pages", got)
+	if got := eval[[]string](t, ctx, `[...document.querySelectorAll('#lab-nav a')].filter(a => a.offsetParent !== null).map(a => a.getAttribute('href'))`); len(got) != 6 {
+		t.Errorf("visible links %v, want the six pages", got)
 	}
 
 	alone := newTab(t)

@@ -72,19 +72,7 @@ export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0
   // target alone, over one camera.
   if (series.length === 0) { xmin = 1; xmax = 1; }
   const ticks = [...new Set(series.flatMap((s) => s.pts.map((p) => p.x)))].sort((a, b) => a - b);
-  const datasets = series.map((s, i) => {
-    const colour = SIZE_COLOURS[s.size] || EXTRA_COLOURS[i % EXTRA_COLOURS.length];
-    const sel = s.size === selectedSize;
-    return {
-      label: `${s.size}, 1 image`,
-      data: s.pts,
-      borderColor: colour,
-      backgroundColor: colour,
-      borderWidth: sel ? 3 : 2,
-      pointRadius: sel ? 4 : 3,
-      tension: 0,
-    };
-  });
+  const datasets = series.map((s, i) => sizeDataset(s, i, s.size === selectedSize));
   datasets.push({
     label: `Target ${target} s (dashed)`,
     data: [{ x: xmin, y: target }, { x: xmax, y: target }],
@@ -114,41 +102,63 @@ export function drawChart(canvas, row, sizes, target, selectedSize, interval = 0
     type: 'line',
     data: { datasets },
     plugins: [chartWhiteBackground],
-    options: {
-      animation: false,
-      responsive: true,
-      maintainAspectRatio: false,
-      parsing: false,
-      plugins: {
-        title: { display: true, text: [chartTitle(row), `Response time${statistic === 'mean' ? '' : ` (${statistic})`} as cameras are added${interval > 0 ? `, one frame every ${interval} s per camera` : ''}`], color: '#111827', font: { size: 14 } },
-        legend: { display: true, position: 'bottom', labels: { color: '#111827', usePointStyle: true, pointStyle: 'line', pointStyleWidth: 28 } },
-        tooltip: { callbacks: { label: (c) => (c.dataset.yAxisID === 'y2' ? `${c.dataset.label}: ${c.parsed.y.toFixed(1)} W at ${c.parsed.x} camera(s)` : `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)`) } },
+    options: chartOptions(row, interval, statistic, { xmin, xmax, ticks, power: power.length > 0 }),
+  });
+}
+
+// sizeDataset is the line of one image size; the selected size's is the
+// thicker.
+function sizeDataset(s, i, selected) {
+  const colour = SIZE_COLOURS[s.size] || EXTRA_COLOURS[i % EXTRA_COLOURS.length];
+  return {
+    label: `${s.size}, 1 image`,
+    data: s.pts,
+    borderColor: colour,
+    backgroundColor: colour,
+    borderWidth: selected ? 3 : 2,
+    pointRadius: selected ? 4 : 3,
+    tension: 0,
+  };
+}
+
+// chartOptions are the chart's title, legend, tooltips and axes: cameras
+// from axis.xmin to axis.xmax with a tick at each level measured, response
+// time, and power on a second axis where axis.power.
+function chartOptions(row, interval, statistic, axis) {
+  return {
+    animation: false,
+    responsive: true,
+    maintainAspectRatio: false,
+    parsing: false,
+    plugins: {
+      title: { display: true, text: [chartTitle(row), `Response time${statistic === 'mean' ? '' : ` (${statistic})`} as cameras are added${interval > 0 ? `, one frame every ${interval} s per camera` : ''}`], color: '#111827', font: { size: 14 } },
+      legend: { display: true, position: 'bottom', labels: { color: '#111827', usePointStyle: true, pointStyle: 'line', pointStyleWidth: 28 } },
+      tooltip: { callbacks: { label: (c) => (c.dataset.yAxisID === 'y2' ? `${c.dataset.label}: ${c.parsed.y.toFixed(1)} W at ${c.parsed.x} camera(s)` : `${c.dataset.label}: ${c.parsed.y.toFixed(2)} s at ${c.parsed.x} camera(s)`) } },
+    },
+    scales: {
+      x: {
+        type: 'linear',
+        min: axis.xmin,
+        max: axis.xmax,
+        title: { display: true, text: 'Cameras', color: '#374151' },
+        afterBuildTicks: (a) => { a.ticks = axis.ticks.map((v) => ({ value: v })); },
+        ticks: { color: '#374151', precision: 0 },
       },
-      scales: {
-        x: {
-          type: 'linear',
-          min: xmin,
-          max: xmax,
-          title: { display: true, text: 'Cameras', color: '#374151' },
-          afterBuildTicks: (axis) => { axis.ticks = ticks.map((v) => ({ value: v })); },
-          ticks: { color: '#374151', precision: 0 },
-        },
-        y: {
-          beginAtZero: true,
-          title: { display: true, text: 'Response time (s)', color: '#374151' },
-          ticks: { color: '#374151' },
-        },
-        y2: {
-          display: power.length > 0,
-          position: 'right',
-          beginAtZero: true,
-          grid: { drawOnChartArea: false },
-          title: { display: true, text: 'Power (W)', color: '#374151' },
-          ticks: { color: '#374151' },
-        },
+      y: {
+        beginAtZero: true,
+        title: { display: true, text: 'Response time (s)', color: '#374151' },
+        ticks: { color: '#374151' },
+      },
+      y2: {
+        display: axis.power,
+        position: 'right',
+        beginAtZero: true,
+        grid: { drawOnChartArea: false },
+        title: { display: true, text: 'Power (W)', color: '#374151' },
+        ticks: { color: '#374151' },
       },
     },
-  });
+  };
 }
 
 // chartPNG renders the chart as a PNG data URL (white background, title and
