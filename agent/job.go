@@ -154,6 +154,7 @@ func (j *jobRun) spec(dep DeploymentConfig, imgs *imageset.Set, now protocol.Pow
 				Engine:      dep.Engine.Kind,
 				PowerMode:   cfg.PowerMode,
 				PowerLimitW: cfg.PowerLimitW,
+				TP:          dep.Engine.TensorParallelSize,
 			},
 			Workload: job.Workload,
 		},

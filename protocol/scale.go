@@ -32,6 +32,15 @@ func (c *Combination) ScaleTime(speedup float64) {
 			multiply(s, e.AboveIdleJoulesPerAnswer)
 		}
 	}
+	if p := c.Profile; p != nil {
+		for _, f := range []*float64{p.TTFTMs, p.ITLMs, &p.RequestLatencyMs} {
+			if f != nil {
+				*f *= s
+			}
+		}
+		p.RequestThroughput /= s
+		p.OutputTokensPerSec /= s
+	}
 	for i := range c.Requests {
 		r := &c.Requests[i]
 		multiply(s, &r.Start, &r.TTFB, &r.RoleChunk, &r.TTFT, &r.LastToken, &r.E2E, &r.ITL)

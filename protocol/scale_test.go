@@ -44,3 +44,21 @@ func TestScaleTimeScalesEnergyButNotPower(t *testing.T) {
 		t.Errorf("scaled by 10: %+v (above idle %g); want 15 W over 10 s, 50 J and 20 J per answer", *e, *e.AboveIdleJoulesPerAnswer)
 	}
 }
+
+// A profile level's times are on the device's scale too, and its rates.
+func TestScaleTimeScalesAProfileLevel(t *testing.T) {
+	ttft, itl := 20.0, 2.0
+	c := Combination{Profile: &ProfileLevel{TTFTMs: &ttft, ITLMs: &itl, RequestLatencyMs: 100,
+		RequestThroughput: 50, OutputTokensPerSec: 500}}
+	c.ScaleTime(10)
+	p := c.Profile
+	if *p.TTFTMs != 200 || *p.ITLMs != 20 || p.RequestLatencyMs != 1000 || p.RequestThroughput != 5 || p.OutputTokensPerSec != 50 {
+		t.Errorf("scaled profile: TTFT %v, ITL %v, latency %v, throughput %v, tokens/s %v",
+			*p.TTFTMs, *p.ITLMs, p.RequestLatencyMs, p.RequestThroughput, p.OutputTokensPerSec)
+	}
+	c = Combination{Profile: &ProfileLevel{RequestLatencyMs: 100}}
+	c.ScaleTime(10) // not streamed: no TTFT, no ITL
+	if c.Profile.TTFTMs != nil || c.Profile.RequestLatencyMs != 1000 {
+		t.Errorf("not streamed: TTFT %v, latency %v", c.Profile.TTFTMs, c.Profile.RequestLatencyMs)
+	}
+}

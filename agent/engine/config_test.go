@@ -47,6 +47,13 @@ func TestArgs(t *testing.T) {
 				"--quantization", "fp8", "--dtype", "bfloat16", "--enable-prefix-caching", "--api-key", "k", "--enforce-eager", "--trust-remote-code"},
 		},
 		{
+			name: "vllm tensor parallel",
+			cfg:  Config{Kind: KindVLLM, Model: "Qwen3-VL-4B-Instruct", TensorParallelSize: 8},
+			want: []string{"vllm", "serve", root + "/Qwen3-VL-4B-Instruct", "--host", "127.0.0.1", "--port", "8123",
+				"--served-model-name", "Qwen3-VL-4B-Instruct", "--max-num-seqs", "8", "--limit-mm-per-prompt", `{"image":5}`,
+				"--tensor-parallel-size", "8", "--no-enable-prefix-caching"},
+		},
+		{
 			name: "vllm hub id",
 			cfg:  Config{Kind: KindVLLM, Model: "Qwen/Qwen3-VL-8B-Instruct"},
 			want: []string{"vllm", "serve", "Qwen/Qwen3-VL-8B-Instruct", "--host", "127.0.0.1", "--port", "8123",

@@ -32,6 +32,9 @@ type Needs struct {
 	// SearchCameras is the most cameras a search of the workload may
 	// measure after the ladder (its ceiling); 0 without a search.
 	SearchCameras int
+	// TextTokens is the longest sized text a request carries (a
+	// profile's ISL) beyond the prompt every request has; 0: none.
+	TextTokens int
 }
 
 // Shape is one kind of request: Images images of Width×Height pixels.
@@ -39,6 +42,9 @@ type Shape struct{ Images, Width, Height int }
 
 // NeedsOf derives the needs of a workload.
 func NeedsOf(w protocol.Workload) Needs {
+	if w.Profile != nil {
+		return profileNeeds(*w.Profile)
+	}
 	n := Needs{MaxCameras: w.MaxCameras(), MaxImages: w.MaxImages(), MaxTokens: w.MaxTokens, SearchCameras: w.Search}
 	for _, names := range [][]string{w.Sizes, w.MultiImageSizes} {
 		for _, name := range names {

@@ -154,7 +154,7 @@ func largestImageTokens(n Needs) int {
 
 // requestTokens estimates the largest request with its answer.
 func requestTokens(n Needs) int {
-	return largestImageTokens(n) + promptTokens + n.MaxTokens + contextMargin
+	return largestImageTokens(n) + promptTokens + n.TextTokens + n.MaxTokens + contextMargin
 }
 
 // slotTokens is requestTokens rounded up to a multiple of 256.

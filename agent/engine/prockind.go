@@ -45,6 +45,7 @@ var kindSettings = []struct {
 	{"quantization", func(c Config) bool { return c.Quantization != "" }},
 	{"dtype", func(c Config) bool { return c.Dtype != "" }},
 	{"max_model_len", func(c Config) bool { return c.MaxModelLen != 0 }},
+	{"tensor_parallel_size", func(c Config) bool { return c.TensorParallelSize != 0 }},
 	{"gpu_memory_utilization", func(c Config) bool { return c.GPUMemoryUtilization != 0 }},
 	{"enable_prefix_caching", func(c Config) bool { return c.EnablePrefixCaching }},
 	{"gpu_layers", func(c Config) bool { return c.GPULayers != nil }},
@@ -153,6 +154,9 @@ func checkModelAndSizes(c Config, want string) error {
 	}
 	if c.MaxModelLen < 0 {
 		return fmt.Errorf("max_model_len: %d is negative", c.MaxModelLen)
+	}
+	if c.TensorParallelSize < 0 {
+		return fmt.Errorf("tensor_parallel_size: %d is negative; want the GPUs to split the model over, or 0 for 1", c.TensorParallelSize)
 	}
 	if c.GPUMemoryUtilization < 0 || c.GPUMemoryUtilization > 1 || math.IsNaN(c.GPUMemoryUtilization) {
 		return fmt.Errorf("gpu_memory_utilization: %g; want a fraction in (0, 1], or 0 for the engine's default", c.GPUMemoryUtilization)

@@ -33,13 +33,17 @@ var sglangKind = processKind{
 		"--model":                "model",
 		"--served-model-name":    "served_name",
 		"--context-length":       "max_model_len",
+		"--tp-size":              "tensor_parallel_size",
+		"--tp":                   "tensor_parallel_size",
+		"--tensor-parallel-size": "tensor_parallel_size",
 		"--mem-fraction-static":  "gpu_memory_utilization",
 		"--quantization":         "quantization",
 		"--dtype":                "dtype",
 		sglangRadixCacheOff:      "enable_prefix_caching",
 		"--api-key":              "api_key",
 	},
-	reads:    []string{"quantization", "dtype", "max_model_len", "gpu_memory_utilization", "enable_prefix_caching"},
+	reads: []string{"quantization", "dtype", "max_model_len", "gpu_memory_utilization", "enable_prefix_caching",
+		"tensor_parallel_size"},
 	refusals: checkpointRefusals(NameSGLang),
 }
 
@@ -86,6 +90,9 @@ func (sglangAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger
 	}
 	if r.Dtype != "" {
 		a = append(a, "--dtype", r.Dtype)
+	}
+	if r.TensorParallelSize > 1 {
+		a = append(a, "--tp-size", strconv.Itoa(r.TensorParallelSize))
 	}
 	// The radix cache would recognise the shared prompt and repeated
 	// frames and flatter TTFT; a real camera never sends the same frame twice.

@@ -160,7 +160,7 @@ func TestSGLangRecognised(t *testing.T) {
 func TestSGLangSettings(t *testing.T) {
 	env := newTestEnv(t)
 	cfg := Config{Kind: KindSGLang, Model: "Qwen/Qwen3-VL-8B-Instruct", MaxModelLen: 8192, GPUMemoryUtilization: 0.8,
-		Quantization: "fp8", Dtype: "bfloat16", ExtraArgs: []string{"--tp-size", "2"}}
+		Quantization: "fp8", Dtype: "bfloat16", TensorParallelSize: 2}
 	r, err := cfg.resolve(env.Env)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestSGLangSettings(t *testing.T) {
 	args, _ := sglangAdapter{}.args(r, 8123, Needs{MaxCameras: 2}.normalized(), zerolog.Nop())
 	got := strings.Join(append(append([]string(nil), r.command...), args...), " ")
 	want := "python3 -m sglang.launch_server --model-path Qwen/Qwen3-VL-8B-Instruct --host 127.0.0.1 --port 8123 --served-model-name Qwen3-VL-8B-Instruct" +
-		" --context-length 8192 --mem-fraction-static 0.8 --max-running-requests 2 --quantization fp8 --dtype bfloat16 --disable-radix-cache --tp-size 2"
+		" --context-length 8192 --mem-fraction-static 0.8 --max-running-requests 2 --quantization fp8 --dtype bfloat16 --tp-size 2 --disable-radix-cache"
 	if got != want {
 		t.Errorf("argv\n got %s\nwant %s", got, want)
 	}
@@ -179,6 +179,9 @@ func TestSGLangSettings(t *testing.T) {
 		{Config{Kind: KindSGLang, Model: "Qwen3-VL-4B-Instruct", CtxSize: 4096}, "ctx_size: only for kinds llamacpp and ollama; use max_model_len and gpu_memory_utilization with SGLang"},
 		{Config{Kind: KindSGLang, Model: "Qwen3-VL-4B-Instruct", ExtraArgs: []string{"--disable-radix-cache"}}, `extra_args[0]: --disable-radix-cache is set by vlmfleet; use the "enable_prefix_caching" setting instead`},
 		{Config{Kind: KindSGLang, Model: "Qwen3-VL-4B-Instruct", ExtraArgs: []string{"--max-running-requests=4"}}, "extra_args[0]: --max-running-requests is set by vlmfleet"},
+		{Config{Kind: KindSGLang, Model: "Qwen3-VL-4B-Instruct", ExtraArgs: []string{"--tp-size", "2"}}, `extra_args[0]: --tp-size is set by vlmfleet; use the "tensor_parallel_size" setting instead`},
+		{Config{Kind: KindSGLang, Model: "Qwen3-VL-4B-Instruct", TensorParallelSize: -1}, "tensor_parallel_size: -1 is negative"},
+		{Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf", TensorParallelSize: 2}, "tensor_parallel_size: only for kinds sglang and vllm"},
 		{Config{Kind: KindLlamaCpp, Model: "qwen3-vl-4b-q8_0.gguf", MMProj: "mmproj-qwen3-vl-4b-f16.gguf", MaxModelLen: 4096}, "max_model_len: only for kinds sglang and vllm"},
 	} {
 		err := c.cfg.Validate(env.Env)

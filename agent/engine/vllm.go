@@ -33,6 +33,8 @@ var vllmKind = processKind{
 		"--served-model-name":        "served_name",
 		"--model":                    "model",
 		"--max-model-len":            "max_model_len",
+		"--tensor-parallel-size":     "tensor_parallel_size",
+		"-tp":                        "tensor_parallel_size",
 		"--gpu-memory-utilization":   "gpu_memory_utilization",
 		"--quantization":             "quantization",
 		"-q":                         "quantization",
@@ -41,7 +43,8 @@ var vllmKind = processKind{
 		"--no-enable-prefix-caching": "enable_prefix_caching",
 		"--api-key":                  "api_key",
 	},
-	reads:    []string{"quantization", "dtype", "max_model_len", "gpu_memory_utilization", "enable_prefix_caching"},
+	reads: []string{"quantization", "dtype", "max_model_len", "gpu_memory_utilization", "enable_prefix_caching",
+		"tensor_parallel_size"},
 	refusals: checkpointRefusals(NameVLLM),
 }
 
@@ -83,6 +86,9 @@ func (vllmAdapter) args(r *resolved, port int, needs Needs, log zerolog.Logger) 
 	}
 	if r.Dtype != "" {
 		a = append(a, "--dtype", r.Dtype)
+	}
+	if r.TensorParallelSize > 1 {
+		a = append(a, "--tensor-parallel-size", strconv.Itoa(r.TensorParallelSize))
 	}
 	// A prefix cache would recognise the shared prompt and repeated frames
 	// and flatter TTFT; a real camera never sends the same frame twice.

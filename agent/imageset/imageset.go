@@ -43,6 +43,8 @@ type Set struct {
 	sizes [4]sizeCache // by protocol.SizeRank
 	// unique are the sizes' pictures ready to be made unique (unique.go).
 	unique [4]uniqueCache
+	// profiles are the pictures of profile image sizes (profile.go).
+	profiles profileCache
 	// cache keeps the prepared pictures on disk (BuiltinCached); nil: none.
 	cache *diskCache
 }

@@ -40,23 +40,9 @@ func buildBodyParts(t Target, w protocol.Workload) (bodyParts, error) {
 	}
 	top["model"] = t.Model
 	top["stream"] = true
-	keys := make([]string, 0, len(top))
-	for k := range top {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteByte('{')
-	for _, k := range keys {
-		kj, _ := json.Marshal(k)
-		vj, err := json.Marshal(top[k])
-		if err != nil {
-			return bodyParts{}, fmt.Errorf("request body field %q: %w", k, err)
-		}
-		b.Write(kj)
-		b.WriteByte(':')
-		b.Write(vj)
-		b.WriteByte(',')
+	if err := writeTopFields(&b, top); err != nil {
+		return bodyParts{}, err
 	}
 	prompt := w.Prompt
 	if prompt == "" {
@@ -74,6 +60,29 @@ func buildBodyParts(t Target, w protocol.Workload) (bodyParts, error) {
 		sep:    `"}},{"type":"image_url","image_url":{"url":"`,
 		suffix: `"}}]}]}`,
 	}, nil
+}
+
+// writeTopFields opens a request body with its top-level fields in the
+// order of their names, each followed by a comma: the messages come last.
+func writeTopFields(b *strings.Builder, top map[string]any) error {
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.WriteByte('{')
+	for _, k := range keys {
+		kj, _ := json.Marshal(k)
+		vj, err := json.Marshal(top[k])
+		if err != nil {
+			return fmt.Errorf("request body field %q: %w", k, err)
+		}
+		b.Write(kj)
+		b.WriteByte(':')
+		b.Write(vj)
+		b.WriteByte(',')
+	}
+	return nil
 }
 
 // jsonSafe returns s ready to sit between JSON quotes. Base64 data URLs need

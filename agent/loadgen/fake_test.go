@@ -23,7 +23,11 @@ type fakeRequest struct {
 	} `json:"stream_options"`
 	MaxTokens   int   `json:"max_tokens"`
 	CachePrompt *bool `json:"cache_prompt"`
-	Messages    []struct {
+	MinTokens   *int  `json:"min_tokens"`
+	IgnoreEOS   *bool `json:"ignore_eos"`
+	// Tools is a profile's extra body field, as sent.
+	Tools    json.RawMessage `json:"tools"`
+	Messages []struct {
 		Role    string `json:"role"`
 		Content []struct {
 			Type     string `json:"type"`

@@ -63,6 +63,10 @@ type Hooks struct {
 	// warm-ups included: how busy the engine is kept, which a frame clock
 	// leaves idle between answers.
 	InFlight func(delta int)
+	// SeriesDone hears a profile's levels of one length and resolution
+	// (MeasureProfile) once the last is measured and the max-throughput
+	// point marked; an error aborts MeasureProfile.
+	SeriesDone func(levels []protocol.Combination) error
 }
 
 // Progress is a combination's state after a measured request.

@@ -15,6 +15,21 @@ import (
 // means a warm-up whose records are thrown away.
 func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCombo, total int, pics pictures,
 	recs []protocol.RequestRecord, onReq func(protocol.RequestRecord, Progress), maxInFlight *atomic.Int64) {
+	build := func(i int) []string { return r.segments(pics, i, pc.Images) }
+	send := func(ctx context.Context, cam *camera, _ int, segs []string, rec *protocol.RequestRecord) {
+		r.send(ctx, cam, segs, rec)
+	}
+	r.closedLoop(ctx, cams, pc.Images, total, build, send, recs, onReq, maxInFlight)
+}
+
+// sendFunc sends request number i, laid out as segs, on cam and records
+// it in rec.
+type sendFunc func(ctx context.Context, cam *camera, i int, segs []string, rec *protocol.RequestRecord)
+
+// closedLoop is loop for any request: build lays out request i before its
+// time starts, and send sends it.
+func (r *runner) closedLoop(ctx context.Context, cams []*camera, images, total int, build func(i int) []string, send sendFunc,
+	recs []protocol.RequestRecord, onReq func(protocol.RequestRecord, Progress), maxInFlight *atomic.Int64) {
 	var (
 		next, inFlight, done, failed atomic.Int64
 		ttftSum                      atomic.Int64 // nanoseconds, completed requests
@@ -31,8 +46,8 @@ func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCo
 				if i >= total {
 					return
 				}
-				segs := r.segments(pics, i, pc.Images)
-				rec := protocol.RequestRecord{Camera: ci, Seq: i, Images: pc.Images}
+				segs := build(i)
+				rec := protocol.RequestRecord{Camera: ci, Seq: i, Images: images}
 				now := inFlight.Add(1)
 				if maxInFlight != nil {
 					for m := maxInFlight.Load(); now > m && !maxInFlight.CompareAndSwap(m, now); m = maxInFlight.Load() {
@@ -40,7 +55,7 @@ func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCo
 				}
 				cam.loop = appendLoopField(cam.loop[:0], id, i, total, len(cams))
 				rec.Start = time.Since(start).Seconds()
-				r.send(ctx, cam, segs, &rec)
+				send(ctx, cam, i, segs, &rec)
 				in := inFlight.Add(-1)
 				if recs == nil {
 					continue

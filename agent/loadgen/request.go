@@ -99,6 +99,10 @@ func (c *camera) do(ctx context.Context, r *runner, segs []string, rec *protocol
 		rec.Error = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, excerpt(b, 200))
 		return
 	}
+	if r.noStream {
+		keep = c.whole(ctx, r, resp.Body, t0, rec)
+		return
+	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		// The engine answered in one piece: it ignored "stream": true.
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))

@@ -24,6 +24,9 @@ type runner struct {
 	cams    []*camera
 	// inFlight is the combination's Hooks.InFlight.
 	inFlight func(delta int)
+	// noStream says requests ask for the answer in one piece (a profile
+	// without streaming): it is read whole (nostream.go).
+	noStream bool
 }
 
 func newRunner(t Target, w protocol.Workload, imgs Images) (*runner, error) {

@@ -142,6 +142,9 @@ func (spec Spec) describeEngine(r *protocol.Run, info protocol.EngineInfo) {
 		r.Device.Name = "unknown device"
 	}
 	r.Config.Device = r.Device.Name
+	if r.Workload.Profile != nil {
+		profileIdentity(r)
+	}
 	if j := r.Device.Jetson; j != nil && r.Config.Power().IsZero() {
 		// A Jetson is measured in some mode, set or found: a bench run
 		// records it as a lab job does, so that both are one row.
@@ -253,8 +256,12 @@ func (m *measurement) measure(ctx context.Context) error {
 	defer tel.stop()
 	m.sampleIdle(mctx, tel)
 
-	w := m.run.Workload
-	combos, err := loadgen.Measure(mctx, m.target(ep), m.clock.workload(w), m.spec.Images, m.loadgenHooks(mctx, tel))
+	var combos []protocol.Combination
+	if w := m.run.Workload; w.Profile != nil {
+		combos, err = m.measureProfile(mctx, ep, tel)
+	} else {
+		combos, err = loadgen.Measure(mctx, m.target(ep), m.clock.workload(w), m.spec.Images, m.loadgenHooks(mctx, tel))
+	}
 	m.run.Combinations = combos
 	if cause := context.Cause(mctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = cause
@@ -340,44 +347,59 @@ func (m *measurement) loadgenHooks(mctx context.Context, tel *telemetryRecorder)
 			})
 		},
 		InFlight: func(d int) { m.inFlight.Add(int64(d)) },
-		ComboDone: func(idx int, c *protocol.Combination) error {
-			if c.Completed == 0 && c.Failed > 0 {
-				// Every request failed: most likely the engine died, and
-				// its requests were refused faster than the engine's
-				// watcher could say so (a busy host schedules it late).
-				// Give the watcher a moment before taking the failures
-				// for a measurement.
-				t := time.NewTimer(engineDeathGrace)
-				select {
-				case <-mctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
+		ComboDone: func(_ int, c *protocol.Combination) error {
+			if err := m.measured(mctx, tel, c); err != nil {
+				return err
 			}
-			// A combination cut short by the engine's death is not a
-			// measurement: its requests failed in microseconds.
-			if cause := context.Cause(mctx); cause != nil {
-				return cause
-			}
-			c.TelemetrySeries, c.Telemetry = tel.window()
-			c.Energy = energyOf(c.TelemetrySeries, tel.source(), c.WallSec, c.Completed, m.run.IdlePower)
-			c.ScaleTime(m.clock.speedup)
-			if msg := cacheWarning(m.run.Workload, c); msg != "" {
-				m.warn(msg)
-			}
-			if msg := searchSlotsWarning(m.run.Engine, m.run.Workload, c); msg != "" && !slices.Contains(m.run.Warnings, msg) {
-				m.warn(msg)
-			}
-			if m.hooks.Combination != nil {
-				if err := m.hooks.Combination(m.header(), c); err != nil {
-					return err
-				}
-			}
-			m.spec.Log.Info().Str("combo", c.ComboKey.String()).Int("completed", c.Completed).Int("failed", c.Failed).
-				Float64("ttft_mean_s", c.TTFT.Mean).Float64("tps_mean", c.TPS.Mean).Msg("combination measured")
-			return nil
+			return m.keep(c)
 		},
 	}
+}
+
+// measured completes a measured combination: its telemetry and energy,
+// on the device's time scale, with what it gives to warn of. An engine
+// that died while it was measured fails it.
+func (m *measurement) measured(mctx context.Context, tel *telemetryRecorder, c *protocol.Combination) error {
+	if c.Completed == 0 && c.Failed > 0 {
+		// Every request failed: most likely the engine died, and
+		// its requests were refused faster than the engine's
+		// watcher could say so (a busy host schedules it late).
+		// Give the watcher a moment before taking the failures
+		// for a measurement.
+		t := time.NewTimer(engineDeathGrace)
+		select {
+		case <-mctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	// A combination cut short by the engine's death is not a
+	// measurement: its requests failed in microseconds.
+	if cause := context.Cause(mctx); cause != nil {
+		return cause
+	}
+	c.TelemetrySeries, c.Telemetry = tel.window()
+	c.Energy = energyOf(c.TelemetrySeries, tel.source(), c.WallSec, c.Completed, m.run.IdlePower)
+	c.ScaleTime(m.clock.speedup)
+	if msg := cacheWarning(m.run.Workload, c); msg != "" {
+		m.warn(msg)
+	}
+	if msg := searchSlotsWarning(m.run.Engine, m.run.Workload, c); msg != "" && !slices.Contains(m.run.Warnings, msg) {
+		m.warn(msg)
+	}
+	return nil
+}
+
+// keep hands a measured combination to the caller.
+func (m *measurement) keep(c *protocol.Combination) error {
+	if m.hooks.Combination != nil {
+		if err := m.hooks.Combination(m.header(), c); err != nil {
+			return err
+		}
+	}
+	m.spec.Log.Info().Str("combo", c.ComboKey.String()).Int("completed", c.Completed).Int("failed", c.Failed).
+		Float64("ttft_mean_s", c.TTFT.Mean).Float64("tps_mean", c.TPS.Mean).Msg("combination measured")
+	return nil
 }
 
 func (m *measurement) progress(p protocol.Progress) {

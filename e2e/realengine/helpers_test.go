@@ -116,6 +116,12 @@ func noOllamaLeft(t *testing.T, models string) {
 // stops it (checking that no Ollama process is left) when the test ends.
 func startTinyOllama(t *testing.T, ctx context.Context, maxTokens int, env map[string]string) (engine.Engine, engine.Endpoint) {
 	t.Helper()
+	return startTinyOllamaFor(t, ctx, engine.Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: maxTokens, MaxWidth: 854, MaxHeight: 480}, env)
+}
+
+// startTinyOllamaFor is startTinyOllama for the needs of a workload.
+func startTinyOllamaFor(t *testing.T, ctx context.Context, needs engine.Needs, env map[string]string) (engine.Engine, engine.Endpoint) {
+	t.Helper()
 	bin := ollamaBinary(t)
 	models, _ := tinyModel(t)
 	logDir := t.TempDir()
@@ -125,7 +131,7 @@ func startTinyOllama(t *testing.T, ctx context.Context, maxTokens int, env map[s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := eng.Start(ctx, engine.Needs{MaxCameras: 1, MaxImages: 1, MaxTokens: maxTokens, MaxWidth: 854, MaxHeight: 480})
+	ep, err := eng.Start(ctx, needs)
 	if err != nil {
 		t.Fatal(err)
 	}
