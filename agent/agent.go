@@ -367,8 +367,8 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	a.nc, a.js = nc, js
-	f := a.startFlusher(ctx)
-	defer f.stop(ctx)
+	sender := out.StartSending(ctx, a.sendSpooled)
+	defer sender.Stop(ctx, spoolDrainTimeout)
 
 	// Subscribed before the announcement, so that a controller that sees the
 	// agent can already reach it.
@@ -550,7 +550,7 @@ func (a *Agent) publishLive(kind string, v any) {
 
 // spool hands a message that must not be lost to the spool (agent/outbox)
 // and returns its sequence number, for a wait until it is sent
-// (outbox.Wait), once it is on disk; the flusher sends it. So a link that
+// (outbox.Wait), once it is on disk; the spool's sender sends it. So a link that
 // is down stops no measurement. The message id makes a retry, or a message
 // the spool sends twice, count once.
 func (a *Agent) spool(ctx context.Context, subject, msgID string, v any) (uint64, error) {
@@ -581,43 +581,10 @@ func (a *Agent) spoolEnding(ctx context.Context, jobID, subject, msgID string, v
 // stop up when it is not (the next start sends the rest).
 const spoolDrainTimeout = 5 * time.Second
 
-// flusher sends the spool to JetStream on the agent's connection, each
-// message until the stream acknowledges it.
-type flusher struct {
-	a      *Agent
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// startFlusher starts sending the spool. It goes on past ctx until stop:
-// a stopping agent still sends what its last job left.
-func (a *Agent) startFlusher(ctx context.Context) *flusher {
-	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	f := &flusher{a: a, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(f.done)
-		_ = a.out.Run(fctx, f.send)
-	}()
-	return f
-}
-
-// send publishes one spooled message, encoded as agreed in the handshake.
-func (f *flusher) send(ctx context.Context, subject, msgID string, data []byte) error {
-	_, err := f.a.js.Publish(ctx, subject, f.a.wire.encode(subject, data), jetstream.WithMsgID(msgID))
+// sendSpooled publishes one spooled message to JetStream on the agent's
+// connection, encoded as agreed in the handshake, and returns once the
+// stream has acknowledged it.
+func (a *Agent) sendSpooled(ctx context.Context, subject, msgID string, data []byte) error {
+	_, err := a.js.Publish(ctx, subject, a.wire.encode(subject, data), jetstream.WithMsgID(msgID))
 	return err
-}
-
-// stop gives the flusher spoolDrainTimeout to send what is left, then
-// ends it; what it could not send stays in the spool for the next start.
-func (f *flusher) stop(ctx context.Context) {
-	out := f.a.out
-	dctx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), spoolDrainTimeout)
-	if err := out.Wait(dctx, out.Last()); err != nil {
-		n, size := out.Len()
-		f.a.log.Warn().Int("messages", n).Int64("bytes", size).Str("spool", out.Dir()).
-			Msg("stopping with messages not yet acknowledged; they stay in the spool and the next start sends them first")
-	}
-	cancelDrain()
-	f.cancel()
-	<-f.done
 }

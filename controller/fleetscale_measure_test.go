@@ -16,7 +16,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
+	"github.com/vlmfleet/vlmfleet/harness/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

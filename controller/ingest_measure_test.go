@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/harness/ingestload"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

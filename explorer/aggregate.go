@@ -10,11 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/explorerapi"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
-
-// SchemaVersion is Dataset.Schema as written by this build.
-const SchemaVersion = 1
 
 // RunSource gives the runs the explorer is built from (the controller's store).
 type RunSource interface {
@@ -123,7 +121,7 @@ func Aggregate(runs []protocol.Run, now time.Time) Dataset {
 		}
 		groups[k] = append(groups[k], r)
 	}
-	ds := Dataset{Schema: SchemaVersion, Generated: now.UTC(), Sizes: sizeNames(), Rows: make([]Row, 0, len(groups))}
+	ds := Dataset{Schema: SchemaVersion, Generated: now.UTC(), Sizes: explorerapi.SizeNames(), Rows: make([]Row, 0, len(groups))}
 	for k, rs := range groups {
 		slices.SortFunc(rs, func(a, b *protocol.Run) int {
 			if c := runDate(b).Compare(runDate(a)); c != 0 {
@@ -183,14 +181,6 @@ func cmpBool(a, b bool) int {
 	return 1
 }
 
-func sizeNames() []string {
-	var out []string
-	for _, s := range protocol.ImageSizes() {
-		out = append(out, s.Name)
-	}
-	return out
-}
-
 // mergedPoints are the levels of rs (newest first): each level (size,
 // images, cameras, frame interval, load) from the newest run that measured it,
 // a level from an earlier run marked with that run's id (Point.Run).
@@ -198,12 +188,12 @@ func mergedPoints(rs []*protocol.Run) []Point {
 	out := points(rs[0])
 	seen := map[protocol.ComboKey]bool{}
 	for _, p := range out {
-		seen[p.key()] = true
+		seen[p.Key()] = true
 	}
 	for _, r := range rs[1:] {
 		for _, p := range points(r) {
-			if !seen[p.key()] {
-				seen[p.key()] = true
+			if !seen[p.Key()] {
+				seen[p.Key()] = true
 				p.Run = r.ID
 				out = append(out, p)
 			}
@@ -211,11 +201,6 @@ func mergedPoints(rs []*protocol.Run) []Point {
 	}
 	sortPoints(out)
 	return out
-}
-
-// key is the level p measures.
-func (p Point) key() protocol.ComboKey {
-	return protocol.ComboKey{Size: p.Size, Images: p.Images, Cameras: p.Cameras, FrameIntervalSec: p.FrameIntervalSec, Load: p.Load}
 }
 
 // points lists the measured combinations of r, smallest size, fewest images,

@@ -84,27 +84,6 @@ func EnergySentence(points []Point, size string, images int, interval float64, j
 	return s + "."
 }
 
-// Cost is the page's cost inputs: what the device costs, the months it is
-// written off over and the price of a kWh, in one currency.
-type Cost struct {
-	Price    float64 `json:"price"`
-	Months   float64 `json:"months"`
-	KWh      float64 `json:"kwh"`
-	Currency string  `json:"currency"`
-	// DevicePrices are prices by device name (a row's device, without its
-	// power setting), for the devices that do not cost Price: a Jetson and
-	// a GPU host are not one price.
-	DevicePrices map[string]float64 `json:"device_prices,omitempty"`
-}
-
-// PriceFor is the price of device: its own, else Price.
-func (c Cost) PriceFor(device string) float64 {
-	if p, ok := c.DevicePrices[device]; ok {
-		return p
-	}
-	return c.Price
-}
-
 // DefaultCost is logic.js COST_DEFAULTS: example inputs the page shows for
 // the user to replace (vlmfleet ships no prices); the served rows are
 // written at them.

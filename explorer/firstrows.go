@@ -131,7 +131,7 @@ func energyCellsAt(v RowView, c Cost) [4]energyCell {
 		out[1].Text = jsToFixed(*v.JoulesAtMax, 1)
 	}
 	out[3].Text = "—"
-	if cost, ok := v.costAt(c); ok {
+	if cost, ok := costAt(v, c); ok {
 		out[3].Text = jsToFixed(cost, 2)
 	}
 	if v.PowerSource == protocol.PowerSourceGPU {

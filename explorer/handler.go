@@ -16,12 +16,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/explorer/web"
 )
 
-// Paths served by NewHandler.
-const (
-	PathData = "/api/explorer/data"
-	PathRows = "/api/explorer/rows"
-)
-
 type handler struct {
 	src RunSource
 	log zerolog.Logger

@@ -51,28 +51,16 @@ func Passes(p Point, target float64) bool {
 	return p.Completed > 0 && RoundSeconds(p.TTFT) <= target
 }
 
-// Paced says that the cameras sent on a frame clock.
-func (p Point) Paced() bool { return p.FrameIntervalSec > 0 }
-
-// at says whether p is at (size, images, interval).
-func (p Point) at(size string, images int, interval float64) bool {
+// pointAt says whether p is at (size, images, interval).
+func pointAt(p Point, size string, images int, interval float64) bool {
 	return p.Size == size && p.Images == images && p.FrameIntervalSec == interval
-}
-
-// Sustained says that the level's cameras kept sending.
-func (p Point) Sustained() bool { return p.Load == protocol.LoadSustained }
-
-// LoadName names the load beside the level's figures: "sustained", "one
-// round, as published", or "" on a frame clock.
-func (p Point) LoadName() string {
-	return protocol.ComboKey{FrameIntervalSec: p.FrameIntervalSec, Load: p.Load}.LoadName()
 }
 
 // SustainedAt says whether any level at (size, images, interval) was
 // measured with cameras that keep sending: Max Cameras there reads those.
 func SustainedAt(points []Point, size string, images int, interval float64) bool {
 	for _, p := range points {
-		if p.at(size, images, interval) && p.Sustained() {
+		if pointAt(p, size, images, interval) && p.Sustained() {
 			return true
 		}
 	}
@@ -84,13 +72,7 @@ func SustainedAt(points []Point, size string, images int, interval float64) bool
 // all.
 func judgedAt(points []Point, size string, images int, interval float64) func(Point) bool {
 	sustained := SustainedAt(points, size, images, interval)
-	return func(p Point) bool { return p.at(size, images, interval) && (!sustained || p.Sustained()) }
-}
-
-// Figures is what judging the point reads.
-func (p Point) Figures() protocol.LevelFigures {
-	return protocol.LevelFigures{Completed: p.Completed, Failed: p.Failed, MeanTTFT: p.TTFT, Tail: p.Tail,
-		Paced: p.Paced(), Dropped: p.FramesDropped}
+	return func(p Point) bool { return pointAt(p, size, images, interval) && (!sustained || p.Sustained()) }
 }
 
 // PassesJudged reports whether p keeps up under j.
@@ -171,7 +153,7 @@ func Measured(points []Point, size string, images int) bool {
 // MeasuredAt is Measured at a frame interval (0: back to back).
 func MeasuredAt(points []Point, size string, images int, interval float64) bool {
 	for _, p := range points {
-		if p.at(size, images, interval) {
+		if pointAt(p, size, images, interval) {
 			return true
 		}
 	}
@@ -190,7 +172,7 @@ func FindPointAt(points []Point, size string, images, cameras int, interval floa
 	var found Point
 	ok := false
 	for _, p := range points {
-		if p.at(size, images, interval) && p.Cameras == cameras && (!ok || p.Sustained()) {
+		if pointAt(p, size, images, interval) && p.Cameras == cameras && (!ok || p.Sustained()) {
 			found, ok = p, true
 		}
 	}

@@ -7,9 +7,6 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// PathProfiles is the latency and throughput tables, one row per line.
-const PathProfiles = "/api/explorer/profiles"
-
 // profiles answers GET /api/explorer/profiles?model=&gpu=&precision=&tp=&profile=&source=:
 // the published lines and the runs' measured ones (profiles.Measured),
 // each measured line after the published line of its identity, filtered.

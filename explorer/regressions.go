@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -15,18 +14,6 @@ import (
 // a RunLoader lets the explorer compare runs and flag regressions.
 type RunLoader interface {
 	LoadRun(ctx context.Context, id string) (r protocol.Run, ok bool, err error)
-}
-
-// Regression marks a row whose latest run got worse than the run of the
-// same configuration before it.
-type Regression struct {
-	// Than is the earlier run; Date is when it finished.
-	Than string    `json:"than"`
-	Date time.Time `json:"date"`
-	// Worse counts the metrics of combinations that got worse.
-	Worse int `json:"worse"`
-	// Compare is the compare page of the two runs.
-	Compare string `json:"compare"`
 }
 
 // ComparePage is the page comparing run a (before) with run b (after).

@@ -106,7 +106,7 @@ func demoProfiles(t testing.TB) []Profile {
 	}
 }
 
-// demoSpeedup is the speedup the demo runs a device at (internal/harness/simlab's Demo).
+// demoSpeedup is the speedup the demo runs a device at (harness/simlab's Demo).
 func demoSpeedup(p Profile) float64 {
 	if isJetson(p.Device) {
 		return 40

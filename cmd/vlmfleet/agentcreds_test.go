@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/vlmfleet/vlmfleet/controller"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
 )
 
 func runArgs(args ...string) (int, string, string) {

@@ -18,9 +18,9 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
+	"github.com/vlmfleet/vlmfleet/harness/simtest"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/fakellama"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/simtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

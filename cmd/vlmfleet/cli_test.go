@@ -9,7 +9,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/api"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

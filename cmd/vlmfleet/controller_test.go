@@ -8,7 +8,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/store"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 )
 
 // controller backup writes a copy of the running controller's store that

@@ -14,7 +14,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

@@ -116,7 +116,7 @@ func explorerTable(ctx context.Context, c *cli, args []string) error {
 	power := explorer.HasPower(ds)
 	if *asJSON {
 		if power {
-			res = res.WithCost(cost)
+			res = explorer.WithCost(res, cost)
 		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/agent/simengine"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/simtest"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

@@ -132,7 +132,7 @@ func printChanges(w io.Writer, combos []explorer.ComboChange) {
 // compared shows why.
 func metricCell(m explorer.MetricChange) string {
 	if m.Verdict == explorer.VerdictUnknown {
-		return m.NotComparedText()
+		return explorer.NotComparedText(m)
 	}
 	var s string
 	switch m.Metric {

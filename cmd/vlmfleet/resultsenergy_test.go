@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

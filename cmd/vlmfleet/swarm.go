@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/agent"
-	"github.com/vlmfleet/vlmfleet/internal/harness/swarm"
+	"github.com/vlmfleet/vlmfleet/harness/swarm"
 )
 
 // cmdSimSwarm runs many simulated agents in this process against a

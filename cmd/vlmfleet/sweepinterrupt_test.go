@@ -11,7 +11,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 )
 
 // Ctrl-C during `sweep --wait` says that the sweep goes on, with the

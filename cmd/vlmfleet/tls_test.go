@@ -7,7 +7,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/client"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 )
 
 // The CLI reaches a controller with TLS when $VLMFLEET_CA_PIN or

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
-	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/controller/explorerapi"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -506,21 +506,21 @@ func (c *Client) Live(ctx context.Context) (api.LiveSnapshot, error) {
 
 // ExplorerData is the explorer's dataset: every row with every measured
 // point. A dataset of a schema this build does not read is an error.
-func (c *Client) ExplorerData(ctx context.Context) (explorer.Dataset, error) {
-	ds, err := get[explorer.Dataset](ctx, c, "fetch explorer data", explorer.PathData, maxListAnswer)
+func (c *Client) ExplorerData(ctx context.Context) (explorerapi.Dataset, error) {
+	ds, err := get[explorerapi.Dataset](ctx, c, "fetch explorer data", explorerapi.PathData, maxListAnswer)
 	if err != nil {
 		return ds, err
 	}
-	if ds.Schema < 1 || ds.Schema > explorer.SchemaVersion {
-		return ds, fmt.Errorf("fetch explorer data: dataset schema %d, this build reads 1..%d", ds.Schema, explorer.SchemaVersion)
+	if ds.Schema < 1 || ds.Schema > explorerapi.SchemaVersion {
+		return ds, fmt.Errorf("fetch explorer data: dataset schema %d, this build reads 1..%d", ds.Schema, explorerapi.SchemaVersion)
 	}
 	return ds, nil
 }
 
 // ExplorerRows is the explorer's table at q.
-func (c *Client) ExplorerRows(ctx context.Context, q explorer.Query) (explorer.RowsResponse, error) {
-	path := explorer.PathRows + "?" + q.Values().Encode()
-	return get[explorer.RowsResponse](ctx, c, "explorer rows", path, maxListAnswer)
+func (c *Client) ExplorerRows(ctx context.Context, q explorerapi.Query) (explorerapi.RowsResponse, error) {
+	path := explorerapi.PathRows + "?" + q.Values().Encode()
+	return get[explorerapi.RowsResponse](ctx, c, "explorer rows", path, maxListAnswer)
 }
 
 // query encodes the non-empty parameters, with the "?" when there are any.

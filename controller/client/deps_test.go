@@ -6,9 +6,11 @@ import (
 	"testing"
 )
 
-// The client links only the API's types (controller/api), never the server:
-// a program that talks to a controller does not carry NATS's server, the
-// store's database or the metrics library.
+// The client links only the API's types (controller/api and
+// controller/explorerapi), never the server: a program that talks to a
+// controller does not carry NATS's server, the store's database, the
+// metrics library, nor the explorer that computes its answers and the
+// page's static files it serves.
 func TestClientDoesNotLinkTheServer(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -19,10 +21,14 @@ func TestClientDoesNotLinkTheServer(t *testing.T) {
 		"go.etcd.io/bbolt",
 		"github.com/prometheus",
 		"github.com/vlmfleet/vlmfleet/controller/store",
+		"github.com/vlmfleet/vlmfleet/explorer/web",
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if dep == "github.com/vlmfleet/vlmfleet/controller" {
+		switch dep {
+		case "github.com/vlmfleet/vlmfleet/controller":
 			t.Errorf("the client imports the controller package")
+		case "github.com/vlmfleet/vlmfleet/explorer":
+			t.Errorf("the client imports the explorer package")
 		}
 		for _, f := range forbidden {
 			if strings.HasPrefix(dep, f) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/controller"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/labtest"
+	"github.com/vlmfleet/vlmfleet/harness/labtest"
 )
 
 // Credentials are created, replaced and revoked through the client; a

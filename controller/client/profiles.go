@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/controller/explorerapi"
 	"github.com/vlmfleet/vlmfleet/explorer/profiles"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -13,7 +13,7 @@ import (
 // ExplorerProfiles is the latency and throughput lines f keeps (GET
 // /api/explorer/profiles), every row checked as the wire type says.
 func (c *Client) ExplorerProfiles(ctx context.Context, f profiles.Filter) (protocol.ProfileRows, error) {
-	path := explorer.PathProfiles
+	path := explorerapi.PathProfiles
 	if v := f.Values(); len(v) > 0 {
 		path += "?" + v.Encode()
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/received"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
+	"github.com/vlmfleet/vlmfleet/harness/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/received"
 	"github.com/vlmfleet/vlmfleet/controller/store"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
+	"github.com/vlmfleet/vlmfleet/harness/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

@@ -22,11 +22,11 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller"
 	apiv "github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/harness/ingestload"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/swarm"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
-	"github.com/vlmfleet/vlmfleet/internal/harness/swarm"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
-	"github.com/vlmfleet/vlmfleet/internal/testutil/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -49,7 +49,7 @@ const (
 )
 
 // TestCapacity sizes one controller (a process of its own, with embedded
-// NATS) against a swarm of simulated agents (internal/harness/swarm, in this
+// NATS) against a swarm of simulated agents (harness/swarm, in this
 // process: each agent with its own connection and credentials), in steps
 // of fleet size. At each step it reports the controller's idle CPU and
 // RSS, the heartbeats it takes in and their delay, GET /api/agents

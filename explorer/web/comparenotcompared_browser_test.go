@@ -23,7 +23,7 @@ func TestComparePageSaysWhyAFigureIsNotCompared(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(srv.URL+"/compare?a=before&b=after"))
 	waitCompare(t, ctx)
 	got := eval[string](t, ctx, `document.querySelector('tr[data-combo="1080p/1/1"] td[data-metric="ttft_p50"]').textContent`)
-	want := explorer.MetricChange{Metric: "ttft_p50", NA: 16, NB: 1}.NotComparedText()
+	want := explorer.NotComparedText(explorer.MetricChange{Metric: "ttft_p50", NA: 16, NB: 1})
 	if got != want || want != "not compared: 16 requests in A, 1 in B; each side needs at least 3" {
 		t.Errorf("the cell says %q, want %q", got, want)
 	}

@@ -64,7 +64,7 @@ function searchMark(cc) {
 
 const verdictClass = { worse: 'v-worse', better: 'v-better', same: 'v-same', 'not comparable': 'v-unknown' };
 
-// notComparedText matches explorer.MetricChange.NotComparedText: why a
+// notComparedText matches explorer.NotComparedText: why a
 // figure was not compared, with the counts of each side.
 const COMPARE_MIN_REQUESTS = 3;
 function notComparedText(m) {

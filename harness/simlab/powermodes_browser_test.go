@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

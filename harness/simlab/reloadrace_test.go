@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 )
 
 // refusingLink is a TCP proxy on loopback before a NATS server that

@@ -12,7 +12,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/agent"
 	"github.com/vlmfleet/vlmfleet/controller/api"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 )
 
 // A second agent process with the id and credentials of a running one,

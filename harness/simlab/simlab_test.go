@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/jobconsumer"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/internal/testutil/natstest"
@@ -361,7 +361,7 @@ func (v *violations) unexpected() error {
 // (on a free loopback port and a temp store) carries an agent's JetStream
 // traffic, up to the largest message the protocol allows.
 func TestExampleNATSConfig(t *testing.T) {
-	const path = "../../../deploy/nats-server.conf"
+	const path = "../../deploy/nats-server.conf"
 	opts, err := server.ProcessConfigFile(path)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)

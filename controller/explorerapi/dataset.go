@@ -1,4 +1,4 @@
-package explorer
+package explorerapi
 
 import (
 	"time"
@@ -129,4 +129,39 @@ type Point struct {
 	// the device's idle draw, where the run sampled it.
 	JoulesPerAnswer          *float64 `json:"joules_per_answer,omitempty"`
 	AboveIdleJoulesPerAnswer *float64 `json:"above_idle_joules_per_answer,omitempty"`
+}
+
+// Regression marks a row whose latest run got worse than the run of the
+// same configuration before it.
+type Regression struct {
+	// Than is the earlier run; Date is when it finished.
+	Than string    `json:"than"`
+	Date time.Time `json:"date"`
+	// Worse counts the metrics of combinations that got worse.
+	Worse int `json:"worse"`
+	// Compare is the compare page of the two runs.
+	Compare string `json:"compare"`
+}
+
+// Key is the level p measures.
+func (p Point) Key() protocol.ComboKey {
+	return protocol.ComboKey{Size: p.Size, Images: p.Images, Cameras: p.Cameras, FrameIntervalSec: p.FrameIntervalSec, Load: p.Load}
+}
+
+// Paced says that the cameras sent on a frame clock.
+func (p Point) Paced() bool { return p.FrameIntervalSec > 0 }
+
+// Sustained says that the level's cameras kept sending.
+func (p Point) Sustained() bool { return p.Load == protocol.LoadSustained }
+
+// LoadName names the load beside the level's figures: "sustained", "one
+// round, as published", or "" on a frame clock.
+func (p Point) LoadName() string {
+	return protocol.ComboKey{FrameIntervalSec: p.FrameIntervalSec, Load: p.Load}.LoadName()
+}
+
+// Figures is what judging the point reads.
+func (p Point) Figures() protocol.LevelFigures {
+	return protocol.LevelFigures{Completed: p.Completed, Failed: p.Failed, MeanTTFT: p.TTFT, Tail: p.Tail,
+		Paced: p.Paced(), Dropped: p.FramesDropped}
 }

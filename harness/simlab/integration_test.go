@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )

@@ -10,9 +10,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/harness/simlab"
+	"github.com/vlmfleet/vlmfleet/harness/swarm"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
-	"github.com/vlmfleet/vlmfleet/internal/harness/simlab"
-	"github.com/vlmfleet/vlmfleet/internal/harness/swarm"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 

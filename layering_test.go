@@ -1,0 +1,234 @@
+package vlmfleet_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/vlmfleet/vlmfleet/"
+
+// layer is a floor of the repository: the packages under its paths, and
+// the floors below it that they may import. A package imports freely
+// within its own floor (the agent's packages import each other).
+type layer struct {
+	name  string
+	paths []string
+	below []string
+	why   string
+}
+
+// layers is the house, bottom first. Each floor names what it may stand
+// on, so an import that points up or sideways (the agent reaching into
+// the controller, a leaf reaching into the agent) is refused. Only the
+// packages' own imports count, not their tests': a test is a program
+// that may stand above the package it tests (the agent's tests start the
+// simulated engine of harness/simtest).
+var layers = []layer{
+	{name: "protocol", paths: []string{"protocol"},
+		why: "the contract between agent and controller: everything reads it, it reads nothing of ours"},
+	{name: "internal", paths: []string{"internal"}, below: []string{"protocol"},
+		why: "leaves: utilities and tests' helpers that know neither the agent nor the controller"},
+	{name: "wire", paths: []string{"controller/api", "controller/explorerapi"}, below: []string{"protocol"},
+		why: "the HTTP API as clients see it, so that a client links no server"},
+	{name: "profiles", paths: []string{"explorer/profiles"}, below: []string{"protocol"},
+		why: "the published latency and throughput tables, data over protocol: the simulator calibrates from them, the client sends their filter"},
+	{name: "page", paths: []string{"explorer/web"}, below: []string{"protocol"},
+		why: "the explorer's pages and their static files: what they show, not how it is computed"},
+	{name: "explorer", paths: []string{"explorer"}, below: []string{"protocol", "internal", "wire", "profiles", "page"},
+		why: "reads runs into rows; knows neither the agent nor the controller that serves it"},
+	{name: "agent", paths: []string{"agent"}, below: []string{"protocol", "internal", "profiles"},
+		why: "talks to the controller only through NATS and protocol"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire"},
+		why: "talks to agents only through NATS and protocol; is handed the explorer, never imports it"},
+	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
+		why: "a program that talks to a controller links the API's types, not the server"},
+	{name: "harness", paths: []string{"harness"},
+		below: []string{"protocol", "internal", "wire", "profiles", "page", "explorer", "agent", "controller", "client"},
+		why:   "puts the agent and the controller together: a lab in one process, the swarm, the tests' helpers"},
+	{name: "cmd", paths: []string{"cmd"},
+		below: []string{"protocol", "internal", "wire", "profiles", "page", "explorer", "agent", "controller", "client", "harness"},
+		why:   "the commands, on top of everything"},
+	{name: "e2e", paths: []string{"e2e", "deploy"}, below: []string{"protocol", "internal", "harness"},
+		why: "suites of real processes and the deployment's checks, outside the house"},
+}
+
+// linkRule is what a package must not link at all, through any path:
+// packages of this module by their path, other modules by theirs.
+type linkRule struct {
+	pkg        string
+	notOurs    []string
+	notModules []string
+}
+
+// links: the client's users carry neither the server nor the explorer and
+// its page.
+var links = []linkRule{
+	{pkg: "controller/client",
+		notOurs:    []string{"controller", "controller/store", "explorer", "explorer/web"},
+		notModules: []string{"github.com/nats-io/nats-server", "go.etcd.io/bbolt", "github.com/prometheus"}},
+}
+
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// under says whether pkg is path or a package below it.
+func under(pkg, path string) bool { return pkg == path || strings.HasPrefix(pkg, path+"/") }
+
+// layerOf is the floor of a package of this module: the one whose path
+// matches most of it (controller/client before controller).
+func layerOf(pkg string) (layer, bool) {
+	var best layer
+	longest := -1
+	for _, l := range layers {
+		for _, p := range l.paths {
+			if under(pkg, p) && len(p) > longest {
+				best, longest = l, len(p)
+			}
+		}
+	}
+	return best, longest >= 0
+}
+
+func listPackages(t *testing.T) []listedPackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list -json ./...: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list -json ./...: %v", err)
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("reading go list's output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list listed no packages")
+	}
+	return pkgs
+}
+
+// layeringViolations lists each import of pkgs that does not stand on a
+// floor below its importer's, and each package no floor holds.
+func layeringViolations(pkgs []listedPackage) []string {
+	var bad []string
+	for _, p := range pkgs {
+		from := strings.TrimPrefix(p.ImportPath, module)
+		if from == p.ImportPath || from == "" {
+			continue // the module's root holds only this test
+		}
+		lf, ok := layerOf(from)
+		if !ok {
+			bad = append(bad, from+": in no floor of the layering table; add it where it stands")
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ours := strings.CutPrefix(imp, module)
+			if !ours {
+				continue
+			}
+			lt, ok := layerOf(to)
+			if !ok || (lt.name != lf.name && !slices.Contains(lf.below, lt.name)) {
+				bad = append(bad, fmt.Sprintf("%s imports %s (%s): the %s floor stands on %s (%s)",
+					from, to, cmp.Or(lt.name, "in no floor"), lf.name, cmp.Or(strings.Join(lf.below, ", "), "nothing of ours"), lf.why))
+			}
+		}
+	}
+	return bad
+}
+
+// No package imports one that stands above it or beside it.
+func TestLayering(t *testing.T) {
+	for _, v := range layeringViolations(listPackages(t)) {
+		t.Error(v)
+	}
+}
+
+// The table refuses what it must: each rule the repository is held to,
+// tried with an import that breaks it.
+func TestLayeringRefusesImportsUpward(t *testing.T) {
+	for _, c := range []struct{ from, to string }{
+		{"protocol", "internal/backoff"},
+		{"internal/tick", "agent/loadgen"},
+		{"internal/testutil", "controller"},
+		{"internal/backoff", "explorer"},
+		{"agent/measure", "controller/api"},
+		{"agent", "explorer"},
+		{"controller/api", "explorer"},
+		{"controller/client", "explorer/web"},
+		{"controller", "harness/simlab"},
+	} {
+		pkgs := []listedPackage{{ImportPath: module + c.from, Imports: []string{module + c.to}}}
+		if v := layeringViolations(pkgs); len(v) != 1 {
+			t.Errorf("%s importing %s: violations %q, want one", c.from, c.to, v)
+		}
+	}
+	ok := []listedPackage{
+		{ImportPath: module + "harness/simlab", Imports: []string{module + "agent", module + "controller", module + "explorer"}},
+		{ImportPath: module + "agent/measure", Imports: []string{module + "agent/loadgen", module + "protocol"}},
+		{ImportPath: module + "controller/client", Imports: []string{module + "controller/explorerapi", module + "internal/tlsca"}},
+	}
+	if v := layeringViolations(ok); len(v) != 0 {
+		t.Errorf("imports that stand on lower floors refused: %q", v)
+	}
+}
+
+// The client links neither the server nor the explorer's page, through
+// any path.
+func TestLinks(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, rule := range links {
+		i := slices.IndexFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == module+rule.pkg })
+		if i < 0 {
+			t.Errorf("%s: not listed", rule.pkg)
+			continue
+		}
+		for _, v := range linkViolations(pkgs[i].Deps, rule) {
+			t.Errorf("%s links %s", rule.pkg, v)
+		}
+	}
+}
+
+// linkViolations are the deps rule refuses.
+func linkViolations(deps []string, rule linkRule) []string {
+	var bad []string
+	for _, dep := range deps {
+		ours, isOurs := strings.CutPrefix(dep, module)
+		switch {
+		case isOurs && slices.Contains(rule.notOurs, ours):
+			bad = append(bad, dep)
+		case !isOurs && slices.ContainsFunc(rule.notModules, func(m string) bool { return under(dep, m) }):
+			bad = append(bad, dep)
+		}
+	}
+	return bad
+}
+
+func TestLinkRulesRefuse(t *testing.T) {
+	rule := links[0]
+	deps := []string{module + "explorer/profiles", module + "controller/explorerapi", "github.com/nats-io/nats.go",
+		module + "explorer/web", "go.etcd.io/bbolt/internal/common", "github.com/prometheus/client_golang/prometheus"}
+	got := linkViolations(deps, rule)
+	want := deps[3:]
+	if !slices.Equal(got, want) {
+		t.Errorf("refused %q, want %q", got, want)
+	}
+}
