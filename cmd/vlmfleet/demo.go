@@ -14,6 +14,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/explorer"
+	"github.com/vlmfleet/vlmfleet/explorer/profiles"
 	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -28,6 +29,9 @@ type demoFlags struct {
 	search        searchFlag
 	frameInterval string
 	intervals     []float64
+	// profiles runs the latency and throughput demo instead: NVIDIA's
+	// published vision NIM tables measured on simulated data-center GPUs.
+	profiles bool
 }
 
 func parseDemoFlags(c *cli, args []string) (demoFlags, error) {
@@ -40,11 +44,15 @@ func parseDemoFlags(c *cli, args []string) (demoFlags, error) {
 	fs.BoolVar(&f.exit, "exit-when-done", false, "stop once the sweep is done instead of serving until Ctrl-C")
 	fs.Var(&f.search, "search", fmt.Sprintf("after each ladder, search for the exact Max Cameras: --search alone up to %d cameras, --search=N up to N", protocol.DefaultSearchCeiling))
 	fs.StringVar(&f.frameInterval, "frame-interval", "", "also measure every camera level with each camera sending one frame every `SECONDS` (a list, e.g. 5)")
+	fs.BoolVar(&f.profiles, "profiles", false, "instead of the cameras, measure NVIDIA's published latency and throughput tables (Llama 3.2 Vision, nemoretriever-parse) on simulated H100, A100, L40S and A10G hosts and show them beside the published lines")
 	if err := parseFlags(fs, args); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, usageError{fmt.Errorf("unexpected arguments %q%s", fs.Args(), searchArgHint(fs))}
+	}
+	if f.profiles && (f.search.ceiling != 0 || f.frameInterval != "" || f.requests != 0 || f.speedup != 0) {
+		return f, usageError{fmt.Errorf("--profiles measures the published tables as they were measured; it takes none of --search, --frame-interval, --requests, --speedup")}
 	}
 	if err := f.search.check(); err != nil {
 		return f, usageError{err}
@@ -88,18 +96,15 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer lab.Close()
-	if err := sweepDemo(ctx, c, lab, f); err != nil {
-		return err
-	}
-	runs, err := lab.Controller().RunSummaries(ctx)
-	if err != nil {
-		return fmt.Errorf("read results: %w", err)
-	}
-	if err := writeAnswers(c.stdout, "SIMULATED results", explorer.Aggregate(runs, time.Now()), explorer.DefaultQuery(), f.intervals); err != nil {
+	if err := runDemo(ctx, c, lab, f); err != nil {
 		return err
 	}
 	url := lab.Controller().HTTPURL()
-	fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", url, url, url)
+	if f.profiles {
+		fmt.Fprintf(c.stdout, "\nLatency & throughput: %s/profiles   Live: %s/live   API: %s/api/explorer/profiles\n", url, url, url)
+	} else {
+		fmt.Fprintf(c.stdout, "\nExplorer: %s   Live: %s/live   API: %s/api/runs\n", url, url, url)
+	}
 	fmt.Fprintf(c.stdout, "API token (changes need it): vlmfleet sweep --controller %s --token-file %s\n", url, lab.Controller().APITokenFile())
 	fmt.Fprintf(c.stdout, "NATS (for more agents): %s\n", protocol.RedactURL(lab.Controller().NATSURL()))
 	if f.exit {
@@ -108,6 +113,26 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	fmt.Fprintln(c.stdout, "Serving until Ctrl-C.")
 	<-ctx.Done()
 	return nil
+}
+
+// runDemo measures the demo's lab and prints its answer: the cameras'
+// (sweepDemo), or with --profiles the published tables' reproduction.
+func runDemo(ctx context.Context, c *cli, lab *simlab.Lab, f demoFlags) error {
+	if f.profiles {
+		hosts, err := demoProfileHosts()
+		if err != nil {
+			return err
+		}
+		return runProfileDemo(ctx, c, lab, hosts)
+	}
+	if err := sweepDemo(ctx, c, lab, f); err != nil {
+		return err
+	}
+	runs, err := lab.Controller().RunSummaries(ctx)
+	if err != nil {
+		return fmt.Errorf("read results: %w", err)
+	}
+	return writeAnswers(c.stdout, "SIMULATED results", explorer.Aggregate(runs, time.Now()), explorer.DefaultQuery(), f.intervals)
 }
 
 // startDemoLab starts the controller and the demo's three agents.
@@ -139,16 +164,51 @@ func startDemoLab(ctx context.Context, c *cli, f demoFlags) (*simlab.Lab, error)
 	url := lab.Controller().HTTPURL()
 	c.log.Info().Str("explorer", url).Str("live", url+"/live").Str("nats", protocol.RedactURL(lab.Controller().NATSURL())).
 		Msg("controller up (embedded NATS)")
-	for _, d := range simlab.Demo() {
-		if f.speedup != 0 {
-			d.Speedup = f.speedup
-		}
-		if _, err := lab.AddAgent(ctx, d.Device); err != nil {
+	devices, err := demoDevices(f)
+	if err != nil {
+		_ = lab.Close()
+		return nil, err
+	}
+	for _, d := range devices {
+		if _, err := lab.AddAgent(ctx, d); err != nil {
 			_ = lab.Close()
 			return nil, err
 		}
 	}
 	return lab, nil
+}
+
+// demoDevices are the demo's agents: the seed's three devices, or with
+// --profiles a data-center host per GPU of the published tables.
+func demoDevices(f demoFlags) ([]simlab.Device, error) {
+	var out []simlab.Device
+	if f.profiles {
+		hosts, err := demoProfileHosts()
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hosts {
+			out = append(out, h.Device)
+		}
+		return out, nil
+	}
+	for _, d := range simlab.Demo() {
+		if f.speedup != 0 {
+			d.Speedup = f.speedup
+		}
+		out = append(out, d.Device)
+	}
+	return out, nil
+}
+
+// demoProfileHosts are the profile demo's hosts, from the published lines
+// built into the binary.
+func demoProfileHosts() ([]simlab.ProfileHost, error) {
+	published, err := profiles.Published()
+	if err != nil {
+		return nil, err
+	}
+	return simlab.ProfileDemo(published)
 }
 
 // sweepDemo sweeps every demo device and draws the progress until all is measured.

@@ -33,6 +33,10 @@ type Device struct {
 	NATSSeed string
 	// Labels are the agent's configuration labels.
 	Labels map[string]string
+	// Deployments, when set, are what the agent offers instead of every
+	// calibrated profile of Device (agent.SimulatedDeployments), e.g. with
+	// a speed-up of each deployment's own.
+	Deployments []agent.DeploymentConfig
 }
 
 // Agent is a simulated agent running in the lab.
@@ -51,9 +55,12 @@ type Agent struct {
 // ctx bounds the wait only; the agent runs until Stop or the lab's Close.
 // Adding an id again after stopping it restarts that agent.
 func (l *Lab) AddAgent(ctx context.Context, d Device) (*Agent, error) {
-	deps, err := agent.SimulatedDeployments(d.Device, d.Speedup, d.Models...)
-	if err != nil {
-		return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
+	deps := d.Deployments
+	var err error
+	if deps == nil {
+		if deps, err = agent.SimulatedDeployments(d.Device, d.Speedup, d.Models...); err != nil {
+			return nil, fmt.Errorf("simlab: agent %s: %w", d.ID, err)
+		}
 	}
 	url, seed, pin := d.NATSURL, d.NATSSeed, ""
 	if url == "" {
