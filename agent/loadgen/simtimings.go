@@ -23,6 +23,13 @@ type SimTimings struct {
 	TTFT      float64 `json:"ttft_s"`
 	LastToken float64 `json:"last_token_s"`
 	E2E       float64 `json:"e2e_s"`
+	// Arrive is when the request arrived, on the same clock: seconds on
+	// the same scale since the simulator started. Its clock holds while it
+	// reads and parses a request, which a large picture makes tens of
+	// milliseconds of the host's time per request; a closed loop takes its
+	// requests' starts from here (closedLoop), so that those holds do not
+	// sit between an answer's end and its camera's next start.
+	Arrive *float64 `json:"arrive_s,omitempty"`
 	// For a frame of a frame clock (FrameHeader): Late is how long after
 	// its tick the frame arrived, seconds (0 when it came in time and was
 	// held until its tick), and NextTick the tick whose frame the camera
