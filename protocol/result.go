@@ -25,7 +25,8 @@ const (
 type RequestRecord struct {
 	Camera int `json:"camera"`
 	Seq    int `json:"seq"`
-	// Start is when the request was sent, in seconds since the combination began.
+	// Start is when the request was sent, in seconds since the combination began
+	// (against the simulator, on its clock, as its other times are).
 	Start float64 `json:"start"`
 	// TTFB is the first response byte; RoleChunk the first SSE event that carried
 	// choices but no token (0 when the server sent none).

@@ -35,6 +35,12 @@ func newCamera() *camera {
 	return &camera{sc: newSSEScanner(16 << 10), head: make([]byte, 0, 512), since: time.Since}
 }
 
+// simArrival is when the simulator says the camera's last request arrived
+// on its clock (SimTimings.Arrive); ok is false when it did not time it.
+func (c *camera) simArrival() (at float64, ok bool) {
+	return c.st.simArrive, c.st.simArrived
+}
+
 func (c *camera) close() {
 	c.conn.close()
 	c.conn = nil
@@ -50,6 +56,9 @@ func (c *camera) do(ctx context.Context, r *runner, segs []string, rec *protocol
 		t0   time.Time
 		err  error
 	)
+	// A request that fails before its stream is read must not leave the
+	// previous one's arrival behind.
+	c.st.simArrived = false
 	for attempt := 0; attempt < 2; attempt++ {
 		if c.conn == nil {
 			if c.conn, err = r.ep.dial(ctx); err != nil {

@@ -23,6 +23,13 @@ type SimTimings struct {
 	TTFT      float64 `json:"ttft_s"`
 	LastToken float64 `json:"last_token_s"`
 	E2E       float64 `json:"e2e_s"`
+	// Arrive is when the request arrived, on the same clock: seconds on
+	// the same scale since the simulator started. Its clock holds while it
+	// reads and parses a request, which a large picture makes tens of
+	// milliseconds of the host's time per request; a closed loop takes its
+	// requests' starts from here (closedLoop), so that those holds do not
+	// sit between an answer's end and its camera's next start.
+	Arrive *float64 `json:"arrive_s,omitempty"`
 	// For a frame of a frame clock (FrameHeader): Late is how long after
 	// its tick the frame arrived, seconds (0 when it came in time and was
 	// held until its tick), and NextTick the tick whose frame the camera
@@ -43,21 +50,22 @@ func frameTimings(raw []byte) (late float64, next int, ok bool) {
 }
 
 // applySimTimings puts the simulator's own times in place of the ones this
-// client measured, and the figures that follow from them. Anything that is
-// not a consistent set of finite, non-negative times leaves the record as
-// measured.
-func applySimTimings(raw []byte, rec *protocol.RequestRecord, chunks int) {
+// client measured, and the figures that follow from them, and returns when
+// the request arrived on the simulator's clock (ok false when it did not
+// say, or its times were not used). Anything that is not a consistent set
+// of finite, non-negative times leaves the record as measured.
+func applySimTimings(raw []byte, rec *protocol.RequestRecord, chunks int) (arrive float64, ok bool) {
 	var st SimTimings
 	if json.Unmarshal(raw, &st) != nil {
-		return
+		return 0, false
 	}
 	for _, v := range []float64{st.TTFT, st.LastToken, st.E2E} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return
+			return 0, false
 		}
 	}
 	if st.LastToken < st.TTFT || st.E2E < st.LastToken {
-		return
+		return 0, false
 	}
 	rec.TTFT, rec.LastToken, rec.E2E = st.TTFT, st.LastToken, st.E2E
 	rec.TPS, rec.ITL, rec.DecodeTokens = 0, 0, 0
@@ -72,4 +80,8 @@ func applySimTimings(raw []byte, rec *protocol.RequestRecord, chunks int) {
 			rec.ITL = span / float64(chunks-1)
 		}
 	}
+	if a := st.Arrive; a != nil && !math.IsNaN(*a) && !math.IsInf(*a, 0) && *a >= 0 {
+		return *a, true
+	}
+	return 0, false
 }

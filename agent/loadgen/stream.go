@@ -30,6 +30,10 @@ type streamState struct {
 	usage        bool
 	completion   int // usage's completion_tokens
 	sim          []byte
+	// simArrive is when the request arrived on the simulator's clock
+	// (SimTimings.Arrive), if simArrived.
+	simArrive  float64
+	simArrived bool
 
 	// failure is why the stream was abandoned: an unreadable or error
 	// event, or an SSE line over the limit.
@@ -160,7 +164,7 @@ func (s *streamState) finish() {
 			rec.ITL = span / float64(s.later)
 		}
 		if len(s.sim) > 0 {
-			applySimTimings(s.sim, rec, s.chunks)
+			s.simArrive, s.simArrived = applySimTimings(s.sim, rec, s.chunks)
 		}
 	}
 	if e := s.errorText(); e != "" {

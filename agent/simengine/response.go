@@ -110,6 +110,8 @@ func (s *Server) simTimings(st snapshot) loadgen.SimTimings {
 		LastToken: (st.doneAt - st.arrive) / s.speedup,
 		E2E:       (st.doneAt - st.arrive) / s.speedup,
 	}
+	arrive := st.arrive / s.speedup
+	t.Arrive = &arrive
 	if st.tick >= 0 {
 		t.Late = max(0, st.arrive-st.tick) / s.speedup
 		t.NextTick = &st.nextTick
