@@ -32,12 +32,12 @@ type profileConfig struct {
 // speed-up profileSpeedup chooses: long enough that the client's and the
 // simulator's own moments, which the speed-up multiplies back, stay far
 // below the published figures' 10 % bound.
-const realFirstFigureMs = 25
+const realFirstFigureMs = 10
 
 // ProfileDemo is the profile demo's lab: a host per GPU of the published
 // lines, each offering the configurations published on it, and a sweep
-// per configuration that measures its lines (their ISL and OSL pairs and
-// image, streamed or not as published, concurrency by the automatic rule).
+// per configuration and length pair that measures its lines (their image,
+// streamed or not as published, concurrency by the automatic rule).
 func ProfileDemo(published []protocol.ProfileRow) ([]ProfileHost, error) {
 	configs := map[profileConfig][]protocol.ProfileRow{}
 	var order []profileConfig
@@ -57,23 +57,48 @@ func ProfileDemo(published []protocol.ProfileRow) ([]ProfileHost, error) {
 			hosts[k.gpu] = h
 			out = append(out, h)
 		}
-		dep, err := profileDeployment(k)
+		base, err := profileDeployment(k)
 		if err != nil {
 			return nil, err
 		}
-		rows := configs[k]
-		dep.Engine.SimSpeedup = profileSpeedup(rows)
-		h.Deployments = append(h.Deployments, dep)
-		h.Sweeps = append(h.Sweeps, protocol.Sweep{
-			Name:   fmt.Sprintf("profile demo: %s %s TP%d on %s", k.model, k.precision, k.tp, k.gpu),
-			Agents: []string{h.ID}, Deployments: []string{dep.ID}, Workload: profileWorkload(rows),
-		})
+		// A series of each length pair, each on a deployment of its own
+		// speed-up: a text of 60,000 tokens runs a hundred times longer
+		// than one of 1,000 and may run that much faster.
+		for _, series := range byLengths(configs[k]) {
+			dep := base
+			dep.ID = fmt.Sprintf("%s-isl%d-osl%d", base.ID, deref(series[0].ISL), series[0].OSL)
+			dep.Engine.SimSpeedup = profileSpeedup(series)
+			h.Deployments = append(h.Deployments, dep)
+			h.Sweeps = append(h.Sweeps, protocol.Sweep{
+				Name: fmt.Sprintf("profile demo: %s %s TP%d on %s, ISL %d OSL %d", k.model, k.precision, k.tp, k.gpu,
+					deref(series[0].ISL), series[0].OSL),
+				Agents: []string{h.ID}, Deployments: []string{dep.ID}, Workload: profileWorkload(series),
+			})
+		}
 	}
 	res := make([]ProfileHost, len(out))
 	for i, h := range out {
 		res[i] = *h
 	}
 	return res, nil
+}
+
+// byLengths splits a configuration's lines by (ISL, OSL), in the order
+// published.
+func byLengths(rows []protocol.ProfileRow) [][]protocol.ProfileRow {
+	var out [][]protocol.ProfileRow
+	at := map[protocol.LengthPair]int{}
+	for _, r := range rows {
+		pair := protocol.LengthPair{ISL: deref(r.ISL), OSL: r.OSL}
+		i, ok := at[pair]
+		if !ok {
+			i = len(out)
+			at[pair] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
 }
 
 // profileHostID is the agent id of a GPU's host: "sim-h100-hbm3-80gb".
