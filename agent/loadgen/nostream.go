@@ -31,6 +31,8 @@ type wholeAnswer struct {
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
+	// Sim is the simulator's own times (SimTimingsKey).
+	Sim json.RawMessage `json:"sim_timings"`
 }
 
 // whole reads an answer sent in one piece into rec: it has no first
@@ -71,8 +73,22 @@ func (c *camera) whole(ctx context.Context, r *runner, body io.Reader, t0 time.T
 		rec.PromptTokens, rec.CompletionTokens = a.Usage.PromptTokens, a.Usage.CompletionTokens
 		rec.TokenSource = protocol.TokensFromUsage
 	}
+	if len(a.Sim) > 0 && string(a.Sim) != "null" {
+		c.wholeSimTimings(a.Sim, rec)
+	}
 	if !answered {
 		rec.Error = "no answer in the response"
 	}
 	return true
+}
+
+// wholeSimTimings puts the simulator's own latency in place of the one
+// measured, as a stream's are (applySimTimings): reading and parsing a
+// picture of megabytes takes the host milliseconds that the simulator's
+// speed-up would multiply. An answer in one piece keeps no first token
+// and no rate: a client without a stream sees neither.
+func (c *camera) wholeSimTimings(raw []byte, rec *protocol.RequestRecord) {
+	c.st.simArrive, c.st.simArrived = applySimTimings(raw, rec, 1)
+	rec.TTFT, rec.TPS, rec.ITL, rec.DecodeTokens = 0, 0, 0, 0
+	rec.LastToken = rec.E2E
 }

@@ -95,3 +95,47 @@ func TestProfileLevelNextRequestStartsAtThePreviousEnd(t *testing.T) {
 	}
 	t.Logf("largest gap between an answer's end and its camera's next start: %.2f %% of the answer", worst*100)
 }
+
+// An answer sent in one piece is timed on the simulator's clock too: at
+// the speed-up that keeps nemoretriever-parse's 494 ms a few real
+// milliseconds, reading a 1648x2048 picture would otherwise add the
+// host's tens of milliseconds, multiplied, to every latency.
+func TestProfileLevelNotStreamedIsOnTheSimulatorsClock(t *testing.T) {
+	const speedup = 49
+	p, err := LookupTP("H100-SXM-80GB", "nemoretriever-parse", "BF16", "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := serve(t, p, Options{ServedName: "m", Speedup: speedup})
+	spec := loadgen.ProfileSpec{
+		Workload: protocol.ProfileWorkload{
+			Lengths:     []protocol.LengthPair{{OSL: 200}},
+			Resolutions: []protocol.Resolution{{Width: 1648, Height: 2048}},
+			ImageFormat: protocol.ImageFormatPNG, ImagesPerRequest: 1, NoStream: true,
+			Concurrency: []int{1}, RequestsPerLevel: 4, WarmupRequests: 1,
+		},
+		Prompt:         "Parse the page.",
+		RequestTimeout: time.Minute,
+		ForcedLength: func(n int) map[string]any {
+			return map[string]any{"max_tokens": n, "min_tokens": n, "ignore_eos": true}
+		},
+	}
+	target := loadgen.Target{BaseURL: url, Model: "m", Speedup: speedup, Simulated: true}
+	cs, err := loadgen.MeasureProfile(context.Background(), target, spec, samePicture{noisePNG(t, 1648, 2048)}, loadgen.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Failed > 0 || cs[0].Profile == nil {
+		t.Fatalf("levels %+v; want one, none failed", cs)
+	}
+	lv := cs[0].Profile
+	if lv.TTFTMs != nil || lv.ITLMs != nil {
+		t.Errorf("TTFT %v, ITL %v: an answer in one piece has neither", lv.TTFTMs, lv.ITLMs)
+	}
+	// nemoretriever-parse on H100-SXM-80GB at OSL 200, as published; the
+	// level's figures are on the simulator's scale until measure scales
+	// them back.
+	if got := lv.RequestLatencyMs * speedup; math.Abs(got-494)/494 > 0.10 {
+		t.Errorf("request latency %.0f ms, want the published 494 ms within 10 %%", got)
+	}
+}
