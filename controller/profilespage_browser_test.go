@@ -24,7 +24,7 @@ import (
 func profileCombo(conc int, ttftMs, itlMs, reqPerSec float64, maxTput bool) protocol.Combination {
 	latency := ttftMs + itlMs*1000
 	return protocol.Combination{
-		ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: conc, ISL: 1000, OSL: 1000},
+		ComboKey: protocol.ComboKey{Size: "1120x1120", Images: 1, Cameras: conc, ISL: 1000, OSL: 1000},
 		Width:    1120, Height: 1120, Completed: 4 * conc,
 		Profile: &protocol.ProfileLevel{
 			LengthPair: protocol.LengthPair{ISL: 1000, OSL: 1000}, Resolution: protocol.Resolution{Width: 1120, Height: 1120},
