@@ -388,6 +388,10 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 		if ctx.Err() != nil {
 			// Stopped while the announcement waited for its
 			// acknowledgement: it stays in the spool for the next start.
+			// The controller may have taken it in already and given this
+			// process the id: let it go, or the next start is refused
+			// as a second process.
+			a.sayStopping(ctx)
 			return nil
 		}
 		return err
