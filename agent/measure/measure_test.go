@@ -287,7 +287,7 @@ func TestSimulatedPacedRunIsOnTheDevicesClock(t *testing.T) {
 	// Twelve requests a level and a 20 ms telemetry clock give both
 	// combinations a dozen samples or more: with two or three, one sample
 	// taken between two back-to-back requests decides the test.
-	const speedup, interval, requests = 20, 2.0, 12
+	const speedup, interval, requests = 10, 4.0, 12
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	eng, err := engine.New(engine.Config{Kind: engine.KindSim, SimDevice: "Jetson AGX Orin", SimModel: "Cosmos3-Edge",
 		SimQuantization: "BF16", SimEngine: "vLLM", SimSpeedup: speedup}, engine.Env{LogDir: t.TempDir(), Log: log})
@@ -311,14 +311,14 @@ func TestSimulatedPacedRunIsOnTheDevicesClock(t *testing.T) {
 		t.Fatalf("%d combinations, want back to back and paced", len(run.Combinations))
 	}
 	b2b, paced := run.Combinations[0], run.Combinations[1]
-	if paced.ComboKey.String() != "480p-1img-1cam-every2s" || paced.Pacing == nil || paced.Pacing.FramesDue != requests {
+	if paced.ComboKey.String() != "480p-1img-1cam-every4s" || paced.Pacing == nil || paced.Pacing.FramesDue != requests {
 		t.Fatalf("paced combination %s, pacing %+v", paced.ComboKey, paced.Pacing)
 	}
 	if err := paced.Validate(); err != nil {
 		t.Errorf("paced combination not valid: %v", err)
 	}
 	for i, rec := range paced.Requests {
-		// A tick late by 10 ms of real time is 0.2 s of the device's.
+		// A tick late by 10 ms of real time is 0.1 s of the device's.
 		if due := float64(i) * interval; rec.Start < due || rec.Start > due+0.5 {
 			t.Errorf("frame %d sent at %.2f s of the device's time, due at %.0f s", i, rec.Start, due)
 		}
@@ -331,10 +331,12 @@ func TestSimulatedPacedRunIsOnTheDevicesClock(t *testing.T) {
 	}
 	t.Logf("TTFT %.3f/%.3f, age %.3f e2e %.3f, busy %.2f/%.2f of %d/%d samples", paced.TTFT.Mean, b2b.TTFT.Mean, paced.Pacing.Age.Mean, paced.E2E.Mean,
 		busyShare(paced), busyShare(b2b), len(paced.TelemetrySeries), len(b2b.TelemetrySeries))
-	// One answer of 0.37 s every 2 s: idle four fifths of the time, where
-	// one camera back to back keeps it busy but for the client's moments
-	// between answers.
-	if l, b := busyShare(paced), busyShare(b2b); l > 0.4 || b < 0.6 {
+	// One answer of 0.37 s every 4 s: idle nine tenths of the device's
+	// time, where one camera back to back keeps it busy but for the
+	// client's moments between answers. The samples are taken on the
+	// host's clock, on which a slow client (the race detector's) holds
+	// each request longer: hence the margins.
+	if l, b := busyShare(paced), busyShare(b2b); l > 0.4 || l > b/2 || b < 0.6 {
 		t.Errorf("simulated device busy in %.2f of the samples paced, %.2f back to back; want mostly idle and mostly busy", l, b)
 	}
 }
