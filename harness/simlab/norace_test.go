@@ -1,0 +1,5 @@
+//go:build !race
+
+package simlab_test
+
+const raceDetector = false
