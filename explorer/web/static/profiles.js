@@ -8,6 +8,7 @@
 
 import { showLabChrome } from './labchrome.js';
 import { csvText } from './logic.js';
+import { el } from './dom.js';
 
 const state = { ready: false, error: '', lines: [] };
 window.vlmfleetProfiles = state;
@@ -37,18 +38,6 @@ const TITLES = { min_latency: 'Min Latency', max_throughput: 'Max Throughput' };
 const CSV_FIELDS = ['model', 'gpu', 'gpu_count', 'precision', 'tp', 'engine', 'profile', 'isl', 'osl', 'width', 'height',
   'image_format', 'concurrency', 'ttft_ms', 'itl_ms', 'request_latency_ms', 'request_throughput', 'output_tokens_per_sec',
   'osl_held', 'source', 'simulated', 'note'];
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v == null || v === false) continue;
-    if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
 
 // fold is a name as lines are matched by: any case, no surrounding spaces.
 const fold = (s) => String(s ?? '').trim().toLowerCase();
