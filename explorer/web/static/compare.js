@@ -4,6 +4,7 @@
 // it is done, for the browser tests.
 
 import { showLabChrome } from './labchrome.js';
+import { el, formatDate } from './dom.js';
 
 const state = { ready: false, error: '' };
 window.vlmfleetCompare = state;
@@ -11,24 +12,6 @@ window.vlmfleetCompare = state;
 const $ = (id) => document.getElementById(id);
 
 showLabChrome();
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v == null || v === false) continue;
-    if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
-    else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
-
-function formatDate(iso) {
-  const d = new Date(iso);
-  if (!iso || isNaN(d) || d.getUTCFullYear() < 1970) return '—';
-  return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
 
 // Seconds to 0.01 and tok/s to 0.1 with trailing zeros trimmed, as the explorer writes them.
 function trimmed(v, decimals) {
