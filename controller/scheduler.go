@@ -16,6 +16,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -34,7 +35,7 @@ func newID(prefix string, now time.Time) string {
 // online now are used; named agents get their jobs even when offline (the
 // jobs wait in JetStream). It fails when nothing selected is offered.
 func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
-	if err := api.ValidateSweep(s); err != nil {
+	if err := sweepfile.Check(s); err != nil {
 		return protocol.Sweep{}, err
 	}
 	agents, err := c.agentStatuses(ctx)
