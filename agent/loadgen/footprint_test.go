@@ -35,6 +35,9 @@ func discardingEngine(t *testing.T) loadgen.Target {
 // several. Bytes allocated, unlike CPU time, do not move with a loaded
 // machine.
 func TestUniquePicturesAllocateWhatTheFixedSetDoes(t *testing.T) {
+	if raceDetector {
+		t.Skip("bytes allocated, not concurrency: run without -race (./scripts/test does so first)")
+	}
 	set, err := imageset.Builtin()
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,9 @@ import (
 // camera's last request after it closes included, though only the
 // measured ones are recorded.
 func TestEveryPictureOfASustainedRunDecodesApart(t *testing.T) {
+	if raceDetector {
+		t.Skip("decoded pixels, not concurrency: run without -race (./scripts/test does so first)")
+	}
 	set, err := imageset.Builtin()
 	if err != nil {
 		t.Fatal(err)
