@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,6 +73,29 @@ func loadLevel(run *protocol.Run, cams int, sustained bool) (protocol.Combinatio
 	return protocol.Combination{}, false
 }
 
+// levelLine is a 480p level's line of bench's table: its cameras, whether
+// a search chose it, and what it says of its load.
+var levelLine = regexp.MustCompile(`(?m)^480p +1 +(\d+) +\d+ +\d+ +[\d.]+s +[\d.]+s .*?(  \(search\))?  (sustained: \d+ rounds in a [\d.]+ s window|one round, as published)$`)
+
+// tableLoads is what each level line of out says of its load, as
+// "8*: sustained: 3 rounds in a 2.1 s window" (* where a search chose
+// the level); it fails the test where a level line says none.
+func tableLoads(t *testing.T, out string, run *protocol.Run) []string {
+	t.Helper()
+	var loads []string
+	for _, m := range levelLine.FindAllStringSubmatch(out, -1) {
+		mark := ""
+		if m[2] != "" {
+			mark = "*"
+		}
+		loads = append(loads, m[1]+mark+": "+m[3])
+	}
+	if len(loads) != len(run.Combinations) {
+		t.Errorf("%d level lines say their load, want one for each of the %d levels:\n%s", len(loads), len(run.Combinations), out)
+	}
+	return loads
+}
+
 // On an engine that takes prompts one after another, the ladder's 8
 // cameras keep up as one round (0.485 s) but not sustained (0.73 s):
 // the search measures 8 again sustained, goes down, and answers 6 (7
@@ -101,6 +125,11 @@ func TestBenchSearchAnswersSustained(t *testing.T) {
 		}
 		if j.Passes(c.Figures()) != pass {
 			t.Errorf("%d cameras sustained: mean %.3f s, want passing %v", cams, c.TTFT.Mean, pass)
+		}
+	}
+	for _, l := range tableLoads(t, out, run) {
+		if strings.Contains(l, "*") != strings.Contains(l, "sustained: ") {
+			t.Errorf("bench's table says %q; want each ladder level one round, as published, and each probe sustained with its rounds and window", l)
 		}
 	}
 	for _, c := range run.Combinations {
@@ -135,6 +164,11 @@ func TestBenchSearchBurstLoadKeepsTheRoundsAnswer(t *testing.T) {
 	}
 	if !strings.Contains(out, "480p   11   (one round, as published)") {
 		t.Errorf("the summary does not say that Max Cameras is one round:\n%s", out)
+	}
+	for _, l := range tableLoads(t, out, run) {
+		if !strings.HasSuffix(l, ": one round, as published") {
+			t.Errorf("bench's table says %q under --load burst", l)
+		}
 	}
 	if run.Workload.Load != protocol.LoadBurst {
 		t.Errorf("the run's workload says load %q, want burst", run.Workload.Load)
