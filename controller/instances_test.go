@@ -51,4 +51,12 @@ func TestLateHellosDoNotHoldAnAgentID(t *testing.T) {
 	if got != claimRefused || holder.instance != second.instance {
 		t.Errorf("a process beside the holder: verdict %d, holder %q; want refused, held by %q", got, holder.instance, second.instance)
 	}
+	// It is shown until it has been silent for the timeout: then it has
+	// stopped.
+	if d := ai.duplicates("orin-1", t0.Add(6*time.Second), timeout); len(d) != 1 || d[0].Instance != third.instance || d[0].Hostname != "pi" {
+		t.Errorf("duplicates while the refused process is heard: %+v, want cccc on pi", d)
+	}
+	if d := ai.duplicates("orin-1", t0.Add(5*time.Second+timeout), timeout); len(d) != 0 {
+		t.Errorf("duplicates once the refused process was silent for %s: %+v, want none", timeout, d)
+	}
 }

@@ -200,6 +200,10 @@ func TestOversizedLiveMessagesAreRefused(t *testing.T) {
 	a.live(t, protocol.KindTelemetry, protocol.TelemetryTick{Schema: 1, AgentID: "a1", JobID: job, Sample: protocol.TelemetrySample{Time: time.Now().UTC(), Extra: extra}})
 	a.live(t, protocol.KindProgress, progressOf("a1", job, combo, 7))
 	ev.waitFor(t, 1, progressFrom("a1", job, 7))
+	// Telemetry is taken on a subscription of its own, which may not have
+	// read its last message when the last progress shows: wait for its
+	// refusals before reading what it kept.
+	eventually(t, "the 11 telemetry refusals counted", func() bool { return refusalCount(t, c, RefusalTelemetry) >= 11 })
 
 	snap, size := liveSnapshot(t, c)
 	if size > 64<<10 {

@@ -96,7 +96,8 @@ func printComparison(w io.Writer, cmp explorer.Comparison) {
 // level's: "sustained" or "one round, as published"), then a column per
 // metric: the metrics of every combination, so that a paced level's
 // dropped frames have their column and a back-to-back level leaves it
-// empty.
+// empty. Why a figure was not compared is said under the table, once per
+// combination and reason: in its cell it would widen every column.
 func printChanges(w io.Writer, combos []explorer.ComboChange) {
 	var keys, labels []string
 	for _, cc := range combos {
@@ -126,13 +127,37 @@ func printChanges(w io.Writer, combos []explorer.ComboChange) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	_ = tw.Flush()
+	for _, line := range notCompared(combos) {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// notCompared says, for each combination with a figure not compared, why:
+// "720p 1 img 4 cam: not compared: 3 requests in A, 1 in B; each side
+// needs at least 3", once per distinct reason (frames count apart from
+// requests).
+func notCompared(combos []explorer.ComboChange) []string {
+	var out []string
+	for _, cc := range combos {
+		var seen []string
+		for _, m := range cc.Metrics {
+			if m.Verdict != explorer.VerdictUnknown {
+				continue
+			}
+			if why := explorer.NotComparedText(m); !slices.Contains(seen, why) {
+				seen = append(seen, why)
+				out = append(out, comboName(cc.ComboKey)+": "+why)
+			}
+		}
+	}
+	return out
 }
 
 // metricCell: "0.25 → 0.38 s +52% worse"; a figure that could not be
-// compared shows why.
+// compared says so (and notCompared why).
 func metricCell(m explorer.MetricChange) string {
 	if m.Verdict == explorer.VerdictUnknown {
-		return explorer.NotComparedText(m)
+		return "not compared"
 	}
 	var s string
 	switch m.Metric {

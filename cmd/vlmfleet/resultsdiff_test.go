@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -200,12 +201,33 @@ func TestResultsDiffPowerModes(t *testing.T) {
 }
 
 // A figure with too few requests on one side says so in words: each
-// side's count and what comparing needs, not a bare "— (3/1 requests)".
+// side's count and what comparing needs, not a bare "— (3/1 requests)";
+// said once per combination under the table, so that the table keeps the
+// width of its figures.
 func TestResultsDiffSaysWhyAFigureIsNotCompared(t *testing.T) {
 	var out strings.Builder
-	printChanges(&out, []explorer.ComboChange{{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4},
-		Metrics: []explorer.MetricChange{{Metric: "ttft_p50", Label: "TTFT p50", NA: 3, NB: 1, Verdict: explorer.VerdictUnknown}}}})
-	if want := "not compared: 3 requests in A, 1 in B; each side needs at least 3"; !strings.Contains(out.String(), want) {
-		t.Errorf("diff:\n%s\nlacks %q", out.String(), want)
+	unknown := func(metric, label string, na, nb int) explorer.MetricChange {
+		return explorer.MetricChange{Metric: metric, Label: label, NA: na, NB: nb, Verdict: explorer.VerdictUnknown}
+	}
+	printChanges(&out, []explorer.ComboChange{
+		{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 4}, Metrics: []explorer.MetricChange{
+			unknown("ttft_p50", "TTFT p50", 3, 1), unknown("ttft_p90", "TTFT p90", 3, 1), unknown("e2e_p50", "E2E p50", 3, 1)}},
+		{ComboKey: protocol.ComboKey{Size: "720p", Images: 1, Cameras: 1}, Metrics: []explorer.MetricChange{
+			{Metric: "ttft_p50", Label: "TTFT p50", NA: 8, NB: 8, A: 0.25, B: 0.26, Unit: "s", Verdict: explorer.VerdictSame},
+			{Metric: "ttft_p90", Label: "TTFT p90", NA: 8, NB: 8, A: 0.3, B: 0.31, Unit: "s", Verdict: explorer.VerdictSame},
+			{Metric: "e2e_p50", Label: "E2E p50", NA: 8, NB: 8, A: 1.2, B: 1.2, Unit: "s", Verdict: explorer.VerdictSame}}},
+	})
+	text := out.String()
+	want := "720p 1 img 4 cam: not compared: 3 requests in A, 1 in B; each side needs at least 3"
+	if n := strings.Count(text, "3 requests in A, 1 in B"); n != 1 || !strings.Contains(text, want) {
+		t.Errorf("diff:\n%s\nsays why %d times, want once: %q", text, n, want)
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "720p 1 img 4 cam ") && strings.Count(line, "not compared") != 3 {
+			t.Errorf("the combination's figures %q, want each marked not compared", line)
+		}
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d characters: %q", n, line)
+		}
 	}
 }

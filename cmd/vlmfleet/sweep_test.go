@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
@@ -224,6 +225,44 @@ func TestSweepPowerFlagsReachTheController(t *testing.T) {
 	code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--agents", "a1", "--power-modes", "MAXN,NO_SUCH_MODE"}, &out, &errb, tokenEnv(l.Ctl.APIToken()))
 	if code == 0 || !strings.Contains(errb.String(), `power_modes[`) || !strings.Contains(errb.String(), `agent "a1"`) {
 		t.Errorf("exit %d: %s; want the controller's refusal naming power_modes and agent a1", code, errb.String())
+	}
+}
+
+// On a mixed fleet a power setting applies to the agents that have it; the
+// sweep's first lines say, beside its jobs, which agent is measured
+// otherwise.
+func TestSweepSaysWhereThePowerAxisDoesNotApply(t *testing.T) {
+	l := labtest.Start(t, controller.Options{})
+	seed, err := l.Ctl.EnrolAgent(l.Ctx, "orin-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, js := testutil.ConnectJS(t, l.Ctl.NATSURL(), testutil.NkeySeed(t, seed), nats.CustomInboxPrefix(protocol.AgentInboxPrefix("orin-1")))
+	announced := make(chan struct{}, 1)
+	t.Cleanup(l.Ctl.OnEvent(func(e api.Event) {
+		if v, ok := e.Data.(api.AgentView); ok && e.Kind == api.EventAgent && v.ID == "orin-1" {
+			select {
+			case announced <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	hello, _ := json.Marshal(protocol.AgentHello{Schema: 1, AgentID: "orin-1", Hostname: "h2", Simulated: true, Level: protocol.AgentLevel,
+		Deployments: []protocol.Deployment{{ID: "d1", Engine: "sim", Model: "m"}},
+		Power:       &protocol.PowerControl{Modes: []protocol.PowerMode{{ID: 0, Name: "MAXN"}, {ID: 1, Name: "15W"}}, Mode: "MAXN", Switchable: true}})
+	if _, err := js.Publish(l.Ctx, protocol.AgentSubject("orin-1", protocol.KindHello), hello); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-announced:
+	case <-l.Ctx.Done():
+		t.Fatal("orin-1 was never stored")
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"sweep", "--controller", l.Ctl.HTTPURL(), "--agents", "a1,orin-1", "--power-modes", "MAXN,15W",
+		"--sizes", "720p", "--cameras", "1", "--multi-sizes", "none"}, &out, &errb, tokenEnv(l.Ctl.APIToken()))
+	if want := "  agent a1: measured at its current power setting (as found), none of the sweep's applying: it reports no power control"; code != 0 || !strings.Contains(out.String(), want) {
+		t.Errorf("exit %d: %s%s\nwant the note %q", code, out.String(), errb.String(), want)
 	}
 }
 

@@ -87,10 +87,13 @@ func (p *refusingLink) refuseOne(c, up net.Conn) {
 	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
 		return
 	}
-	_, _ = io.WriteString(c, "-ERR 'Authorization Violation'\r\n")
+	// Counted before the client reads it: the client may connect again
+	// and announce itself, which the test waits for, before this goroutine
+	// runs again.
 	p.mu.Lock()
 	p.refused++
 	p.mu.Unlock()
+	_, _ = io.WriteString(c, "-ERR 'Authorization Violation'\r\n")
 }
 
 func (p *refusingLink) refusals() int {
