@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,15 +46,21 @@ func TestAgentsUpgradeAndForget(t *testing.T) {
 	if _, err := l.AdminJS.Publish(l.Ctx, protocol.AgentSubject("old1", protocol.KindHello), old); err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut string
-	var code int
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out, "old1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("old1 never listed: %s %s", out, errOut)
+	listed := func() bool {
+		agents, err := l.Ctl.Agents(l.Ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		code, out, errOut = cliRun(t, env, "agents")
+		return slices.ContainsFunc(agents, func(a api.AgentView) bool { return a.ID == "old1" })
 	}
+	for !listed() {
+		if time.Now().After(deadline) {
+			t.Fatal("old1 never listed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, out, errOut := cliRun(t, env, "agents")
 	if code != 0 || !strings.Contains(out, "needs upgrade (runs 0.5.2, needs 0.6.0)") || !strings.Contains(out, "old1 NEEDS AN UPGRADE: it runs vlmfleet 0.5.2") {
 		t.Errorf("agents: exit %d\n%s\n%s\nwant old1 shown as needing an upgrade from 0.5.2 to 0.6.0", code, out, errOut)
 	}
