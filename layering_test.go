@@ -45,8 +45,14 @@ var layers = []layer{
 		why: "reads runs into rows; knows neither the agent nor the controller that serves it"},
 	{name: "agent", paths: []string{"agent"}, below: []string{"protocol", "internal", "profiles"},
 		why: "talks to the controller only through NATS and protocol"},
-	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire"},
-		why: "talks to agents only through NATS and protocol; is handed the explorer, never imports it"},
+	{name: "storage", paths: []string{"controller/store", "controller/received"}, below: []string{"protocol", "internal"},
+		why: "the bbolt store and the decoding of what it keeps: no room of the controller, no HTTP API"},
+	{name: "ingest", paths: []string{"controller/ingest"}, below: []string{"protocol", "internal", "storage"},
+		why: "the one ingest path of the events stream: the controller hands it the store and hooks"},
+	{name: "live", paths: []string{"controller/live"}, below: []string{"protocol", "internal", "wire", "storage", "ingest"},
+		why: "a room of the controller, live data: progress, telemetry, the agents' presence, events and SSE; knows no other room"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "storage", "ingest", "live"},
+		why: "talks to agents only through NATS and protocol; wires its rooms together; is handed the explorer, never imports it"},
 	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
 		why: "a program that talks to a controller links the API's types, not the server"},
 	{name: "harness", paths: []string{"harness"},
@@ -175,6 +181,9 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{"controller/api", "explorer"},
 		{"controller/client", "explorer/web"},
 		{"controller", "harness/simlab"},
+		{"controller/live", "controller"},
+		{"controller/store", "controller/live"},
+		{"controller/ingest", "controller/live"},
 	} {
 		pkgs := []listedPackage{{ImportPath: module + c.from, Imports: []string{module + c.to}}}
 		if v := layeringViolations(pkgs); len(v) != 1 {
@@ -185,6 +194,8 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{ImportPath: module + "harness/simlab", Imports: []string{module + "agent", module + "controller", module + "explorer"}},
 		{ImportPath: module + "agent/measure", Imports: []string{module + "agent/loadgen", module + "protocol"}},
 		{ImportPath: module + "controller/client", Imports: []string{module + "controller/explorerapi", module + "internal/tlsca"}},
+		{ImportPath: module + "controller", Imports: []string{module + "controller/live", module + "controller/ingest", module + "controller/store"}},
+		{ImportPath: module + "controller/live", Imports: []string{module + "controller/store", module + "controller/api"}},
 	}
 	if v := layeringViolations(ok); len(v) != 0 {
 		t.Errorf("imports that stand on lower floors refused: %q", v)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -155,8 +156,11 @@ type Controller struct {
 	sec     *httpSecurity
 	tls     *tlsState
 
-	events *fanout
-	live   *liveState
+	// events hands live events to subscribers; live is what heartbeats,
+	// progress and telemetry tell, which feed takes in.
+	events *live.Fanout
+	live   *live.State
+	feed   *live.Feed
 	// instances keeps one live process per agent id.
 	instances *agentInstances
 	// agentsJSON keeps each agent's encoding for the agents list.
@@ -244,8 +248,8 @@ func New(opt Options) (*Controller, error) {
 		store:       st,
 		sec:         sec,
 		tls:         tlsSt,
-		events:      newFanout(),
-		live:        newLiveState(),
+		events:      live.NewFanout(),
+		live:        live.NewState(),
 		instances:   newAgentInstances(),
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
@@ -254,6 +258,7 @@ func New(opt Options) (*Controller, error) {
 		done:        make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
+	c.feed = live.NewFeed(c.live, c.events, st, c.refuse, log, c.done)
 	c.ingester = c.newIngester()
 	return c, nil
 }
@@ -282,6 +287,17 @@ func (c *Controller) Job(ctx context.Context, id string) (api.JobView, error) {
 	return jobView(j, agentsByID(agents)), nil
 }
 
+// OnEvent calls fn for every live event until cancel is called. fn is
+// called from a single goroutine, in order, and must return quickly
+// (hand the event to a channel without blocking if work is needed).
+func (c *Controller) OnEvent(fn func(api.Event)) (cancel func()) {
+	return c.events.Subscribe(fn)
+}
+
+func (c *Controller) emit(kind, agentID string, data any) {
+	c.events.Emit(kind, agentID, data)
+}
+
 // NATSURL is the URL agents connect to: tls://host:port when the
 // embedded server has TLS; 127.0.0.1 for a listener on every address.
 func (c *Controller) NATSURL() string { return c.natsURL }
@@ -302,7 +318,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	bgCtx, cancel := context.WithCancel(context.Background())
 	c.bgCtx, c.bgCancel = bgCtx, cancel
 	c.bg.Add(1)
-	go func() { defer c.bg.Done(); c.events.run(bgCtx) }()
+	go func() { defer c.bg.Done(); c.events.Run(bgCtx) }()
 
 	if err := c.startNATS(ctx); err != nil {
 		return err

@@ -39,7 +39,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.Handle("GET /metrics", c.metrics.handler())
 	c.profileRoutes(mux)
-	mux.HandleFunc("GET /api/events", c.handleEvents)
+	mux.HandleFunc("GET /api/events", c.feed.ServeEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
@@ -210,7 +210,7 @@ func (c *Controller) handleLiveSnapshot(r *http.Request) (api.LiveSnapshot, erro
 		return api.LiveSnapshot{}, err
 	}
 	snap := api.LiveSnapshot{Agents: agentViews(agents), Jobs: jobViews(jobs, agentsByID(agents))}
-	snap.Progress, snap.Telemetry = c.live.snapshot()
+	snap.Progress, snap.Telemetry = c.live.Snapshot()
 	if snap.Progress == nil {
 		snap.Progress = []protocol.Progress{}
 	}
