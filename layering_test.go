@@ -51,7 +51,9 @@ var layers = []layer{
 		why: "the one ingest path of the events stream: the controller hands it the store and hooks"},
 	{name: "live", paths: []string{"controller/live"}, below: []string{"protocol", "internal", "wire", "storage", "ingest"},
 		why: "a room of the controller, live data: progress, telemetry, the agents' presence, events and SSE; knows no other room"},
-	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "storage", "ingest", "live"},
+	{name: "access", paths: []string{"controller/access"}, below: []string{"protocol", "internal", "wire"},
+		why: "a room of the controller, HTTP access and TLS: the guard of every request, the API token, the listeners' certificates; knows no other room"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "storage", "ingest", "live", "access"},
 		why: "talks to agents only through NATS and protocol; wires its rooms together; is handed the explorer, never imports it"},
 	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
 		why: "a program that talks to a controller links the API's types, not the server"},
@@ -184,6 +186,9 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{"controller/live", "controller"},
 		{"controller/store", "controller/live"},
 		{"controller/ingest", "controller/live"},
+		{"controller/live", "controller/access"},
+		{"controller/access", "controller/live"},
+		{"controller/access", "controller/store"},
 	} {
 		pkgs := []listedPackage{{ImportPath: module + c.from, Imports: []string{module + c.to}}}
 		if v := layeringViolations(pkgs); len(v) != 1 {

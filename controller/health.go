@@ -197,5 +197,5 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if h.Status != api.HealthOK {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, h)
+	api.WriteJSON(w, status, h)
 }
