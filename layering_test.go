@@ -45,6 +45,8 @@ var layers = []layer{
 		why: "reads runs into rows; knows neither the agent nor the controller that serves it"},
 	{name: "agent", paths: []string{"agent"}, below: []string{"protocol", "internal", "profiles"},
 		why: "talks to the controller only through NATS and protocol"},
+	{name: "sweepfile", paths: []string{"controller/sweepfile"}, below: []string{"protocol", "wire"},
+		why: "a sweep as a user writes it, decoded from JSON or YAML and checked: the CLI and the controller read it, the client does not link it"},
 	{name: "storage", paths: []string{"controller/store", "controller/received"}, below: []string{"protocol", "internal"},
 		why: "the bbolt store and the decoding of what it keeps: no room of the controller, no HTTP API"},
 	{name: "ingest", paths: []string{"controller/ingest"}, below: []string{"protocol", "internal", "storage"},
@@ -53,15 +55,15 @@ var layers = []layer{
 		why: "a room of the controller, live data: progress, telemetry, the agents' presence, events and SSE; knows no other room"},
 	{name: "access", paths: []string{"controller/access"}, below: []string{"protocol", "internal", "wire"},
 		why: "a room of the controller, HTTP access and TLS: the guard of every request, the API token, the listeners' certificates; knows no other room"},
-	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "storage", "ingest", "live", "access"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access"},
 		why: "talks to agents only through NATS and protocol; wires its rooms together; is handed the explorer, never imports it"},
 	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
 		why: "a program that talks to a controller links the API's types, not the server"},
 	{name: "harness", paths: []string{"harness"},
-		below: []string{"protocol", "internal", "wire", "profiles", "page", "explorer", "agent", "controller", "client"},
+		below: []string{"protocol", "internal", "wire", "profiles", "page", "explorer", "agent", "sweepfile", "controller", "client"},
 		why:   "puts the agent and the controller together: a lab in one process, the swarm, the tests' helpers"},
 	{name: "cmd", paths: []string{"cmd"},
-		below: []string{"protocol", "internal", "wire", "profiles", "page", "explorer", "agent", "controller", "client", "harness"},
+		below: []string{"protocol", "internal", "wire", "profiles", "page", "explorer", "agent", "sweepfile", "controller", "client", "harness"},
 		why:   "the commands, on top of everything"},
 	{name: "e2e", paths: []string{"e2e", "deploy"}, below: []string{"protocol", "internal", "harness"},
 		why: "suites of real processes and the deployment's checks, outside the house"},
@@ -75,12 +77,12 @@ type linkRule struct {
 	notModules []string
 }
 
-// links: the client's users carry neither the server nor the explorer and
-// its page.
+// links: the client's users carry neither the server, nor the explorer and
+// its page, nor the YAML decoder of sweep files.
 var links = []linkRule{
 	{pkg: "controller/client",
-		notOurs:    []string{"controller", "controller/store", "explorer", "explorer/web"},
-		notModules: []string{"github.com/nats-io/nats-server", "go.etcd.io/bbolt", "github.com/prometheus"}},
+		notOurs:    []string{"controller", "controller/store", "controller/sweepfile", "explorer", "explorer/web"},
+		notModules: []string{"github.com/nats-io/nats-server", "go.etcd.io/bbolt", "github.com/prometheus", "github.com/goccy/go-yaml"}},
 }
 
 type listedPackage struct {
@@ -182,6 +184,9 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{"agent", "explorer"},
 		{"controller/api", "explorer"},
 		{"controller/client", "explorer/web"},
+		{"controller/client", "controller/sweepfile"},
+		{"controller/api", "controller/sweepfile"},
+		{"controller/sweepfile", "controller"},
 		{"controller", "harness/simlab"},
 		{"controller/live", "controller"},
 		{"controller/store", "controller/live"},
@@ -201,14 +206,16 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{ImportPath: module + "controller/client", Imports: []string{module + "controller/explorerapi", module + "internal/tlsca"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/live", module + "controller/ingest", module + "controller/store"}},
 		{ImportPath: module + "controller/live", Imports: []string{module + "controller/store", module + "controller/api"}},
+		{ImportPath: module + "controller", Imports: []string{module + "controller/sweepfile", module + "controller/api"}},
+		{ImportPath: module + "cmd/vlmfleet", Imports: []string{module + "controller/sweepfile"}},
 	}
 	if v := layeringViolations(ok); len(v) != 0 {
 		t.Errorf("imports that stand on lower floors refused: %q", v)
 	}
 }
 
-// The client links neither the server nor the explorer's page, through
-// any path.
+// The client links neither the server, the explorer's page nor the YAML
+// decoder, through any path.
 func TestLinks(t *testing.T) {
 	pkgs := listPackages(t)
 	for _, rule := range links {
@@ -241,7 +248,8 @@ func linkViolations(deps []string, rule linkRule) []string {
 func TestLinkRulesRefuse(t *testing.T) {
 	rule := links[0]
 	deps := []string{module + "explorer/profiles", module + "controller/explorerapi", "github.com/nats-io/nats.go",
-		module + "explorer/web", "go.etcd.io/bbolt/internal/common", "github.com/prometheus/client_golang/prometheus"}
+		module + "explorer/web", "go.etcd.io/bbolt/internal/common", "github.com/prometheus/client_golang/prometheus",
+		module + "controller/sweepfile", "github.com/goccy/go-yaml/parser"}
 	got := linkViolations(deps, rule)
 	want := deps[3:]
 	if !slices.Equal(got, want) {

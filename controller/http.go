@@ -9,6 +9,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -127,7 +128,7 @@ func (c *Controller) handleRun(r *http.Request) (protocol.Run, error) {
 }
 
 func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
-	s, err := readRequest(w, r, api.MaxSweepBody, api.DecodeSweep)
+	s, err := readRequest(w, r, api.MaxSweepBody, sweepfile.Decode)
 	if err == nil {
 		s, err = c.SubmitSweep(r.Context(), s)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -27,64 +28,20 @@ func newID(prefix string, now time.Time) string {
 	return prefix + "-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// SubmitSweep validates the sweep, makes one job per selected agent,
-// selected deployment that agent offers and power setting of the sweep
-// that applies to it (by the agents' announcements; planJobs), stores them
-// queued and publishes them. With no agents named, the agents
-// online now are used; named agents get their jobs even when offline (the
-// jobs wait in JetStream). It fails when nothing selected is offered.
+// SubmitSweep checks the sweep in two steps, what it says about itself
+// (sweepfile.Check, which the CLI and the API take too) and then against
+// the fleet (fitToFleet), and stores its jobs queued and publishes them.
 func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
-	if err := api.ValidateSweep(s); err != nil {
+	if err := sweepfile.Check(s); err != nil {
 		return protocol.Sweep{}, err
-	}
-	agents, err := c.agentStatuses(ctx)
-	if err != nil {
-		return protocol.Sweep{}, fmt.Errorf("controller: sweep: %w", err)
-	}
-	byID := map[string]agentStatus{}
-	for _, a := range agents {
-		byID[a.ID] = a
-	}
-	var chosen []agentStatus
-	var skipped []protocol.SkippedAgent
-	if len(s.Agents) == 0 {
-		if chosen, skipped, err = c.selectOnline(agents, s.AgentLabels); err != nil {
-			return protocol.Sweep{}, err
-		}
-	} else {
-		for i, id := range s.Agents {
-			a, ok := byID[id]
-			if !ok {
-				return protocol.Sweep{}, api.BadSweepf("agents[%d]: agent %q has never announced itself to this controller", i, id)
-			}
-			if slices.ContainsFunc(chosen, func(x agentStatus) bool { return x.ID == id }) {
-				continue
-			}
-			if a.Drained {
-				return protocol.Sweep{}, drainedRefusal(i, id)
-			}
-			if a.Upgrade != nil {
-				return protocol.Sweep{}, upgradeRefusal(i, id, a.Upgrade)
-			}
-			if !protocol.LabelsMatch(a.Labels, s.AgentLabels) {
-				return protocol.Sweep{}, api.BadSweepf("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
-					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))
-			}
-			if !a.Online {
-				c.log.Warn().Str("agent", id).Msg("sweep names an offline agent; its jobs wait until it returns")
-			}
-			chosen = append(chosen, a)
-		}
 	}
 	now := time.Now().UTC()
 	s.ID = newID("sw", now)
 	s.CreatedAt = now
-	s.Jobs, s.Skipped, s.Notes = nil, skipped, nil
-	jobs, err := planJobs(&s, chosen, now)
+	jobs, err := c.fitToFleet(ctx, &s, now)
 	if err != nil {
 		return protocol.Sweep{}, err
 	}
-	skipIdle(&s, chosen, jobs)
 	if err := c.store.CreateSweep(s, jobs); err != nil {
 		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
 	}
@@ -95,6 +52,64 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 		c.kickPublisher()
 	}
 	return s, nil
+}
+
+// fitToFleet is the second step of checking a sweep, the one only the
+// controller can take, from the agents' announcements: it makes one job
+// per selected agent, selected deployment that agent offers and power
+// setting of the sweep that applies to it (planJobs), and lists them, the
+// agents skipped and the notes in s. With no agents named, the agents
+// online now are used; named agents get their jobs even when offline (the
+// jobs wait in JetStream). It refuses, with an *api.BadSweepError, an
+// agent that never announced itself or cannot take jobs, and a sweep of
+// which nothing selected is offered.
+func (c *Controller) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.Time) ([]store.JobRecord, error) {
+	agents, err := c.agentStatuses(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("controller: sweep: %w", err)
+	}
+	byID := map[string]agentStatus{}
+	for _, a := range agents {
+		byID[a.ID] = a
+	}
+	var chosen []agentStatus
+	var skipped []protocol.SkippedAgent
+	if len(s.Agents) == 0 {
+		if chosen, skipped, err = c.selectOnline(agents, s.AgentLabels); err != nil {
+			return nil, err
+		}
+	} else {
+		for i, id := range s.Agents {
+			a, ok := byID[id]
+			if !ok {
+				return nil, api.BadSweepf("agents[%d]: agent %q has never announced itself to this controller", i, id)
+			}
+			if slices.ContainsFunc(chosen, func(x agentStatus) bool { return x.ID == id }) {
+				continue
+			}
+			if a.Drained {
+				return nil, drainedRefusal(i, id)
+			}
+			if a.Upgrade != nil {
+				return nil, upgradeRefusal(i, id, a.Upgrade)
+			}
+			if !protocol.LabelsMatch(a.Labels, s.AgentLabels) {
+				return nil, api.BadSweepf("agents[%d]: agent %q does not carry agent_labels %s (its labels: %s)",
+					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))
+			}
+			if !a.Online {
+				c.log.Warn().Str("agent", id).Msg("sweep names an offline agent; its jobs wait until it returns")
+			}
+			chosen = append(chosen, a)
+		}
+	}
+	s.Jobs, s.Skipped, s.Notes = nil, skipped, nil
+	jobs, err := planJobs(s, chosen, now)
+	if err != nil {
+		return nil, err
+	}
+	skipIdle(s, chosen, jobs)
+	return jobs, nil
 }
 
 // planJobs makes sweep s's jobs, one per chosen agent, deployment it

@@ -55,14 +55,6 @@ func (r *runner) close() {
 	}
 }
 
-// cameras returns n cameras, keeping the connections of earlier combinations.
-func (r *runner) cameras(n int) []*camera {
-	for len(r.cams) < n {
-		r.cams = append(r.cams, newCamera())
-	}
-	return r.cams[:n]
-}
-
 // pictures gives the data URL of image j of request r, as head + tail: a
 // unique picture's head is its own (its first bytes, where it differs),
 // its tail shared with every copy of the picture, so that a request's
@@ -211,13 +203,4 @@ func (r *runner) comboPictures(size string, images, measured, warm int) (pics, w
 		return nil, nil, fmt.Errorf("warm-up: %w", err)
 	}
 	return pics, wpics, nil
-}
-
-// send sends one request on cam, telling Hooks.InFlight while it runs.
-func (r *runner) send(ctx context.Context, cam *camera, segs []string, rec *protocol.RequestRecord) {
-	if r.inFlight != nil {
-		r.inFlight(1)
-		defer r.inFlight(-1)
-	}
-	cam.do(ctx, r, segs, rec)
 }

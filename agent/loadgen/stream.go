@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -188,4 +190,29 @@ func (s *streamState) errorText() string {
 		return "no token in the response"
 	}
 	return ""
+}
+
+// decodeTokens is the completion tokens that came after the first token's
+// read: the later token chunks, scaled by the tokens per chunk when the
+// server counted more tokens than it sent chunks (several tokens per chunk).
+func decodeTokens(completion, chunks, later int) int {
+	if later == 0 || chunks == 0 || completion <= chunks {
+		return later
+	}
+	return int(math.Round(float64(completion) * float64(later) / float64(chunks)))
+}
+
+// decodeTimings keeps the numbers of llama.cpp's timings object.
+func decodeTimings(raw []byte) map[string]float64 {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out
 }

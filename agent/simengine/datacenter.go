@@ -67,9 +67,19 @@ func (d *DataCenter) jobCost(dm demand) jobCost {
 		}
 	}
 	c.slow = best.slow
-	c.kv = float64(dm.promptTokens+dm.tokens) / (float64(best.promptTokens+best.osl) * best.seqs)
+	c.kv = float64(dm.promptTokens+dm.tokens) / (float64(best.promptTokens+best.osl) * (best.seqs + kvSpare))
 	return c
 }
+
+// kvSpare is the room the KV cache has beyond its fitted requests, in
+// requests of the line's lengths. A client's prompt is never exactly the
+// published one (its own chat text, an ISL calibrated within 1 %): a
+// cache of exactly seqs requests would hold one fewer of a prompt a few
+// tokens longer, and at a cache of two or four that empty place costs
+// the plateau 20 to 45 %. Half a request keeps seqs of them up to
+// 1/(2·seqs) longer, and one more only of requests shorter by more than
+// 1/(2·seqs+2).
+const kvSpare = 0.5
 
 // dcGPUMemoryGB is each data-center GPU's memory, by the tables' spelling.
 func dcGPUMemoryGB(gpu string) (float64, bool) {

@@ -13,6 +13,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/cmd/vlmfleet/internal/termprogress"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/client"
+	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -131,7 +132,7 @@ func (f *sweepFlags) sweep(fs *flag.FlagSet) (protocol.Sweep, error) {
 	if err != nil {
 		return s, err
 	}
-	if err := api.ValidateSweep(s); err != nil {
+	if err := sweepfile.Check(s); err != nil {
 		return s, usageError{pointAtFlag(fs, err)}
 	}
 	return s, nil
@@ -166,7 +167,7 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 		// The controller's own YAML decoder, so that its problems are
 		// those the sweeps page shows, each at "file:line:column:" as
 		// compilers and editors read a position.
-		s, err := api.DecodeSweepYAML(data)
+		s, err := sweepfile.DecodeYAML(data)
 		var list api.SweepInputErrors
 		if errors.As(err, &list) {
 			lines := make([]string, len(list))
@@ -183,7 +184,7 @@ func readSweepFile(path string) (protocol.Sweep, error) {
 		}
 		return s, nil
 	default:
-		s, err := api.DecodeSweep(data)
+		s, err := sweepfile.Decode(data)
 		if err != nil {
 			return protocol.Sweep{}, fmt.Errorf("%s: %w", path, err)
 		}

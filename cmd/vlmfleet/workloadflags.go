@@ -248,7 +248,7 @@ func (f *workloadFlags) setJudgement(name string, w *protocol.Workload) error {
 }
 
 // fieldFlags maps a field, as protocol.Workload.Validate and
-// api.ValidateSweep name it, to the flag that sets it.
+// sweepfile.Check name it, to the flag that sets it.
 var fieldFlags = map[string]string{
 	"name": "name", "agents": "agents", "deployments": "deployments",
 	"power_modes": "power-modes", "power_limits_w": "power-limits",

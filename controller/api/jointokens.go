@@ -40,7 +40,7 @@ type JoinTokenRequest struct {
 func DecodeJoinTokenRequest(data []byte) (JoinTokenRequest, error) {
 	var r JoinTokenRequest
 	if len(data) > 0 {
-		if err := decodeStrict(data, &r, true); err != nil {
+		if err := DecodeStrict(data, &r); err != nil {
 			return JoinTokenRequest{}, fmt.Errorf("join token: %w", err)
 		}
 	}

@@ -9,8 +9,9 @@ import (
 // The client links only the API's types (controller/api and
 // controller/explorerapi), never the server: a program that talks to a
 // controller does not carry NATS's server, the store's database, the
-// metrics library, nor the explorer that computes its answers and the
-// page's static files it serves.
+// metrics library, the explorer that computes its answers and the page's
+// static files it serves, nor the YAML decoder of sweep files (the
+// controller reads a sweep file's YAML as sent).
 func TestClientDoesNotLinkTheServer(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
@@ -22,6 +23,8 @@ func TestClientDoesNotLinkTheServer(t *testing.T) {
 		"github.com/prometheus",
 		"github.com/vlmfleet/vlmfleet/controller/store",
 		"github.com/vlmfleet/vlmfleet/explorer/web",
+		"github.com/vlmfleet/vlmfleet/controller/sweepfile",
+		"github.com/goccy/go-yaml",
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		switch dep {

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -8,7 +9,8 @@ import (
 
 // Key is a line's identity: the table it is in and what it was measured
 // on. A measured line reproduces the published line of the same Key.
-// Names compare without regard to case or surrounding spaces.
+// Names compare without regard to case or surrounding spaces, and a
+// GPU's as gpuIdentity says: nvidia-smi's name is the tables' GPU.
 type Key struct {
 	Model, GPU, Precision string
 	TP                    int
@@ -22,7 +24,7 @@ type Key struct {
 // KeyOf is r's identity.
 func KeyOf(r protocol.ProfileRow) Key {
 	k := Key{
-		Model: fold(r.Model), GPU: fold(r.GPU), Precision: fold(r.Precision), TP: r.TP, Profile: r.Profile,
+		Model: fold(r.Model), GPU: gpuIdentity(r.GPU), Precision: fold(r.Precision), TP: r.TP, Profile: r.Profile,
 		OSL: r.OSL, Width: r.Width, Height: r.Height, ImageFormat: fold(r.ImageFormat),
 	}
 	if r.ISL != nil {
@@ -45,8 +47,15 @@ type Line struct {
 // identity. The lines come in the published order, then the measured
 // lines no page publishes, in their order. Of several measured lines of
 // one identity the last one given stands: the caller lists them oldest
-// first.
+// first. A measured line's GPU is spelled as the published lines spell it
+// (gpuSpellings), so that it stands under their heading and a reader's
+// join by name finds them.
 func Join(published, measured []protocol.ProfileRow) []Line {
+	spellings := spellingsOf(published)
+	measured = slices.Clone(measured)
+	for i := range measured {
+		measured[i].GPU = spellings.spell(measured[i])
+	}
 	var lines []Line
 	at := map[Key]int{}
 	for i := range published {

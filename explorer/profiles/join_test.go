@@ -101,3 +101,103 @@ func TestWriteTablesShowsTheMeasuredLineAgainstThePublished(t *testing.T) {
 		t.Errorf("%d Min Latency tables, want the seed's 14", n)
 	}
 }
+
+// A lab's line carries the GPU's name as nvidia-smi reports it: the
+// published H100 lines, spelled "H100-HBM3-80GB" (Llama) and
+// "H100-SXM-80GB" (nemoretriever-parse), are both the one "NVIDIA H100
+// 80GB HBM3", and "A100-SXM-80GB" is "NVIDIA A100-SXM4-80GB". Each joins
+// its published line and is spelled as the page spells it; an H100 of
+// another kind joins nothing.
+func TestJoinKnowsTheGPUByItsNvidiaSmiName(t *testing.T) {
+	published, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	llama := measuredLine()
+	llama.GPU = "NVIDIA H100 80GB HBM3"
+	parse := nemoretrieverLine(t, published, "H100-SXM-80GB")
+	parse.GPU = "NVIDIA H100 80GB HBM3"
+	a100 := nemoretrieverLine(t, published, "A100-SXM-80GB")
+	a100.GPU = "NVIDIA A100-SXM4-80GB"
+	pcie := measuredLine()
+	pcie.GPU = "NVIDIA H100 PCIe"
+	lines := Join(published, []protocol.ProfileRow{llama, parse, a100, pcie})
+	if len(lines) != len(published)+1 {
+		t.Fatalf("%d lines, want the %d published and the PCIe card's alone", len(lines), len(published))
+	}
+	joined := map[string]string{}
+	for _, l := range lines {
+		if l.Published != nil && l.Measured != nil {
+			joined[l.Published.Model+" on "+l.Published.GPU] = l.Measured.GPU
+		}
+	}
+	for _, want := range []string{
+		"Llama-3.2-11B-Vision-Instruct on H100-HBM3-80GB",
+		"nemoretriever-parse on H100-SXM-80GB",
+		"nemoretriever-parse on A100-SXM-80GB",
+	} {
+		gpu, ok := joined[want]
+		if !ok {
+			t.Errorf("%s: no measured line beside it; joined %v", want, joined)
+			continue
+		}
+		if page := want[strings.LastIndex(want, " ")+1:]; gpu != page {
+			t.Errorf("%s: the measured line's GPU is %q, want the page's %q", want, gpu, page)
+		}
+	}
+	if last := lines[len(lines)-1]; last.Published != nil || last.Measured.GPU != "NVIDIA H100 PCIe" {
+		t.Errorf("the H100 PCIe line: %+v, want it alone under its own name", last)
+	}
+}
+
+// nemoretrieverLine is a measured copy of nemoretriever-parse's first
+// published line on gpu.
+func nemoretrieverLine(t *testing.T, published []protocol.ProfileRow, gpu string) protocol.ProfileRow {
+	t.Helper()
+	for _, r := range published {
+		if r.Model == "nemoretriever-parse" && r.GPU == gpu {
+			r.Source, r.Simulated = protocol.ProfileSourceMeasured, true
+			return r
+		}
+	}
+	t.Fatalf("no published nemoretriever-parse line on %s", gpu)
+	return protocol.ProfileRow{}
+}
+
+// The published lines stay apart under the GPU identity: no two of the
+// seed's lines are one line once their GPUs' spellings are one GPU.
+func TestPublishedLinesAreDistinctByGPUIdentity(t *testing.T) {
+	published, err := Published()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[Key]bool{}
+	for _, r := range published {
+		k := KeyOf(r)
+		if seen[k] {
+			t.Errorf("two published lines of one identity: %+v", k)
+		}
+		seen[k] = true
+	}
+	for _, c := range []struct{ a, b string }{
+		{"NVIDIA H100 80GB HBM3", "H100-HBM3-80GB"},
+		{"NVIDIA H100 80GB HBM3", "H100-SXM-80GB"},
+		{"NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"},
+		{"NVIDIA L40S", "L40S"},
+		{"NVIDIA A10G", "a10g"},
+	} {
+		if gpuIdentity(c.a) != gpuIdentity(c.b) {
+			t.Errorf("%q and %q: identities %q and %q, want one", c.a, c.b, gpuIdentity(c.a), gpuIdentity(c.b))
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"NVIDIA H100 PCIe", "H100-HBM3-80GB"},
+		{"NVIDIA H100 NVL", "H100-SXM-80GB"},
+		{"NVIDIA A100 80GB PCIe", "A100-SXM4-80GB"},
+		{"NVIDIA A100-SXM4-40GB", "A100-SXM4-80GB"},
+	} {
+		if gpuIdentity(c.a) == gpuIdentity(c.b) {
+			t.Errorf("%q and %q: one identity %q, want two", c.a, c.b, gpuIdentity(c.a))
+		}
+	}
+}

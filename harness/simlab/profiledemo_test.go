@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/explorer/profiles"
 	"github.com/vlmfleet/vlmfleet/harness/simlab"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -36,7 +36,7 @@ func TestProfileDemoMeasuresEveryPublishedLine(t *testing.T) {
 			}
 		}
 		for _, s := range h.Sweeps {
-			if err := api.ValidateSweep(s); err != nil {
+			if err := sweepfile.Check(s); err != nil {
 				t.Errorf("%s: %v", s.Name, err)
 			}
 			if len(s.Deployments) != 1 || !offered[s.Deployments[0]] {

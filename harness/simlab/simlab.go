@@ -23,6 +23,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/agent/imageset"
 	"github.com/vlmfleet/vlmfleet/controller"
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/explorer"
 	"github.com/vlmfleet/vlmfleet/explorer/web"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
@@ -135,7 +136,7 @@ func (l *Lab) Close() error {
 // of an agent, for up to Options.ReadyTimeout; a sweep that is wrong in
 // itself is refused at once.
 func (l *Lab) Submit(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
-	if err := api.ValidateSweep(s); err != nil {
+	if err := sweepfile.Check(s); err != nil {
 		return protocol.Sweep{}, fmt.Errorf("simlab: submit %q: %w", s.Name, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.opt.ReadyTimeout)

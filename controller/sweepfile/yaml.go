@@ -1,12 +1,10 @@
-package api
+package sweepfile
 
 import (
 	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -14,59 +12,15 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// SweepInputError is a sweep that cannot be decoded or validated, with
-// where the problem is when the decoder or the validator knows it: the
-// line and column (1-based, 0 when unknown) in the YAML the user wrote and
-// the field's path (workload.cameras[2]). The API adds these to its error
-// answer, so that a page can show the message at its line.
-type SweepInputError struct {
-	Line, Column int
-	Field        string
-	Err          error
-}
-
-func (e *SweepInputError) Error() string { return e.Err.Error() }
-func (e *SweepInputError) Unwrap() error { return e.Err }
-
-// Located is the message after its position: "line 3 column 5: ...".
-func (e *SweepInputError) Located() string {
-	if e.Line <= 0 {
-		return e.Error()
-	}
-	return fmt.Sprintf("line %d column %d: %s", e.Line, e.Column, e.Error())
-}
-
-// SweepInputErrors are the problems of one sweep file, in the order of
-// the file, at most maxSweepErrors of them.
-type SweepInputErrors []*SweepInputError
-
-// Error is each problem on a line of its own, after its position, the
-// first after "sweep: " as every refused sweep's message starts.
-func (es SweepInputErrors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Located()
-	}
-	return "sweep: " + strings.Join(lines, "\n")
-}
-
-// Unwrap lets errors.As find the first problem as a *SweepInputError.
-func (es SweepInputErrors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-	return out
-}
-
 // badSweepInput is the sweep file's problems as the API's 400, sorted by
 // position (those without one last) and cut to maxSweepErrors.
-func badSweepInput(errs ...*SweepInputError) error {
+func badSweepInput(errs ...*api.SweepInputError) error {
 	sorted := slices.Clone(errs)
-	slices.SortStableFunc(sorted, func(a, b *SweepInputError) int {
+	slices.SortStableFunc(sorted, func(a, b *api.SweepInputError) int {
 		if (a.Line == 0) != (b.Line == 0) {
 			return cmp.Compare(b.Line, a.Line)
 		}
@@ -75,7 +29,7 @@ func badSweepInput(errs ...*SweepInputError) error {
 	if len(sorted) > maxSweepErrors {
 		sorted = sorted[:maxSweepErrors]
 	}
-	return &BadSweepError{Err: SweepInputErrors(sorted)}
+	return &api.BadSweepError{Err: api.SweepInputErrors(sorted)}
 }
 
 // sweepYAMLBody is the YAML form of POST /api/sweeps: the API takes JSON
@@ -96,29 +50,28 @@ func yamlEnvelope(data []byte) (string, bool) {
 		return "", false
 	}
 	var b sweepYAMLBody
-	if err := decodeStrict(data, &b, true); err != nil {
+	if err := api.DecodeStrict(data, &b); err != nil {
 		return "", false
 	}
 	return b.YAML, true
 }
 
-// DecodeSweepYAML reads a sweep file in YAML as DecodeSweep reads JSON:
-// fields left out take the method's defaults, unknown fields are refused,
-// and the sweep is validated. Its error is a *BadSweepError holding
-// SweepInputErrors: every unknown field (with the field it likely meant)
-// and every value of the wrong kind, up to maxSweepErrors, and when the
-// file could be decoded despite its unknown fields, what the decoder or
-// the validator then finds; each with its line and column when known. A
-// file past the limits of checkSweepYAML is refused before the parser
-// sees it.
-func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
+// DecodeYAML reads a sweep file in YAML as Decode reads JSON: fields left
+// out take the method's defaults, unknown fields are refused, and the
+// sweep is checked (Check). Its error is an *api.BadSweepError holding
+// api.SweepInputErrors: every unknown field (with the field it likely
+// meant) and every value of the wrong kind, up to maxSweepErrors, and when
+// the file could be decoded despite its unknown fields, what the decoder
+// or Check then finds; each with its line and column when known. A file
+// past the limits of checkSweepYAML is refused before the parser sees it.
+func DecodeYAML(data []byte) (protocol.Sweep, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return protocol.Sweep{}, badSweepInput(&SweepInputError{Err: errors.New("the YAML is empty")})
+		return protocol.Sweep{}, badSweepInput(&api.SweepInputError{Err: errors.New("the YAML is empty")})
 	}
 	if err := checkSweepYAML(data); err != nil {
-		in, ok := err.(*SweepInputError)
+		in, ok := err.(*api.SweepInputError)
 		if !ok {
-			in = &SweepInputError{Err: err}
+			in = &api.SweepInputError{Err: err}
 		}
 		return protocol.Sweep{}, badSweepInput(in)
 	}
@@ -144,9 +97,9 @@ func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
 	if in != nil {
 		return protocol.Sweep{}, badSweepInput(append(errs, in)...)
 	}
-	if err := ValidateSweep(s); err != nil {
-		in := &SweepInputError{Err: err}
-		in.Field = fieldOf(err.Error())
+	if err := Check(s); err != nil {
+		in := &api.SweepInputError{Err: err}
+		in.Field = api.MessageField(err.Error())
 		if yf := yamlProfileField(in.Field, yp); yf != in.Field {
 			// The profile's fields as the file writes them: osl[1], not
 			// lengths[1].osl.
@@ -166,7 +119,7 @@ func DecodeSweepYAML(data []byte) (protocol.Sweep, error) {
 // the method's defaults with the file on top, or for a workload with a
 // profile (decodeProfileSweep), the default profile's, with the profile
 // as the file wrote it.
-func decodeSweepBody(data []byte, body ast.Node, opts []yaml.DecodeOption) (protocol.Sweep, *yamlProfile, *SweepInputError) {
+func decodeSweepBody(data []byte, body ast.Node, opts []yaml.DecodeOption) (protocol.Sweep, *yamlProfile, *api.SweepInputError) {
 	if prof := profileNode(body); prof != nil {
 		s, yp, in := decodeProfileSweep(body, prof, opts)
 		if in != nil && in.Line == 0 {
@@ -182,8 +135,8 @@ func decodeSweepBody(data []byte, body ast.Node, opts []yaml.DecodeOption) (prot
 }
 
 // decoderInput is the decoder's error at its position.
-func decoderInput(err error) *SweepInputError {
-	in := &SweepInputError{Err: errors.New(yamlMessage(err))}
+func decoderInput(err error) *api.SweepInputError {
+	in := &api.SweepInputError{Err: errors.New(yamlMessage(err))}
 	var ye yaml.Error
 	if errors.As(err, &ye) && ye.GetToken() != nil && ye.GetToken().Position != nil {
 		in.Line, in.Column = ye.GetToken().Position.Line, ye.GetToken().Position.Column
@@ -199,17 +152,6 @@ func yamlMessage(err error) string {
 		return ye.GetMessage()
 	}
 	return err.Error()
-}
-
-// fieldPrefix matches the field a validation message starts with:
-// "workload.cameras[2]: ..." (protocol and ValidateSweep name fields so).
-var fieldPrefix = regexp.MustCompile(`^([a-z_]+(?:\.[a-z_]+|\[[0-9]+\])*): `)
-
-func fieldOf(msg string) string {
-	if m := fieldPrefix.FindStringSubmatch(msg); m != nil {
-		return m[1]
-	}
-	return ""
 }
 
 // yamlPosition finds where field is written in data: the field itself, or
@@ -244,45 +186,4 @@ func parentField(p string) string {
 		return p[:i]
 	}
 	return ""
-}
-
-// ErrorBody is the JSON of an error answer: {"error": message}, with the
-// line, column and field of a sweep's first problem when they are known
-// (added fields, so that clients reading only "error" read what they
-// did), and for a sweep file, "errors": each problem with its own line,
-// column, field and message without its position, for a page to place.
-func ErrorBody(err error) map[string]any {
-	body := map[string]any{"error": err.Error()}
-	var list SweepInputErrors
-	var in *SweepInputError
-	var bad *BadSweepError
-	switch {
-	case errors.As(err, &in):
-		addPosition(body, in)
-		if errors.As(err, &list) {
-			probs := make([]map[string]any, len(list))
-			for i, e := range list {
-				probs[i] = map[string]any{"error": e.Error()}
-				addPosition(probs[i], e)
-			}
-			body["errors"] = probs
-		}
-	case errors.As(err, &bad):
-		// A sweep sent as JSON, or refused when scheduled (a deployment no
-		// agent offers): the field its message names, without a line.
-		if f := fieldOf(err.Error()); f != "" {
-			body["field"] = f
-		}
-	}
-	return body
-}
-
-func addPosition(m map[string]any, in *SweepInputError) {
-	if in.Line > 0 {
-		m["line"] = in.Line
-		m["column"] = in.Column
-	}
-	if in.Field != "" {
-		m["field"] = in.Field
-	}
 }

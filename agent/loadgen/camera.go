@@ -2,22 +2,28 @@ package loadgen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
 // camera is one closed-loop client with its own keep-alive connection, so
-// that cameras never queue behind each other inside the client.
+// that cameras never queue behind each other inside the client. This file
+// is its life, in order: made once and kept across a run's combinations
+// (cameras), it takes request numbers in the closed loop (closedLoop; on
+// a frame clock in paced.go, sending without waiting in sustained.go),
+// sends each request (send, do: conn.go writes it) and reads the answer
+// (stream: stream.go turns its events into the record; a whole answer in
+// nostream.go).
 type camera struct {
 	conn *conn
 	sc   *sseScanner
@@ -35,15 +41,81 @@ func newCamera() *camera {
 	return &camera{sc: newSSEScanner(16 << 10), head: make([]byte, 0, 512), since: time.Since}
 }
 
-// simArrival is when the simulator says the camera's last request arrived
-// on its clock (SimTimings.Arrive); ok is false when it did not time it.
-func (c *camera) simArrival() (at float64, ok bool) {
-	return c.st.simArrive, c.st.simArrived
+// cameras returns n cameras, keeping the connections of earlier combinations.
+func (r *runner) cameras(n int) []*camera {
+	for len(r.cams) < n {
+		r.cams = append(r.cams, newCamera())
+	}
+	return r.cams[:n]
 }
 
-func (c *camera) close() {
-	c.conn.close()
-	c.conn = nil
+// loop runs the closed loop: every camera sends its next request as soon as
+// its previous one has ended, taking request numbers from one counter until
+// total have been sent, so never more than len(cams) are in flight. recs nil
+// means a warm-up whose records are thrown away.
+func (r *runner) loop(ctx context.Context, cams []*camera, pc protocol.PlannedCombo, total int, pics pictures,
+	recs []protocol.RequestRecord, onReq func(protocol.RequestRecord, Progress), maxInFlight *atomic.Int64) {
+	build := func(i int) []string { return r.segments(pics, i, pc.Images) }
+	send := func(ctx context.Context, cam *camera, _ int, segs []string, rec *protocol.RequestRecord) {
+		r.send(ctx, cam, segs, rec)
+	}
+	r.closedLoop(ctx, cams, pc.Images, total, build, send, recs, onReq, maxInFlight)
+}
+
+// sendFunc sends request number i, laid out as segs, on cam and records
+// it in rec.
+type sendFunc func(ctx context.Context, cam *camera, i int, segs []string, rec *protocol.RequestRecord)
+
+// closedLoop is loop for any request: build lays out request i before its
+// time starts, and send sends it. Against the simulator the records' starts
+// are put on its clock once the loop is over (onSimClock).
+func (r *runner) closedLoop(ctx context.Context, cams []*camera, images, total int, build func(i int) []string, send sendFunc,
+	recs []protocol.RequestRecord, onReq func(protocol.RequestRecord, Progress), maxInFlight *atomic.Int64) {
+	var (
+		next, inFlight atomic.Int64
+		wg             sync.WaitGroup
+	)
+	tally := newLoopTally(recs, onReq)
+	start := time.Now()
+	id := loopID()
+	for ci, cam := range cams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= total {
+					return
+				}
+				segs := build(i)
+				rec := protocol.RequestRecord{Camera: ci, Seq: i, Images: images}
+				now := inFlight.Add(1)
+				if maxInFlight != nil {
+					for m := maxInFlight.Load(); now > m && !maxInFlight.CompareAndSwap(m, now); m = maxInFlight.Load() {
+					}
+				}
+				cam.loop = appendLoopField(cam.loop[:0], id, i, total, len(cams))
+				rec.Start = time.Since(start).Seconds()
+				send(ctx, cam, i, segs, &rec)
+				in := inFlight.Add(-1)
+				at, timed := cam.simArrival()
+				tally.keep(i, rec, at, timed && rec.Error == "", int(in))
+			}
+		}()
+	}
+	wg.Wait()
+	if recs != nil {
+		onSimClock(recs, tally.arrive)
+	}
+}
+
+// send sends one request on cam, telling Hooks.InFlight while it runs.
+func (r *runner) send(ctx context.Context, cam *camera, segs []string, rec *protocol.RequestRecord) {
+	if r.inFlight != nil {
+		r.inFlight(1)
+		defer r.inFlight(-1)
+	}
+	cam.do(ctx, r, segs, rec)
 }
 
 // do sends one request and reads its stream into rec. The connection is
@@ -170,14 +242,15 @@ func (c *camera) stream(ctx context.Context, r *runner, body io.Reader, t0 time.
 	return drained && rec.Error == ""
 }
 
-// decodeTokens is the completion tokens that came after the first token's
-// read: the later token chunks, scaled by the tokens per chunk when the
-// server counted more tokens than it sent chunks (several tokens per chunk).
-func decodeTokens(completion, chunks, later int) int {
-	if later == 0 || chunks == 0 || completion <= chunks {
-		return later
-	}
-	return int(math.Round(float64(completion) * float64(later) / float64(chunks)))
+// simArrival is when the simulator says the camera's last request arrived
+// on its clock (SimTimings.Arrive); ok is false when it did not time it.
+func (c *camera) simArrival() (at float64, ok bool) {
+	return c.st.simArrive, c.st.simArrived
+}
+
+func (c *camera) close() {
+	c.conn.close()
+	c.conn = nil
 }
 
 // describe turns a transport error into a short text that is the same for
@@ -217,19 +290,4 @@ func innerMost(err error) error {
 		}
 		err = u
 	}
-}
-
-// decodeTimings keeps the numbers of llama.cpp's timings object.
-func decodeTimings(raw []byte) map[string]float64 {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
-		if f, ok := v.(float64); ok {
-			out[k] = f
-		}
-	}
-	return out
 }

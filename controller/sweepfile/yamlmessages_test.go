@@ -1,9 +1,11 @@
-package api
+package sweepfile
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // A misspelt field is refused at its line and column with the field of
@@ -20,10 +22,10 @@ func TestDecodeSweepYAMLSuggestsTheFieldMeant(t *testing.T) {
 		{"workload:\n  judgement:\n    statistc: p90\n", 3, 5, `unknown field "statistc" in workload.judgement; did you mean "statistic"?`},
 		{"workload:\n  zzz: 1\n", 2, 3, `unknown field "zzz" in workload; the fields there are cache_prompt, cameras,`},
 	} {
-		_, err := DecodeSweepYAML([]byte(tc.yaml))
-		var in *SweepInputError
+		_, err := DecodeYAML([]byte(tc.yaml))
+		var in *api.SweepInputError
 		if !errors.As(err, &in) {
-			t.Fatalf("%q: error %v (%T), want a SweepInputError", tc.yaml, err, err)
+			t.Fatalf("%q: error %v (%T), want a api.SweepInputError", tc.yaml, err, err)
 		}
 		if in.Line != tc.line || in.Column != tc.column || !strings.Contains(in.Error(), tc.want) {
 			t.Errorf("%q: line %d column %d %q, want line %d column %d and %q", tc.yaml, in.Line, in.Column, in.Error(), tc.line, tc.column, tc.want)
@@ -42,10 +44,10 @@ workload:
   judgement:
     statistic: p50
 `
-	_, err := DecodeSweepYAML([]byte(file))
-	var list SweepInputErrors
+	_, err := DecodeYAML([]byte(file))
+	var list api.SweepInputErrors
 	if !errors.As(err, &list) {
-		t.Fatalf("error %v (%T), want SweepInputErrors", err, err)
+		t.Fatalf("error %v (%T), want api.SweepInputErrors", err, err)
 	}
 	want := []struct {
 		line, column int
@@ -78,7 +80,7 @@ workload:
 	for _, k := range []string{"a1", "b1", "c1", "d1", "e1", "f1", "g1"} {
 		many.WriteString("  " + k + ": 1\n")
 	}
-	_, err = DecodeSweepYAML([]byte(many.String()))
+	_, err = DecodeYAML([]byte(many.String()))
 	if !errors.As(err, &list) || len(list) != maxSweepErrors || list[0].Line != 2 {
 		t.Errorf("seven unknown fields: %v, want the first %d", err, maxSweepErrors)
 	}
@@ -88,8 +90,8 @@ workload:
 // field, the message without its position (the page places it), and keeps
 // the first problem's at the top level for clients that read only those.
 func TestErrorBodyListsEveryProblem(t *testing.T) {
-	_, err := DecodeSweepYAML([]byte("workload:\n  camras: [1]\n  search: true\n"))
-	body := ErrorBody(err)
+	_, err := DecodeYAML([]byte("workload:\n  camras: [1]\n  search: true\n"))
+	body := api.ErrorBody(err)
 	probs, ok := body["errors"].([]map[string]any)
 	if !ok || len(probs) != 2 {
 		t.Fatalf("body %v, want two problems under errors", body)

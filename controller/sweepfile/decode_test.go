@@ -1,9 +1,11 @@
-package api
+package sweepfile
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 func TestDecodeSweepErrorsNameTheField(t *testing.T) {
@@ -16,13 +18,13 @@ func TestDecodeSweepErrorsNameTheField(t *testing.T) {
 		``:                                        "empty; want a JSON document",
 		`{} {}`:                                   "trailing data",
 	} {
-		_, err := DecodeSweep([]byte(body))
-		var bad *BadSweepError
+		_, err := Decode([]byte(body))
+		var bad *api.BadSweepError
 		if err == nil || !errors.As(err, &bad) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: got %v, want a BadSweepError containing %q", body, err, want)
+			t.Errorf("%q: got %v, want a api.BadSweepError containing %q", body, err, want)
 		}
 	}
-	s, err := DecodeSweep([]byte(`{"name":"n","workload":{"cameras":[1,2]}}`))
+	s, err := Decode([]byte(`{"name":"n","workload":{"cameras":[1,2]}}`))
 	if err != nil || s.Workload.MaxTokens != 128 || len(s.Workload.Cameras) != 2 {
 		t.Errorf("defaults: %+v %v", s.Workload, err)
 	}
@@ -37,11 +39,11 @@ func FuzzDecodeSweep(f *testing.F) {
 	f.Add([]byte(`{"workload":{"profile":{"lengths":[{"isl":1000,"osl":200}],"resolutions":[{"width":8,"height":8}],"concurrency":[1,2],"auto_ceiling":0,"extra_body":{"tools":[]}}}}`))
 	f.Add([]byte(`{"workload":{"profile":{},"cameras":[1]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := DecodeSweep(data)
+		s, err := Decode(data)
 		if err != nil {
 			return
 		}
-		if err := ValidateSweep(s); err != nil {
+		if err := Check(s); err != nil {
 			t.Fatalf("decoded sweep fails validation: %v", err)
 		}
 		_ = s.Workload.Plan()

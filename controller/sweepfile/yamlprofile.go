@@ -1,4 +1,4 @@
-package api
+package sweepfile
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -98,7 +99,7 @@ func profileNode(body ast.Node) *ast.MappingValueNode {
 // the workload starts as DefaultProfileWorkload (no camera ladders), the
 // profile is decoded in its YAML form and made the protocol's, and the
 // rest of the file is decoded around it.
-func decodeProfileSweep(body ast.Node, profile *ast.MappingValueNode, opts []yaml.DecodeOption) (protocol.Sweep, *yamlProfile, *SweepInputError) {
+func decodeProfileSweep(body ast.Node, profile *ast.MappingValueNode, opts []yaml.DecodeOption) (protocol.Sweep, *yamlProfile, *api.SweepInputError) {
 	var yp yamlProfile
 	if err := yaml.NodeToValue(profile.Value, &yp, opts...); err != nil {
 		return protocol.Sweep{}, nil, decoderInput(err)
@@ -125,7 +126,7 @@ func decodeProfileSweep(body ast.Node, profile *ast.MappingValueNode, opts []yam
 // the fields written on top, ISL and OSL paired by position (a list of
 // one stands for every item of the other). Its errors name the field as
 // the YAML writes it; the ranges are Validate's.
-func (yp yamlProfile) toProfile() (protocol.ProfileWorkload, *SweepInputError) {
+func (yp yamlProfile) toProfile() (protocol.ProfileWorkload, *api.SweepInputError) {
 	p := protocol.DefaultProfile()
 	for _, l := range []struct {
 		name    string
@@ -137,13 +138,13 @@ func (yp yamlProfile) toProfile() (protocol.ProfileWorkload, *SweepInputError) {
 	} {
 		if l.written {
 			field := "workload.profile." + l.name
-			return p, &SweepInputError{Field: field, Err: fmt.Errorf("%s: an empty list; list at least one, or leave %s out for the default", field, l.name)}
+			return p, &api.SweepInputError{Field: field, Err: fmt.Errorf("%s: an empty list; list at least one, or leave %s out for the default", field, l.name)}
 		}
 	}
 	isl, osl := cmpOr(yp.ISL, []int{p.Lengths[0].ISL}), cmpOr(yp.OSL, []int{p.Lengths[0].OSL})
 	n := max(len(isl), len(osl))
 	if (len(isl) != n && len(isl) != 1) || (len(osl) != n && len(osl) != 1) {
-		return p, &SweepInputError{Field: "workload.profile.osl", Err: fmt.Errorf(
+		return p, &api.SweepInputError{Field: "workload.profile.osl", Err: fmt.Errorf(
 			"workload.profile.osl: %d lengths, and isl %d: they pair by position, so write as many of each, or one osl for every isl (or one isl for every osl)",
 			len(osl), len(isl))}
 	}
@@ -157,7 +158,7 @@ func (yp yamlProfile) toProfile() (protocol.ProfileWorkload, *SweepInputError) {
 			r, err := protocol.ParseResolution(s)
 			if err != nil {
 				field := fmt.Sprintf("workload.profile.image_size[%d]", i)
-				return p, &SweepInputError{Field: field, Err: fmt.Errorf("%s: %w", field, err)}
+				return p, &api.SweepInputError{Field: field, Err: fmt.Errorf("%s: %w", field, err)}
 			}
 			p.Resolutions[i] = r
 		}
@@ -177,7 +178,7 @@ func (yp yamlProfile) toProfile() (protocol.ProfileWorkload, *SweepInputError) {
 	if yp.ExtraBody != nil {
 		body, err := json.Marshal(yp.ExtraBody)
 		if err != nil {
-			return p, &SweepInputError{Field: "workload.profile.extra_body", Err: fmt.Errorf(
+			return p, &api.SweepInputError{Field: "workload.profile.extra_body", Err: fmt.Errorf(
 				"workload.profile.extra_body: %v; want a mapping of names to values JSON can hold", err)}
 		}
 		p.ExtraBody = body

@@ -1,4 +1,4 @@
-package api
+package sweepfile
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -41,7 +42,7 @@ var shapeHints = map[string]string{
 // problem: every unknown field (with the field it most likely meant) and
 // every value of the wrong kind, each at its line and column.
 type shapeCheck struct {
-	errs []*SweepInputError
+	errs []*api.SweepInputError
 	// typed is set when a value had the wrong kind: the decoder would stop
 	// at it, so nothing after the walk can add to what it found.
 	typed bool
@@ -56,7 +57,7 @@ func checkSweepShape(doc ast.Node) *shapeCheck {
 }
 
 func (c *shapeCheck) add(tk *token.Token, field, format string, args ...any) {
-	e := &SweepInputError{Field: field, Err: fmt.Errorf(format, args...)}
+	e := &api.SweepInputError{Field: field, Err: fmt.Errorf(format, args...)}
 	if tk != nil && tk.Position != nil {
 		e.Line, e.Column = tk.Position.Line, tk.Position.Column
 	}

@@ -1,4 +1,4 @@
-package api
+package sweepfile
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -33,7 +34,7 @@ workload:
 `
 
 func TestDecodeSweepYAMLProfile(t *testing.T) {
-	s, err := DecodeSweepYAML([]byte(sweepYAMLProfile))
+	s, err := DecodeYAML([]byte(sweepYAMLProfile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestDecodeSweepYAMLProfile(t *testing.T) {
 // Fields left out take the default profile's; one OSL stands for every
 // ISL, and a list of levels replaces the automatic rule.
 func TestDecodeSweepYAMLProfileDefaults(t *testing.T) {
-	s, err := DecodeSweepYAML([]byte("workload:\n  profile:\n    isl: [1000, 20000, 60000]\n    osl: [2000]\n    concurrency: [1, 2, 4]\n"))
+	s, err := DecodeYAML([]byte("workload:\n  profile:\n    isl: [1000, 20000, 60000]\n    osl: [2000]\n    concurrency: [1, 2, 4]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +68,12 @@ func TestDecodeSweepYAMLProfileDefaults(t *testing.T) {
 	if !reflect.DeepEqual(*s.Workload.Profile, want) {
 		t.Errorf("profile\n%+v\nwant\n%+v", *s.Workload.Profile, want)
 	}
-	s, err = DecodeSweepYAML([]byte("workload:\n  profile: {}\n"))
+	s, err = DecodeYAML([]byte("workload:\n  profile: {}\n"))
 	if err != nil || !reflect.DeepEqual(*s.Workload.Profile, protocol.DefaultProfile()) {
 		t.Errorf("an empty profile: %v %+v, want the default", err, s.Workload.Profile)
 	}
 	// JSON, as the API takes it, fills the profile's defaults alike.
-	s, err = DecodeSweep([]byte(`{"workload": {"profile": {"lengths": [{"isl": 0, "osl": 200}], "concurrency": [1], "auto_ceiling": 0}}}`))
+	s, err = Decode([]byte(`{"workload": {"profile": {"lengths": [{"isl": 0, "osl": 200}], "concurrency": [1], "auto_ceiling": 0}}}`))
 	if err != nil || s.Workload.Profile.ImageFormat != protocol.ImageFormatPNG || len(s.Workload.Sizes) != 0 ||
 		!reflect.DeepEqual(s.Workload.Profile.Lengths, []protocol.LengthPair{{ISL: 0, OSL: 200}}) {
 		t.Errorf("JSON: %v %+v", err, s.Workload)
@@ -133,14 +134,14 @@ func TestDecodeSweepYAMLProfileErrors(t *testing.T) {
 		{"a search beside a profile", "workload:\n  profile: {osl: [8]}\n  search: 64\n", 3, "workload.search", "workload.search: a profile workload"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeSweepYAML([]byte(tc.yaml))
-			var in *SweepInputError
+			_, err := DecodeYAML([]byte(tc.yaml))
+			var in *api.SweepInputError
 			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a SweepInputError", err, err)
+				t.Fatalf("error %v (%T), want a api.SweepInputError", err, err)
 			}
-			var bad *BadSweepError
+			var bad *api.BadSweepError
 			if !errors.As(err, &bad) {
-				t.Errorf("error %v is not a BadSweepError (the API's 400)", err)
+				t.Errorf("error %v is not a api.BadSweepError (the API's 400)", err)
 			}
 			if in.Line != tc.line || in.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("got line %d field %q %q, want line %d field %q and %q", in.Line, in.Field, err, tc.line, tc.field, tc.msg)
@@ -161,7 +162,7 @@ func TestDocsSweepYAMLProfileExampleDecodes(t *testing.T) {
 	if !ok || !ok2 || !ok3 {
 		t.Fatal("docs/sweeps.md has no yaml block under its profile section")
 	}
-	s, err := DecodeSweepYAML([]byte(block))
+	s, err := DecodeYAML([]byte(block))
 	if err != nil {
 		t.Fatal(err)
 	}

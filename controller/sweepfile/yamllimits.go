@@ -1,4 +1,4 @@
-package api
+package sweepfile
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // Limits on a sweep file in YAML, checked before the YAML parser runs. The
@@ -40,13 +42,13 @@ func checkSweepYAML(data []byte) error {
 		return err
 	}
 	if len(data) > MaxSweepYAML {
-		return &SweepInputError{Err: fmt.Errorf("the YAML is %d bytes, at most %d (%d KiB)", len(data), MaxSweepYAML, MaxSweepYAML>>10)}
+		return &api.SweepInputError{Err: fmt.Errorf("the YAML is %d bytes, at most %d (%d KiB)", len(data), MaxSweepYAML, MaxSweepYAML>>10)}
 	}
 	return checkYAMLTokens(lexer.Tokenize(string(data)))
 }
 
 func yamlLimitError(line, column int, format string, args ...any) error {
-	return &SweepInputError{Line: line, Column: column,
+	return &api.SweepInputError{Line: line, Column: column,
 		Err: fmt.Errorf(format, args...)}
 }
 

@@ -1,4 +1,4 @@
-package api
+package sweepfile
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -71,15 +72,15 @@ func TestSweepYAMLPastTheLimitsIsRefusedCheaply(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			body, _ := json.Marshal(map[string]string{"yaml": tc.yaml})
 			var err error
-			used := allocated(func() { _, err = DecodeSweep(body) })
+			used := allocated(func() { _, err = Decode(body) })
 			t.Logf("%d bytes: %.2f MB allocated", len(tc.yaml), float64(used)/1e6)
 			if used > bound {
 				t.Errorf("decoding %d bytes allocated %.1f MB, want under %d MB", len(tc.yaml), float64(used)/1e6, bound>>20)
 			}
-			var in *SweepInputError
-			var bad *BadSweepError
+			var in *api.SweepInputError
+			var bad *api.BadSweepError
 			if !errors.As(err, &in) || !errors.As(err, &bad) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want a BadSweepError saying %q", err, tc.want)
+				t.Fatalf("error %v, want a api.BadSweepError saying %q", err, tc.want)
 			}
 			if in.Line != tc.line || (tc.line > 0 && in.Column == 0) {
 				t.Errorf("refused at line %d column %d, want line %d: %v", in.Line, in.Column, tc.line, err)
@@ -108,7 +109,7 @@ workload:
     - 2
   multi_image_sizes: []
 `
-	s, err := DecodeSweepYAML([]byte(file))
+	s, err := DecodeYAML([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,12 +151,12 @@ func FuzzDecodeSweepYAML(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s protocol.Sweep
 		var err error
-		used := allocated(func() { s, err = DecodeSweepYAML(data) })
+		used := allocated(func() { s, err = DecodeYAML(data) })
 		if used > 64<<20 {
 			t.Fatalf("decoding %d bytes allocated %d MB", len(data), used>>20)
 		}
 		if err == nil {
-			if verr := ValidateSweep(s); verr != nil {
+			if verr := Check(s); verr != nil {
 				t.Fatalf("decoded sweep fails validation: %v", verr)
 			}
 		}

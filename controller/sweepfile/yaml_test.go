@@ -1,4 +1,4 @@
-package api
+package sweepfile
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -45,21 +46,21 @@ func TestDecodeSweepYAMLErrorsCarryTheirLine(t *testing.T) {
 		{"a misspelt judgement field", "workload:\n  judgement:\n    statistc: p90\n", 3, "", `unknown field "statistc"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeSweepYAML([]byte(tc.yaml))
-			var in *SweepInputError
+			_, err := DecodeYAML([]byte(tc.yaml))
+			var in *api.SweepInputError
 			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a SweepInputError", err, err)
+				t.Fatalf("error %v (%T), want a api.SweepInputError", err, err)
 			}
-			var bad *BadSweepError
+			var bad *api.BadSweepError
 			if !errors.As(err, &bad) {
-				t.Errorf("error %v is not a BadSweepError (the API's 400)", err)
+				t.Errorf("error %v is not a api.BadSweepError (the API's 400)", err)
 			}
 			if in.Line != tc.line || in.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("got line %d field %q %q, want line %d field %q and %q", in.Line, in.Field, err, tc.line, tc.field, tc.msg)
 			}
 		})
 	}
-	s, err := DecodeSweepYAML([]byte("agents: [a1]\nworkload:\n  cameras: [1, 2]\n"))
+	s, err := DecodeYAML([]byte("agents: [a1]\nworkload:\n  cameras: [1, 2]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,10 +75,10 @@ func TestDecodeSweepYAMLRefusesABadFrameInterval(t *testing.T) {
 	for _, v := range []string{"0", "-1", ".nan", ".inf", "3601", `"x"`, "[5]"} {
 		t.Run(v, func(t *testing.T) {
 			yaml := "agents: [a1]\nworkload:\n  sizes: [720p]\n  frame_interval_sec: [5,\n    " + v + "]\n"
-			_, err := DecodeSweepYAML([]byte(yaml))
-			var in *SweepInputError
+			_, err := DecodeYAML([]byte(yaml))
+			var in *api.SweepInputError
 			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a SweepInputError", err, err)
+				t.Fatalf("error %v (%T), want a api.SweepInputError", err, err)
 			}
 			if in.Line != 5 || in.Column != 5 {
 				t.Errorf("refused at line %d column %d, want line 5 column 5: %v", in.Line, in.Column, err)
@@ -98,7 +99,7 @@ func TestDecodeSweepYAMLRefusesABadFrameInterval(t *testing.T) {
 			}
 		})
 	}
-	s, err := DecodeSweepYAML([]byte("agents: [a1]\nworkload:\n  frame_interval_sec: [5, 0.5]\n"))
+	s, err := DecodeYAML([]byte("agents: [a1]\nworkload:\n  frame_interval_sec: [5, 0.5]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +111,11 @@ func TestDecodeSweepYAMLRefusesABadFrameInterval(t *testing.T) {
 // A sweep's search and judgement decode from YAML and from JSON alike.
 func TestDecodeSweepSearchAndJudgement(t *testing.T) {
 	want := protocol.Judgement{Statistic: protocol.StatisticP90, TargetSec: 2}
-	fromYAML, err := DecodeSweepYAML([]byte("workload:\n  search: 64\n  judgement: {statistic: p90, target_sec: 2}\n"))
+	fromYAML, err := DecodeYAML([]byte("workload:\n  search: 64\n  judgement: {statistic: p90, target_sec: 2}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromJSON, err := DecodeSweep([]byte(`{"workload":{"search":64,"judgement":{"statistic":"p90","target_sec":2}}}`))
+	fromJSON, err := Decode([]byte(`{"workload":{"search":64,"judgement":{"statistic":"p90","target_sec":2}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +124,10 @@ func TestDecodeSweepSearchAndJudgement(t *testing.T) {
 			t.Errorf("search %d, judgement %+v; want 64 and %+v", s.Workload.Search, s.Workload.Judgement, want)
 		}
 	}
-	_, err = DecodeSweep([]byte(`{"workload":{"judgement":{"statistic":"median"}}}`))
-	var bad *BadSweepError
+	_, err = Decode([]byte(`{"workload":{"judgement":{"statistic":"median"}}}`))
+	var bad *api.BadSweepError
 	if !errors.As(err, &bad) || !strings.Contains(err.Error(), "workload.judgement.statistic") {
-		t.Errorf("a JSON sweep's bad statistic: %v, want a BadSweepError naming the field", err)
+		t.Errorf("a JSON sweep's bad statistic: %v, want a api.BadSweepError naming the field", err)
 	}
 }
 
@@ -138,14 +139,14 @@ func TestDecodeSweepRefusesAWorkloadPastTheLimits(t *testing.T) {
 		intervals[i] = strconv.Itoa(i + 1)
 	}
 	list := "[" + strings.Join(intervals, ", ") + "]"
-	_, err := DecodeSweepYAML([]byte("agents: [a1]\nworkload:\n  sizes: [720p]\n  frame_interval_sec: " + list + "\n"))
-	var in *SweepInputError
+	_, err := DecodeYAML([]byte("agents: [a1]\nworkload:\n  sizes: [720p]\n  frame_interval_sec: " + list + "\n"))
+	var in *api.SweepInputError
 	if !errors.As(err, &in) || in.Field != "workload.frame_interval_sec" || in.Line != 4 ||
 		in.Error() != "workload.frame_interval_sec: 17 intervals, at most 16" {
 		t.Errorf("YAML: %v, at %s", err, where(in))
 	}
-	_, err = DecodeSweep([]byte(`{"workload":{"sizes":["720p"],"frame_interval_sec":` + list + `}}`))
-	var bad *BadSweepError
+	_, err = Decode([]byte(`{"workload":{"sizes":["720p"],"frame_interval_sec":` + list + `}}`))
+	var bad *api.BadSweepError
 	if !errors.As(err, &bad) || err.Error() != "workload.frame_interval_sec: 17 intervals, at most 16" {
 		t.Errorf("JSON: %v", err)
 	}
@@ -154,7 +155,7 @@ func TestDecodeSweepRefusesAWorkloadPastTheLimits(t *testing.T) {
 		cameras[i] = strconv.Itoa(i + 1)
 	}
 	sixteen := strings.Join(intervals[:16], ", ")
-	_, err = DecodeSweepYAML([]byte("workload:\n  sizes: [480p, 720p, 1080p, 2K]\n  cameras: [" + strings.Join(cameras, ", ") +
+	_, err = DecodeYAML([]byte("workload:\n  sizes: [480p, 720p, 1080p, 2K]\n  cameras: [" + strings.Join(cameras, ", ") +
 		"]\n  frame_interval_sec: [" + sixteen + "]\n"))
 	if !errors.As(err, &in) || in.Field != "workload" || in.Line != 2 ||
 		!strings.HasPrefix(in.Error(), "workload: 4360 combinations (4 sizes × 64 camera levels × (1 + 16 frame intervals) + 4 multi-image sizes × 3 image counts), at most 4096 per job") {
@@ -163,7 +164,7 @@ func TestDecodeSweepRefusesAWorkloadPastTheLimits(t *testing.T) {
 }
 
 // where is the field and line of a refusal, for a test's message.
-func where(in *SweepInputError) string {
+func where(in *api.SweepInputError) string {
 	if in == nil {
 		return "no field or line"
 	}

@@ -1,16 +1,18 @@
-package api
+package sweepfile
 
 import (
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vlmfleet/vlmfleet/controller/api"
 )
 
 // A sweep file's power axis decodes as written, and a bad mode or limit
 // is refused at its line and column with the field and what is allowed.
 func TestDecodeSweepYAMLPowerAxis(t *testing.T) {
-	s, err := DecodeSweepYAML([]byte("agents: [orin-1]\npower_modes: [15W, 25W, MAXN]\npower_limits_w: [300, 450.5]\n"))
+	s, err := DecodeYAML([]byte("agents: [orin-1]\npower_modes: [15W, 25W, MAXN]\npower_limits_w: [300, 450.5]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,10 @@ func TestDecodeSweepYAMLPowerAxis(t *testing.T) {
 		{"a limit that is a word", "power_limits_w: [lots]\n", 1, 18, "power_limits_w[0]", `power_limits_w[0]: the text "lots", want a number`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeSweepYAML([]byte(tc.yaml))
-			var in *SweepInputError
+			_, err := DecodeYAML([]byte(tc.yaml))
+			var in *api.SweepInputError
 			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a SweepInputError", err, err)
+				t.Fatalf("error %v (%T), want a api.SweepInputError", err, err)
 			}
 			if in.Line != tc.line || (tc.column != 0 && in.Column != tc.column) || in.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("got line %d column %d field %q %q,\nwant line %d column %d field %q and %q", in.Line, in.Column, in.Field, err, tc.line, tc.column, tc.field, tc.msg)
@@ -51,16 +53,16 @@ func TestDecodeSweepYAMLPowerAxis(t *testing.T) {
 
 // The JSON API refuses what the YAML form refuses, naming the field.
 func TestDecodeSweepJSONPowerAxis(t *testing.T) {
-	_, err := DecodeSweep([]byte(`{"power_modes": ["MAXN", "MAXN"]}`))
-	var bad *BadSweepError
-	if !errors.As(err, &bad) || ErrorBody(err)["field"] != "power_modes[1]" {
-		t.Fatalf("error %v (%T) body %v, want a BadSweepError naming power_modes[1]", err, err, ErrorBody(err))
+	_, err := Decode([]byte(`{"power_modes": ["MAXN", "MAXN"]}`))
+	var bad *api.BadSweepError
+	if !errors.As(err, &bad) || api.ErrorBody(err)["field"] != "power_modes[1]" {
+		t.Fatalf("error %v (%T) body %v, want a api.BadSweepError naming power_modes[1]", err, err, api.ErrorBody(err))
 	}
-	if _, err := DecodeSweep([]byte(`{"power_limits_w": [-5]}`)); err == nil || !strings.Contains(err.Error(), "power_limits_w[0]: -5 W; want a power limit above 0") {
+	if _, err := Decode([]byte(`{"power_limits_w": [-5]}`)); err == nil || !strings.Contains(err.Error(), "power_limits_w[0]: -5 W; want a power limit above 0") {
 		t.Errorf("a negative limit: %v", err)
 	}
 	many := `{"power_limits_w": [` + strings.Repeat("1,", maxPowerSettings) + `2]}`
-	if _, err := DecodeSweep([]byte(many)); err == nil || err.Error() != "power_limits_w: 33 settings in power_modes and power_limits_w together, at most 32" {
+	if _, err := Decode([]byte(many)); err == nil || err.Error() != "power_limits_w: 33 settings in power_modes and power_limits_w together, at most 32" {
 		t.Errorf("%d settings: %v", maxPowerSettings+1, err)
 	}
 }
