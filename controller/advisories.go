@@ -151,7 +151,7 @@ func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
 	}
 	if changed {
 		ch.RunID = rec.RunID
-		c.live.jobEnded(job.ID)
+		c.live.JobEnded(job.ID)
 		c.emit(api.EventState, agentID, ch)
 		c.log.Warn().Str("job", job.ID).Str("agent", agentID).Uint64("deliveries", adv.Deliveries).Msg("job failed: JetStream gave up delivering it")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -166,7 +167,7 @@ func FuzzHeartbeatAnswer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, subject, reply string, data []byte) {
 		subjectAgent, _, subjErr := protocol.ParseAgentSubject(subject)
 		var hb protocol.Heartbeat
-		_, err := decodeLive(subject, data, maxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
+		_, err := live.Decode(subject, data, live.MaxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
 		if err == nil && (subjErr != nil || hb.AgentID != subjectAgent) {
 			t.Fatalf("heartbeat %q on %q taken as agent %q's", data, subject, hb.AgentID)
 		}
@@ -194,7 +195,7 @@ func TestRefusedHeartbeatGoesUnanswered(t *testing.T) {
 	a1, _ := testutil.ConnectJS(t, c.NATSURL(), agentAuth(t, c, "a1")...)
 	good, _ := json.Marshal(protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: "a1", Time: time.Now(), State: protocol.AgentIdle, Seq: 1})
 	big, _ := json.Marshal(protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: "a1", Time: time.Now(), State: protocol.AgentIdle,
-		JobID: strings.Repeat("j", maxHeartbeatBytes)})
+		JobID: strings.Repeat("j", live.MaxHeartbeatBytes)})
 	other, _ := json.Marshal(protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: "a2", Time: time.Now(), State: protocol.AgentIdle})
 	subject := protocol.AgentSubject("a1", protocol.KindHeartbeat)
 	before := refusalsCounted(t, http.DefaultClient, c, RefusalHeartbeat)

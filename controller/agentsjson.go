@@ -13,7 +13,7 @@ import (
 )
 
 // agentsJSON writes the agents list (GET /api/agents) byte for byte as
-// writeJSON would, from each agent's encoding kept until its view changes.
+// api.WriteJSON would, from each agent's encoding kept until its view changes.
 // Encoding a thousand agents took most of the answer's time; between two
 // requests only the agents whose heartbeat, hello or drain came in have
 // changed, and only they are encoded again.
@@ -24,7 +24,7 @@ type agentsJSON struct {
 
 type encodedAgent struct {
 	view api.AgentView
-	// data is the view as an element of writeJSON's indented array; it
+	// data is the view as an element of api.WriteJSON's indented array; it
 	// is replaced, never changed, so a request may write it unlocked.
 	data []byte
 }
@@ -36,7 +36,7 @@ func (c *Controller) serveAgents(w http.ResponseWriter, r *http.Request) {
 		parts, err = c.agentsJSON.encode(views)
 	}
 	if err != nil {
-		writeError(w, statusOf(err), err)
+		api.WriteError(w, statusOf(err), err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -53,7 +53,7 @@ func (c *Controller) serveAgents(w http.ResponseWriter, r *http.Request) {
 	_ = bw.Flush()
 }
 
-// Between the elements of writeJSON's indented array, and around them.
+// Between the elements of api.WriteJSON's indented array, and around them.
 var (
 	agentsOpen  = []byte("[\n  ")
 	agentsSep   = []byte(",\n  ")
@@ -61,7 +61,7 @@ var (
 	agentsEmpty = []byte("[]\n")
 )
 
-// encode returns, in parts, what json.Encoder with writeJSON's indent
+// encode returns, in parts, what json.Encoder with api.WriteJSON's indent
 // writes for views.
 func (e *agentsJSON) encode(views []api.AgentView) ([][]byte, error) {
 	if len(views) == 0 {

@@ -14,7 +14,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// GET /api/agents answers what writeJSON writes for the agents' views,
+// GET /api/agents answers what api.WriteJSON writes for the agents' views,
 // byte for byte, and follows each change (a hello, a heartbeat, a drain)
 // although it keeps each agent's encoding between requests.
 func TestAgentsListAnswersTheViewsAsWriteJSONDoes(t *testing.T) {
@@ -59,7 +59,7 @@ func agentsBody(t *testing.T, c *Controller) string {
 	return body
 }
 
-// encodedViews is the agents' views as writeJSON encodes them.
+// encodedViews is the agents' views as api.WriteJSON encodes them.
 func encodedViews(t *testing.T, c *Controller) string {
 	t.Helper()
 	views, err := c.Agents(waitCtx(t))

@@ -12,8 +12,8 @@ import (
 // even where reads are open. Content-Length is the copy's size, so a
 // client sees a copy cut short by an error as the short read it is.
 func (c *Controller) handleBackup(w http.ResponseWriter, r *http.Request) {
-	if !c.sec.bearerOK(r) {
-		c.sec.unauthorized(w, r, "a backup holds the whole store and always needs the API token")
+	if !c.sec.BearerOK(r) {
+		c.sec.Unauthorized(w, r, "a backup holds the whole store and always needs the API token")
 		return
 	}
 	name := "vlmfleet-" + time.Now().UTC().Format("20060102-150405") + ".db"

@@ -76,7 +76,7 @@ func TestStalledImportsAreDropped(t *testing.T) {
 	// would take a place itself while the stalled ones start), and a third
 	// is refused until they are dropped.
 	eventually(t, "the stalled imports hold both places", func() bool {
-		return len(c.sec.imports) == api.MaxConcurrentImports
+		return len(c.sec.Imports) == api.MaxConcurrentImports
 	})
 	held := time.Now()
 	code, body, _ := importStatus(t, c, goodImport("probe"))

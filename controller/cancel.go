@@ -79,7 +79,7 @@ func (c *Controller) endCancelled(ctx context.Context, rec store.JobRecord, reas
 		return rec, fmt.Errorf("controller: %w", err)
 	}
 	if changed {
-		c.live.jobEnded(id)
+		c.live.JobEnded(id)
 		c.emit(api.EventState, rec.Job.AgentID, ch)
 		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Str("reason", reason).Msg("job cancelled")
 	}

@@ -22,8 +22,10 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -152,11 +154,14 @@ type Controller struct {
 
 	httpSrv *http.Server
 	httpURL string
-	sec     *httpSecurity
-	tls     *tlsState
+	sec     *access.Guard
+	tls     *access.TLS
 
-	events *fanout
-	live   *liveState
+	// events hands live events to subscribers; live is what heartbeats,
+	// progress and telemetry tell, which feed takes in.
+	events *live.Fanout
+	live   *live.State
+	feed   *live.Feed
 	// instances keeps one live process per agent id.
 	instances *agentInstances
 	// agentsJSON keeps each agent's encoding for the agents list.
@@ -179,8 +184,8 @@ type Controller struct {
 
 	// answering runs the answers to agents' requests (agentanswer.go).
 	answering *answering
-	// joinLimit rate-limits devices' joins (joinlimit.go).
-	joinLimit *joinLimiter
+	// joinLimit rate-limits devices' joins.
+	joinLimit *access.JoinLimiter
 }
 
 // New checks the options and opens the store. Nothing listens until Start.
@@ -212,7 +217,7 @@ func New(opt Options) (*Controller, error) {
 	if err := checkStreamLimitOptions(opt); err != nil {
 		return nil, err
 	}
-	if err := checkTLSOptions(opt); err != nil {
+	if err := access.CheckTLSOptions(accessOptions(opt)); err != nil {
 		return nil, err
 	}
 	if opt.HeartbeatTimeout <= 0 {
@@ -229,10 +234,10 @@ func New(opt Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	sec, err := newHTTPSecurity(opt, log)
-	var tlsSt *tlsState
+	sec, err := access.NewGuard(accessOptions(opt), log)
+	var tlsSt *access.TLS
 	if err == nil {
-		tlsSt, err = setupTLS(opt, log)
+		tlsSt, err = access.SetupTLS(accessOptions(opt), log)
 	}
 	if err != nil {
 		_ = st.Close()
@@ -244,16 +249,17 @@ func New(opt Options) (*Controller, error) {
 		store:       st,
 		sec:         sec,
 		tls:         tlsSt,
-		events:      newFanout(),
-		live:        newLiveState(),
+		events:      live.NewFanout(),
+		live:        live.NewState(),
 		instances:   newAgentInstances(),
 		problems:    newProblems(),
 		publishKick: make(chan struct{}, 1),
 		answering:   newAnswering(),
-		joinLimit:   newJoinLimiter(),
+		joinLimit:   access.NewJoinLimiter(),
 		done:        make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
+	c.feed = live.NewFeed(c.live, c.events, st, c.refuse, log, c.done)
 	c.ingester = c.newIngester()
 	return c, nil
 }
@@ -282,6 +288,17 @@ func (c *Controller) Job(ctx context.Context, id string) (api.JobView, error) {
 	return jobView(j, agentsByID(agents)), nil
 }
 
+// OnEvent calls fn for every live event until cancel is called. fn is
+// called from a single goroutine, in order, and must return quickly
+// (hand the event to a channel without blocking if work is needed).
+func (c *Controller) OnEvent(fn func(api.Event)) (cancel func()) {
+	return c.events.Subscribe(fn)
+}
+
+func (c *Controller) emit(kind, agentID string, data any) {
+	c.events.Emit(kind, agentID, data)
+}
+
 // NATSURL is the URL agents connect to: tls://host:port when the
 // embedded server has TLS; 127.0.0.1 for a listener on every address.
 func (c *Controller) NATSURL() string { return c.natsURL }
@@ -302,7 +319,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	bgCtx, cancel := context.WithCancel(context.Background())
 	c.bgCtx, c.bgCancel = bgCtx, cancel
 	c.bg.Add(1)
-	go func() { defer c.bg.Done(); c.events.run(bgCtx) }()
+	go func() { defer c.bg.Done(); c.events.Run(bgCtx) }()
 
 	if err := c.startNATS(ctx); err != nil {
 		return err
@@ -339,7 +356,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.log.Warn().Str("nats", c.natsURL).Msg("INSECURE: the embedded NATS server accepts any client without credentials; " +
 			"anyone who reaches it can forge, steal or delete jobs and results (--insecure)")
 	}
-	c.logTLS()
+	c.tls.LogStart(c.log, c.opt.TLSCertFile)
 	c.log.Info().Str("nats", protocol.RedactURL(c.natsURL)).Str("nats_auth", c.NATSAuth()).Str("http", c.httpURL).Str("data_dir", c.opt.DataDir).Msg("controller serving")
 	return nil
 }
@@ -350,17 +367,17 @@ func (c *Controller) startHTTP() error {
 		return fmt.Errorf("controller: listen http %s: %w", c.opt.HTTPAddr, err)
 	}
 	c.httpURL = "http://" + displayAddr(ln.Addr().(*net.TCPAddr))
-	c.sec.listening(ln.Addr())
-	if c.tls.http {
+	c.sec.Listening(ln.Addr())
+	if c.tls.HTTP {
 		c.httpURL = "https://" + strings.TrimPrefix(c.httpURL, "http://")
-		ln = tls.NewListener(ln, c.tls.httpConfig)
+		ln = tls.NewListener(ln, c.tls.HTTPConfig)
 	}
 	c.httpSrv = &http.Server{
-		Handler:           c.sec.guard(c.metrics.instrument(c.routes())),
+		Handler:           c.sec.Handler(c.metrics.instrument(c.routes())),
 		ReadHeaderTimeout: 10 * time.Second,
 		// No WriteTimeout: /api/events streams for as long as the client stays.
 		IdleTimeout: 2 * time.Minute,
-		ErrorLog:    c.httpErrorLog(),
+		ErrorLog:    access.HTTPErrorLog(c.log),
 	}
 	c.bg.Add(1)
 	go func() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/private"
@@ -24,7 +25,7 @@ const StoreFileName = "vlmfleet.db"
 // JetStream data, the controller's keys or its token was emptied by a
 // crash, not made new, and must not be served as if nothing had happened.
 func openStore(dataDir string, log zerolog.Logger) (*store.Store, error) {
-	if err := privateDir(dataDir, ownDataDir, log); err != nil {
+	if err := access.PrivateDir(dataDir, ownDataDir, log); err != nil {
 		return nil, fmt.Errorf("controller: data directory: %w", err)
 	}
 	st, err := store.Open(filepath.Join(dataDir, StoreFileName), store.Options{PriorState: priorState(dataDir)})
@@ -34,24 +35,10 @@ func openStore(dataDir string, log zerolog.Logger) (*store.Store, error) {
 	return st, nil
 }
 
-// privateDir makes dir 0700, or makes it private, saying so, when others
-// may use it and ours says it is the controller's (private.MkdirAll).
-func privateDir(dir string, ours func(string) bool, log zerolog.Logger) error {
-	was, err := private.MkdirAll(dir, ours)
-	if err != nil {
-		return err
-	}
-	if was != 0 {
-		log.Warn().Str("dir", dir).Str("was", fmt.Sprintf("%04o", was)).
-			Msg("the directory was open to others; made it 0700 (the keys, token and store in it are checked on their own)")
-	}
-	return nil
-}
-
 // ownDataDir says whether dir is a controller's data directory: it holds
 // nothing, or something a controller keeps there.
 func ownDataDir(dir string) bool {
-	for _, name := range []string{StoreFileName, api.TokenFileName, ControllerSeedFile, TLSDirName, "nats"} {
+	for _, name := range []string{StoreFileName, api.TokenFileName, ControllerSeedFile, access.TLSDirName, "nats"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
 		}
@@ -67,7 +54,7 @@ func priorState(dataDir string) string {
 	if hasFile(filepath.Join(dataDir, "nats")) {
 		found = append(found, "nats/ holds JetStream data")
 	}
-	for _, name := range []string{ControllerSeedFile, api.TokenFileName, filepath.Join(TLSDirName, "ca-key.pem")} {
+	for _, name := range []string{ControllerSeedFile, api.TokenFileName, filepath.Join(access.TLSDirName, "ca-key.pem")} {
 		if _, err := os.Lstat(filepath.Join(dataDir, name)); err == nil {
 			found = append(found, name+" exists")
 		}

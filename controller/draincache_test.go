@@ -19,7 +19,7 @@ func TestHeartbeatsAreCheckedAgainstTheLatestDrain(t *testing.T) {
 	base := c.HTTPURL()
 
 	a1.drainedHeartbeat(t, false) // agrees with the store: the drain is now known
-	eventually(t, "the stored drain learnt from a heartbeat", func() bool { _, known := c.live.storedDrain("a1"); return known })
+	eventually(t, "the stored drain learnt from a heartbeat", func() bool { _, known := c.live.StoredDrain("a1"); return known })
 	if code, body := postJSON(t, base+"/api/agents/a1/drain", ""); code != http.StatusOK {
 		t.Fatalf("drain a1: %d %s", code, body)
 	}

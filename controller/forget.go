@@ -33,7 +33,7 @@ func (c *Controller) ForgetAgent(ctx context.Context, id string) (api.AgentForgo
 	if err := c.store.ForgetAgent(id); err != nil {
 		return api.AgentForgotten{}, fmt.Errorf("controller: %w", err)
 	}
-	c.live.forgetAgent(id)
+	c.live.ForgetAgent(id)
 	c.instances.forget(id)
 	c.log.Info().Str("agent", id).Msg("agent forgotten; its results are kept")
 	return api.AgentForgotten{AgentID: id, ForgottenAt: now.UTC()}, nil
@@ -41,14 +41,4 @@ func (c *Controller) ForgetAgent(ctx context.Context, id string) (api.AgentForgo
 
 func (c *Controller) handleForgetAgent(r *http.Request) (api.AgentForgotten, error) {
 	return c.ForgetAgent(r.Context(), r.PathValue("id"))
-}
-
-// forgetAgent drops what heartbeats told of agent id.
-func (l *liveState) forgetAgent(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.agents, id)
-	delete(l.telemetry, id)
-	delete(l.touched, id)
-	delete(l.drains, id)
 }

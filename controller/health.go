@@ -109,7 +109,7 @@ func (c *Controller) Health(ctx context.Context) api.Health {
 func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health {
 	h := api.Health{
 		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
-		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.dropped.Load(),
+		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.Dropped(),
 		Time: time.Now().UTC(), AgentsSilent: []string{}, AgentsDuplicate: []string{}, AgentsNeedUpgrade: []string{},
 		Fleet: []api.HealthProblem{},
 	}
@@ -197,5 +197,5 @@ func (c *Controller) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if h.Status != api.HealthOK {
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, h)
+	api.WriteJSON(w, status, h)
 }

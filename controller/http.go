@@ -1,12 +1,12 @@
 package controller
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
@@ -24,7 +24,7 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("POST /api/join-tokens", c.handleCreateJoinToken)
 	mux.HandleFunc("GET /api/join-tokens", serveJSON(c.handleJoinTokens))
 	mux.HandleFunc("DELETE /api/join-tokens/{id}", serveJSON(c.handleRevokeJoinToken))
-	mux.HandleFunc("POST "+joinPath, c.handleJoin)
+	mux.HandleFunc("POST "+access.JoinPath, c.handleJoin)
 	mux.HandleFunc("GET /api/runs", servePage(kindRuns, false, c.listRuns))
 	mux.HandleFunc("GET /api/runs/{id}", serveJSON(c.handleRun))
 	mux.HandleFunc("POST /api/runs/import", c.handleImport)
@@ -40,9 +40,9 @@ func (c *Controller) routes() *http.ServeMux {
 	mux.HandleFunc("GET /api/backup", c.handleBackup)
 	mux.Handle("GET /metrics", c.metrics.handler())
 	c.profileRoutes(mux)
-	mux.HandleFunc("GET /api/events", c.handleEvents)
+	mux.HandleFunc("GET /api/events", c.feed.ServeEvents)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
+		api.WriteError(w, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
 	mux.HandleFunc("GET /live", webFile("live.html"))
 	mux.HandleFunc("GET /fleet", webFile("fleet.html"))
@@ -68,23 +68,11 @@ func serveJSON[T any](load func(r *http.Request) (T, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, err := load(r)
 		if err != nil {
-			writeError(w, statusOf(err), err)
+			api.WriteError(w, statusOf(err), err)
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		api.WriteJSON(w, http.StatusOK, v)
 	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, api.ErrorBody(err))
 }
 
 // requestError is what is wrong with a request, and the status it answers.
@@ -122,7 +110,7 @@ func readRequest[T any](w http.ResponseWriter, r *http.Request, limit int64, dec
 		if errors.As(err, &tooBig) {
 			return zero, &requestError{http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit)}
 		}
-		return zero, &requestError{bodyStalledStatus(err, http.StatusBadRequest), fmt.Errorf("read request body: %w", err)}
+		return zero, &requestError{access.BodyStalledStatus(err, http.StatusBadRequest), fmt.Errorf("read request body: %w", err)}
 	}
 	v, err := decode(data)
 	if err != nil {
@@ -145,11 +133,11 @@ func (c *Controller) handleSubmitSweep(w http.ResponseWriter, r *http.Request) {
 		s, err = c.SubmitSweep(r.Context(), s)
 	}
 	if err != nil {
-		writeError(w, statusOf(err), err)
+		api.WriteError(w, statusOf(err), err)
 		return
 	}
 	w.Header().Set("Location", "/api/sweeps/"+s.ID)
-	writeJSON(w, http.StatusCreated, s)
+	api.WriteJSON(w, http.StatusCreated, s)
 }
 
 func (c *Controller) handleSweep(r *http.Request) (api.SweepView, error) {
@@ -177,22 +165,22 @@ func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	rec, err := c.CancelJob(r.Context(), r.PathValue("id"))
 	var ended *JobEndedError
 	if err != nil && !errors.As(err, &ended) {
-		writeError(w, statusOf(err), err)
+		api.WriteError(w, statusOf(err), err)
 		return
 	}
 	agents, aerr := c.agentStatuses(r.Context())
 	if aerr != nil {
-		writeError(w, statusOf(aerr), aerr)
+		api.WriteError(w, statusOf(aerr), aerr)
 		return
 	}
 	v := jobView(rec, agentsByID(agents))
 	switch {
 	case ended != nil:
-		writeJSON(w, http.StatusConflict, map[string]any{"error": ended.Error(), "job": v})
+		api.WriteJSON(w, http.StatusConflict, map[string]any{"error": ended.Error(), "job": v})
 	case rec.State == protocol.JobCancelled:
-		writeJSON(w, http.StatusOK, v)
+		api.WriteJSON(w, http.StatusOK, v)
 	default:
-		writeJSON(w, http.StatusAccepted, v)
+		api.WriteJSON(w, http.StatusAccepted, v)
 	}
 }
 
@@ -211,7 +199,7 @@ func (c *Controller) handleLiveSnapshot(r *http.Request) (api.LiveSnapshot, erro
 		return api.LiveSnapshot{}, err
 	}
 	snap := api.LiveSnapshot{Agents: agentViews(agents), Jobs: jobViews(jobs, agentsByID(agents))}
-	snap.Progress, snap.Telemetry = c.live.snapshot()
+	snap.Progress, snap.Telemetry = c.live.Snapshot()
 	if snap.Progress == nil {
 		snap.Progress = []protocol.Progress{}
 	}

@@ -112,8 +112,8 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCreden
 		return fail(err)
 	}
 	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
-	if c.tls.nats {
-		creds.CAFingerprint = c.tls.fingerprint
+	if c.tls.NATS {
+		creds.CAFingerprint = c.tls.OwnCAFingerprint
 	}
 	return creds, nil
 }

@@ -13,11 +13,11 @@ import (
 func (c *Controller) handleCreateCredentials(w http.ResponseWriter, r *http.Request) {
 	creds, err := c.enrolAgent(r.Context(), r.PathValue("id"))
 	if err != nil {
-		writeError(w, identityStatus(err), err)
+		api.WriteError(w, identityStatus(err), err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, creds)
+	api.WriteJSON(w, http.StatusCreated, creds)
 }
 
 // handleRevokeCredentials revokes the agent's credentials (DELETE
@@ -26,10 +26,10 @@ func (c *Controller) handleCreateCredentials(w http.ResponseWriter, r *http.Requ
 func (c *Controller) handleRevokeCredentials(w http.ResponseWriter, r *http.Request) {
 	ident, err := c.revokeAgent(r.Context(), r.PathValue("id"))
 	if err != nil {
-		writeError(w, identityStatus(err), err)
+		api.WriteError(w, identityStatus(err), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.AgentRevocation{AgentID: ident.AgentID, RevokedAt: ident.RevokedAt})
+	api.WriteJSON(w, http.StatusOK, api.AgentRevocation{AgentID: ident.AgentID, RevokedAt: ident.RevokedAt})
 }
 
 func identityStatus(err error) int {

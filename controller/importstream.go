@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -176,17 +177,17 @@ func (d *importDecoder) describe(err error) error {
 // MaxImportBody bytes, at most MaxConcurrentImports at once.
 func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 	select {
-	case c.sec.imports <- struct{}{}:
-		defer func() { <-c.sec.imports }()
+	case c.sec.Imports <- struct{}{}:
+		defer func() { <-c.sec.Imports }()
 	default:
 		w.Header().Set("Retry-After", importRetryAfter)
-		writeError(w, http.StatusTooManyRequests, fmt.Errorf("%d imports are running, the most this controller takes at once; retry in a few seconds", api.MaxConcurrentImports))
+		api.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("%d imports are running, the most this controller takes at once; retry in a few seconds", api.MaxConcurrentImports))
 		return
 	}
 	tooLarge := fmt.Errorf("request body over %d bytes (%d MiB), the most one import may be: import the runs in smaller groups", api.MaxImportBody, api.MaxImportBody>>20)
 	if r.ContentLength > api.MaxImportBody {
 		// Said up front: refused before a byte of it is read and parsed.
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+		api.WriteError(w, http.StatusRequestEntityTooLarge, tooLarge)
 		return
 	}
 	entries, err := DecodeImportStream(http.MaxBytesReader(w, r.Body, api.MaxImportBody))
@@ -200,16 +201,16 @@ func (c *Controller) handleImport(w http.ResponseWriter, r *http.Request) {
 		case errors.As(err, &req):
 			status = req.status
 		}
-		writeError(w, bodyStalledStatus(err, status), err)
+		api.WriteError(w, access.BodyStalledStatus(err, status), err)
 		return
 	}
 	ids, err := c.store.ImportRuns(importEntries(entries))
 	if err != nil {
-		writeError(w, statusOf(err), err)
+		api.WriteError(w, statusOf(err), err)
 		return
 	}
 	c.log.Info().Int("runs", len(ids)).Msg("imported runs")
-	writeJSON(w, http.StatusOK, map[string]any{"imported": len(ids), "ids": ids})
+	api.WriteJSON(w, http.StatusOK, map[string]any{"imported": len(ids), "ids": ids})
 }
 
 // DecodeImportRequest reads an import body held in memory, as

@@ -167,7 +167,7 @@ func (m *ingestMeter) wait(ctx context.Context, want int64) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if d := m.c.events.dropped.Load(); d > 0 {
+	if d := m.c.events.Dropped(); d > 0 {
 		m.t.Fatalf("the fanout dropped %d events: the count is wrong", d)
 	}
 }

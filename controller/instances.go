@@ -174,8 +174,8 @@ func (c *Controller) claimInstance(id string, claim instanceClaim, now time.Time
 	if a, err := c.store.Agent(id); err == nil {
 		// The store's last-seen is written every persistSeenEvery; the
 		// heartbeats' is newer.
-		if l, ok := c.live.agent(id); ok && l.lastSeen.After(a.LastSeen) {
-			a.LastSeen = l.lastSeen
+		if l, ok := c.live.Presence(id); ok && l.LastSeen.After(a.LastSeen) {
+			a.LastSeen = l.LastSeen
 		}
 		stored = &a
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -71,7 +72,7 @@ func (c *Controller) Join(ctx context.Context, req protocol.JoinRequest, host, r
 		return protocol.JoinAnswer{}, err
 	}
 	a := protocol.JoinAnswer{AgentID: req.AgentID, PublicKey: req.PublicKey, NATSURL: c.natsURLFor(host), Labels: labels}
-	if c.tls.nats {
+	if c.tls.NATS {
 		a.CAFingerprint = c.TLSFingerprint()
 	}
 	return a, nil
@@ -184,9 +185,9 @@ func (c *Controller) natsURLFor(host string) string {
 		return c.natsURL
 	}
 	u, err := url.Parse(c.natsURL)
-	if err != nil || hostOnly(host) == "" {
+	if err != nil || access.HostOnly(host) == "" {
 		return c.natsURL
 	}
-	u.Host = net.JoinHostPort(hostOnly(normalHost(host)), u.Port())
+	u.Host = net.JoinHostPort(access.HostOnly(access.NormalHost(host)), u.Port())
 	return u.String()
 }

@@ -9,17 +9,11 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
-
-// joinPath is the one change the API takes without its token: a device
-// joining proves itself with the join token's secret instead (guard).
-const joinPath = "/api/join"
-
-// isJoin says whether r is a device's join.
-func isJoin(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == joinPath }
 
 // handleJoin enrols a device (POST /api/join): 201 with how it reaches
 // NATS; 401 for an unknown token or a wrong secret alike; 403 for a
@@ -27,9 +21,9 @@ func isJoin(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.
 // another key, or a controller that issues no NATS identities; 400 for a
 // malformed request; 429 past the rate limit. The secret is never logged.
 func (c *Controller) handleJoin(w http.ResponseWriter, r *http.Request) {
-	if ok, retry := c.joinLimit.allow(r); !ok {
+	if ok, retry := c.joinLimit.Allow(r); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(max(retry.Seconds(), 1)))))
-		writeError(w, http.StatusTooManyRequests, fmt.Errorf("too many joins from this address: try again in %s", retry.Round(1e9)))
+		api.WriteError(w, http.StatusTooManyRequests, fmt.Errorf("too many joins from this address: try again in %s", retry.Round(1e9)))
 		return
 	}
 	req, err := readRequest(w, r, protocol.MaxJoinRequest, protocol.DecodeJoinRequest)
@@ -38,11 +32,11 @@ func (c *Controller) handleJoin(w http.ResponseWriter, r *http.Request) {
 		ans, err = c.Join(r.Context(), req, r.Host, r.RemoteAddr)
 	}
 	if err != nil {
-		writeError(w, joinStatus(err), err)
+		api.WriteError(w, joinStatus(err), err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, ans)
+	api.WriteJSON(w, http.StatusCreated, ans)
 }
 
 func joinStatus(err error) int {
@@ -67,11 +61,11 @@ func (c *Controller) handleCreateJoinToken(w http.ResponseWriter, r *http.Reques
 		if errors.As(err, &noTLS) {
 			status = http.StatusConflict
 		}
-		writeError(w, status, err)
+		api.WriteError(w, status, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, t)
+	api.WriteJSON(w, http.StatusCreated, t)
 }
 
 func (c *Controller) handleJoinTokens(r *http.Request) ([]api.JoinTokenView, error) {
@@ -91,8 +85,8 @@ func (c *Controller) joinURL(r *http.Request, asked string) string {
 	if asked != "" {
 		return asked
 	}
-	host := normalHost(r.Host)
-	if !loopback.Host(hostOnly(host)) || loopback.Addr(c.opt.HTTPAddr) {
+	host := access.NormalHost(r.Host)
+	if !loopback.Host(access.HostOnly(host)) || loopback.Addr(c.opt.HTTPAddr) {
 		// An API on loopback only is reached by devices on this host alone.
 		return "https://" + host
 	}
@@ -100,8 +94,8 @@ func (c *Controller) joinURL(r *http.Request, asked string) string {
 	if ln, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
 		port = strconv.Itoa(ln.Port)
 	}
-	if len(c.sec.hosts) > 0 {
-		h := c.sec.hosts[0]
+	if len(c.sec.Hosts) > 0 {
+		h := c.sec.Hosts[0]
 		if _, _, err := net.SplitHostPort(h); err == nil {
 			return "https://" + h
 		}
@@ -112,7 +106,7 @@ func (c *Controller) joinURL(r *http.Request, asked string) string {
 			return "https://" + net.JoinHostPort(h, port)
 		}
 	}
-	if h, err := os.Hostname(); err == nil && certName(h) {
+	if h, err := os.Hostname(); err == nil && access.CertName(h) {
 		return "https://" + net.JoinHostPort(h, port)
 	}
 	return "https://" + host

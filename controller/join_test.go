@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/internal/testutil"
@@ -264,7 +265,7 @@ func TestJoinRefusals(t *testing.T) {
 	// Past the burst, an address is told to wait.
 	var last int
 	var retry string
-	for range joinBurst + 1 {
+	for range access.JoinBurst + 1 {
 		req := testutil.NewRequest(t, http.MethodPost, l.c.HTTPURL()+"/api/join", "{}")
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := l.hc.Do(req)

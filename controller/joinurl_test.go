@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"github.com/vlmfleet/vlmfleet/controller/access"
+
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -24,7 +26,7 @@ func TestJoinURLAndNATSURL(t *testing.T) {
 		{"10.0.0.5:8080", "127.0.0.1:8080", "", nil, "https://10.0.0.5:8080"},
 		{"0.0.0.0:8080", "127.0.0.1:8080", "", nil, "https://" + hostname + ":8080"},
 	} {
-		c := &Controller{opt: Options{HTTPAddr: tc.httpAddr}, sec: &httpSecurity{hosts: tc.hosts}}
+		c := &Controller{opt: Options{HTTPAddr: tc.httpAddr}, sec: &access.Guard{Hosts: tc.hosts}}
 		r := httptest.NewRequest("POST", "https://"+tc.host+"/api/join-tokens", nil)
 		if got := c.joinURL(r, tc.asked); got != tc.want {
 			t.Errorf("listening on %s, reached at %s, hosts %v, asked %q: %s, want %s", tc.httpAddr, tc.host, tc.hosts, tc.asked, got, tc.want)

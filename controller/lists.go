@@ -22,14 +22,14 @@ func servePage[T any](kind listKind, newestFirst bool, load func(r *http.Request
 			items, next, err = load(r, pr.page)
 		}
 		if err != nil {
-			writeError(w, statusOf(err), err)
+			api.WriteError(w, statusOf(err), err)
 			return
 		}
 		if items == nil {
 			items = []T{}
 		}
 		pr.setNext(w, next)
-		writeJSON(w, http.StatusOK, items)
+		api.WriteJSON(w, http.StatusOK, items)
 	}
 }
 

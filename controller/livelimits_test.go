@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -246,7 +247,7 @@ func TestProgressJobsPerAgentAreBounded(t *testing.T) {
 	for _, p := range snap.Progress {
 		kept[p.JobID]++
 	}
-	if len(kept) != maxLiveJobsPerAgent || kept[last] != len(testWorkload().Plan()) {
-		t.Errorf("live progress of %d jobs %v, want the latest %d, each with all its combinations", len(kept), kept, maxLiveJobsPerAgent)
+	if len(kept) != live.MaxLiveJobsPerAgent || kept[last] != len(testWorkload().Plan()) {
+		t.Errorf("live progress of %d jobs %v, want the latest %d, each with all its combinations", len(kept), kept, live.MaxLiveJobsPerAgent)
 	}
 }

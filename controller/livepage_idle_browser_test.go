@@ -27,7 +27,7 @@ func TestLivePageHidesAnIdleAgentsOldTelemetry(t *testing.T) {
 	tick(time.Now().Add(-2 * time.Minute))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, tel := c.live.snapshot(); len(tel["rtx-1"]) > 0 {
+		if _, tel := c.live.Snapshot(); len(tel["rtx-1"]) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -85,7 +86,7 @@ func (c *Controller) startNATS(ctx context.Context) error {
 		}
 		// The in-process connection needs no TLS: the server lets it
 		// choose, and it chooses by the URL's scheme.
-		url = connectableURL(ns.ClientURL())
+		url = access.ConnectableURL(ns.ClientURL())
 		connURL = strings.Replace(url, "tls://", "nats://", 1)
 		connOpts = append(connOpts, nats.InProcessServer(ns))
 		if c.ctlKey != nil {
@@ -223,8 +224,8 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 		MaxPayload:        protocol.MaxMessageBytes,
 		JetStreamMaxStore: c.jetStreamMaxStore(),
 	}
-	if c.tls.nats {
-		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, c.tls.natsConfig, 5
+	if c.tls.NATS {
+		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, c.tls.NATSConfig, 5
 	}
 	if c.ctlKey != nil {
 		users, err := c.nkeyUsers(ctx)

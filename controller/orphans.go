@@ -230,7 +230,7 @@ func (c *Controller) failOrphan(j store.JobRecord) error {
 	}
 	if changed {
 		ch.RunID = rec.RunID
-		c.live.jobEnded(j.Job.ID)
+		c.live.JobEnded(j.Job.ID)
 		c.emit(api.EventState, j.Job.AgentID, ch)
 		c.log.Warn().Str("job", j.Job.ID).Str("agent", j.Job.AgentID).Uint64("stream_seq", j.StreamSeq).
 			Str("state", string(ch.State)).Msg("queued job left the jobs stream before its agent took it; ended")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/explorer"
 )
 
@@ -83,8 +84,8 @@ func TestEveryPageHasAContentSecurityPolicy(t *testing.T) {
 	checkPagePolicy(t, "/ without the explorer", body, h)
 	for _, tc := range []struct{ path, host string }{{"/api/health", ""}, {"/api/agents", ""}, {"/api/nothing", ""}, {"/live", "evil.example"}} {
 		_, _, h := send(t, http.MethodGet, c.HTTPURL()+tc.path, "", map[string]string{"Host": tc.host})
-		if h.Get("Content-Security-Policy") != defaultPolicy || h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" {
-			t.Errorf("GET %s (Host %q): Content-Security-Policy %q, X-Frame-Options %q, want %q and DENY", tc.path, tc.host, h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"), defaultPolicy)
+		if h.Get("Content-Security-Policy") != access.DefaultPolicy || h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("GET %s (Host %q): Content-Security-Policy %q, X-Frame-Options %q, want %q and DENY", tc.path, tc.host, h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"), access.DefaultPolicy)
 		}
 	}
 }

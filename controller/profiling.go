@@ -17,8 +17,8 @@ func (c *Controller) profileRoutes(mux *http.ServeMux) {
 
 func (c *Controller) tokenOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !c.sec.bearerOK(r) {
-			c.sec.unauthorized(w, r, "Go's profiles need the controller's API token")
+		if !c.sec.BearerOK(r) {
+			c.sec.Unauthorized(w, r, "Go's profiles need the controller's API token")
 			return
 		}
 		next.ServeHTTP(w, r)

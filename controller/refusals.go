@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/vlmfleet/vlmfleet/controller/live"
 )
 
 // What the controller refuses from an agent outside the durable stream's
@@ -15,12 +17,9 @@ const (
 	// RefusalReplySubject: a request whose reply subject lies outside the
 	// sender's own inbox; it is not answered.
 	RefusalReplySubject = "reply_subject"
-	// RefusalProgress: a live progress message that is too large, names a
-	// job the sender does not run, or would exceed the sender's share.
-	RefusalProgress = "progress"
-	// RefusalTelemetry: a live telemetry sample that is too large or
-	// malformed.
-	RefusalTelemetry = "telemetry"
+	// RefusalProgress and RefusalTelemetry: what the live feed refuses.
+	RefusalProgress  = live.RefusalProgress
+	RefusalTelemetry = live.RefusalTelemetry
 	// RefusalHeartbeat: a heartbeat that is too large or malformed.
 	RefusalHeartbeat = "heartbeat"
 	// RefusalStream: a durable message refused by the events stream's

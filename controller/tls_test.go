@@ -255,10 +255,10 @@ func TestTLSAutoOffAndOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	if !pub.tls.http || pub.tls.nats {
+	if !pub.tls.HTTP || pub.tls.NATS {
 		t.Errorf("auto, HTTP on 0.0.0.0 and NATS on loopback: tls %+v, want HTTP only", pub.tls)
 	}
-	leaf := pub.tls.httpConfig.Certificates[0].Leaf
+	leaf := pub.tls.HTTPConfig.Certificates[0].Leaf
 	names := []string{"localhost", "127.0.0.1", "controller.lab"}
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
@@ -278,7 +278,7 @@ func TestTLSAutoOffAndOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer off.Close()
-	if off.tls.on() || !strings.Contains(logs.String(), "INSECURE: TLS is off") {
+	if off.tls.On() || !strings.Contains(logs.String(), "INSECURE: TLS is off") {
 		t.Errorf("off: tls %+v, log %s", off.tls, logs.String())
 	}
 
@@ -294,19 +294,6 @@ func TestTLSAutoOffAndOptions(t *testing.T) {
 		c.opt.DataDir = t.TempDir()
 		_, err := New(c.opt)
 		testutil.WantError(t, err, c.want)
-	}
-}
-
-func TestConnectableURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"tls://0.0.0.0:4222":    "tls://127.0.0.1:4222",
-		"nats://[::]:4222":      "nats://127.0.0.1:4222",
-		"nats://10.0.0.5:4222":  "nats://10.0.0.5:4222",
-		"tls://127.0.0.1:34567": "tls://127.0.0.1:34567",
-	} {
-		if got := connectableURL(in); got != want {
-			t.Errorf("connectableURL(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

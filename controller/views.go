@@ -57,15 +57,15 @@ func (c *Controller) statusOf(a store.Agent, now time.Time) agentStatus {
 	v.EnrolledAt, v.EnrolledByToken, v.RevokedAt = a.EnrolledAt, a.EnrolledByToken, a.RevokedAt
 	v.Upgrade = c.upgradeOf(h)
 	v.Duplicates = c.instances.duplicates(h.AgentID, now, c.opt.HeartbeatTimeout)
-	if l, ok := c.live.agent(h.AgentID); ok {
-		if l.lastSeen.After(v.LastSeen) {
-			v.LastSeen = l.lastSeen
+	if l, ok := c.live.Presence(h.AgentID); ok {
+		if l.LastSeen.After(v.LastSeen) {
+			v.LastSeen = l.LastSeen
 		}
-		v.State, v.JobID, v.stateSince = l.state, l.jobID, l.stateSince
-		v.DrainConfirmed = a.Drained && l.drained
-		if l.powerMode != "" || l.powerLimitW != 0 {
+		v.State, v.JobID, v.stateSince = l.State, l.JobID, l.StateSince
+		v.DrainConfirmed = a.Drained && l.Drained
+		if l.PowerMode != "" || l.PowerLimitW != 0 {
 			// A job may have switched the device since the hello.
-			v.PowerMode, v.PowerLimitW = l.powerMode, l.powerLimitW
+			v.PowerMode, v.PowerLimitW = l.PowerMode, l.PowerLimitW
 		}
 	}
 	v.Online = !v.LastSeen.IsZero() && now.Sub(v.LastSeen) < c.opt.HeartbeatTimeout

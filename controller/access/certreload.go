@@ -1,4 +1,4 @@
-package controller
+package access
 
 import (
 	"crypto/tls"

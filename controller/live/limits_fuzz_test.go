@@ -1,4 +1,4 @@
-package controller
+package live
 
 import (
 	"encoding/json"
@@ -7,59 +7,54 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// liveFuzzController is a controller that is not started, whose store
-// holds open jobs of a1 (j1, j2) and a2 (j3) and an ended job of a1 (j4):
-// enough for the live handlers, which read the store and the live state
-// only.
-func liveFuzzController(f *testing.F) (*Controller, map[string]store.JobRecord) {
-	c, err := New(Options{DataDir: f.TempDir(), Log: zerolog.Nop()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = c.Close() })
+// liveFuzzFeed is a feed whose store holds open jobs of a1 (j1, j2) and a2
+// (j3) and an ended job of a1 (j4), and the refusals it counted by kind.
+func liveFuzzFeed(f *testing.F) (*Feed, map[string]store.JobRecord, map[string]int) {
 	jobs := map[string]store.JobRecord{}
 	for _, j := range []struct {
 		id, agent string
 		state     protocol.JobState
 	}{{"j1", "a1", protocol.JobRunning}, {"j2", "a1", protocol.JobQueued}, {"j3", "a2", protocol.JobQueued}, {"j4", "a1", protocol.JobCompleted}} {
 		rec := store.JobRecord{Job: protocol.Job{Schema: 1, ID: j.id, AgentID: j.agent, Deployment: "d1", Workload: testWorkload(), CreatedAt: time.Now().UTC()}, State: j.state}
-		if err := c.store.PutJob(rec); err != nil {
-			f.Fatal(err)
-		}
 		jobs[j.id] = rec
 	}
-	return c, jobs
+	refused := map[string]int{}
+	refuse := func(_, kind, _ string) { refused[kind]++ }
+	done := make(chan struct{})
+	f.Cleanup(func() { close(done) })
+	return NewFeed(NewState(), NewFanout(), jobReader(jobs), refuse, zerolog.Nop(), done), jobs, refused
 }
 
-// refusalsOf returns a reader of vlmfleet_agent_refusals_total of kind
-// (a registry of its own: gathering c's would read the store each time).
-func refusalsOf(f *testing.F, c *Controller, kind string) func(t *testing.T) float64 {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c.metrics.refusals.counter); err != nil {
-		f.Fatal(err)
+// jobReader is a store of the jobs it maps.
+type jobReader map[string]store.JobRecord
+
+func (r jobReader) Job(id string) (store.JobRecord, error) {
+	if j, ok := r[id]; ok {
+		return j, nil
 	}
-	return func(t *testing.T) float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				if l := m.GetLabel(); len(l) == 1 && l[0].GetValue() == kind {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-		t.Fatalf("no refusals of kind %s", kind)
-		return 0
-	}
+	return store.JobRecord{}, store.ErrNotFound
+}
+
+// testWorkload is a small plan: two sizes, one and two cameras.
+func testWorkload() protocol.Workload {
+	w := protocol.DefaultWorkload()
+	w.Sizes = []string{"480p", "720p"}
+	w.Cameras = []int{1, 2}
+	w.RequestsPerLevel = 2
+	w.MultiImageSizes, w.ImagesPerRequest, w.MultiImageRequests = nil, nil, 0
+	return w
+}
+
+// progressOf is a measuring progress message of agent on job for combo.
+func progressOf(agent, job string, combo protocol.ComboKey, done int) protocol.Progress {
+	return protocol.Progress{Schema: protocol.SchemaVersion, AgentID: agent, JobID: job, RunID: job + "-a1", Time: time.Now().UTC(),
+		Phase: protocol.PhaseMeasure, Combo: combo, ComboN: 4, Done: done, Total: 8}
 }
 
 // liveSeeds are messages of each kind that the handlers take, and near misses.
@@ -83,18 +78,17 @@ func liveSeeds(f *testing.F, valid ...any) {
 // open jobs' progress, for their plans' combinations, within the per-agent
 // bounds; and every message it does not keep is counted as refused.
 func FuzzProgressMessage(f *testing.F) {
-	c, jobs := liveFuzzController(f)
+	c, jobs, refusals := liveFuzzFeed(f)
 	combo := testWorkload().Plan()[0].ComboKey
 	liveSeeds(f,
 		progressOf("a1", "j1", combo, 1), progressOf("a1", "j3", combo, 1), progressOf("a1", "j4", combo, 1),
 		progressOf("a1", "j2", protocol.ComboKey{}, 1), progressOf("a1", "j1", protocol.ComboKey{Size: "8K", Images: 1, Cameras: 1}, 1),
 		protocol.Progress{Schema: 1, AgentID: "a1", JobID: "j1", Phase: protocol.PhaseDone, Message: strings.Repeat("é", 9000)})
-	handle := c.progressHandler()
-	refused := refusalsOf(f, c, RefusalProgress)
+	handle := c.ProgressHandler()
 	f.Fuzz(func(t *testing.T, agent string, data []byte) {
-		before := refused(t)
+		before := refusals[RefusalProgress]
 		handle(&nats.Msg{Subject: protocol.AgentSubject(agent, protocol.KindProgress), Data: data})
-		if refused(t) == before {
+		if refusals[RefusalProgress] == before {
 			var p protocol.Progress
 			if err := json.Unmarshal(data, &p); err != nil || len(data) > maxProgressBytes || p.AgentID != agent || jobs[p.JobID].Job.AgentID != agent {
 				t.Fatalf("kept progress of %q from agent %q (%d bytes): %v", p.JobID, agent, len(data), err)
@@ -106,9 +100,9 @@ func FuzzProgressMessage(f *testing.F) {
 
 // checkLiveProgress fails t when the live progress holds anything but its
 // agents' own open jobs within the bounds.
-func checkLiveProgress(t *testing.T, c *Controller, jobs map[string]store.JobRecord) {
+func checkLiveProgress(t *testing.T, c *Feed, jobs map[string]store.JobRecord) {
 	t.Helper()
-	prog, _ := c.live.snapshot()
+	prog, _ := c.live.Snapshot()
 	perJob := map[string]int{}
 	perAgent := map[string]map[string]bool{}
 	for _, p := range prog {
@@ -131,7 +125,7 @@ func checkLiveProgress(t *testing.T, c *Controller, jobs map[string]store.JobRec
 		}
 	}
 	for a, js := range perAgent {
-		if len(js) > maxLiveJobsPerAgent {
+		if len(js) > MaxLiveJobsPerAgent {
 			t.Fatalf("agent %s: progress of %d jobs kept", a, len(js))
 		}
 	}
@@ -141,23 +135,22 @@ func checkLiveProgress(t *testing.T, c *Controller, jobs map[string]store.JobRec
 // telemetryRing samples of it, each within the size and field bounds, and
 // counts every sample it does not keep as refused.
 func FuzzTelemetryMessage(f *testing.F) {
-	c, _ := liveFuzzController(f)
+	c, _, refusals := liveFuzzFeed(f)
 	x := 1.5
 	liveSeeds(f,
 		protocol.TelemetryTick{Schema: 1, AgentID: "a1", JobID: "j1", Sample: protocol.TelemetrySample{Time: time.Now().UTC(), GPUUtil: &x, Extra: map[string]float64{"gpu0_util": 3}, Rails: map[string]float64{"VDD_IN": 4}, Throttle: []string{"hw_slowdown"}}},
 		protocol.TelemetryTick{Schema: 1, AgentID: "a1", JobID: "not an id"})
-	handle := c.telemetryHandler()
-	refused := refusalsOf(f, c, RefusalTelemetry)
+	handle := c.TelemetryHandler()
 	f.Fuzz(func(t *testing.T, agent string, data []byte) {
-		before := refused(t)
+		before := refusals[RefusalTelemetry]
 		handle(&nats.Msg{Subject: protocol.AgentSubject(agent, protocol.KindTelemetry), Data: data})
-		if refused(t) == before {
+		if refusals[RefusalTelemetry] == before {
 			var tick protocol.TelemetryTick
 			if err := json.Unmarshal(data, &tick); err != nil || len(data) > maxTelemetryBytes || tick.AgentID != agent {
 				t.Fatalf("kept a sample of %q from agent %q (%d bytes): %v", tick.AgentID, agent, len(data), err)
 			}
 		}
-		_, tel := c.live.snapshot()
+		_, tel := c.live.Snapshot()
 		for a, ring := range tel {
 			if len(ring) > telemetryRing {
 				t.Fatalf("agent %s: %d samples kept", a, len(ring))

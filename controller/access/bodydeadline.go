@@ -1,4 +1,4 @@
-package controller
+package access
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ var errBodyStalled = errors.New("the request body stopped arriving")
 // fails its read with errBodyStalled. Without it a client that sends its
 // headers and part of a body, then waits, holds what the request holds
 // (an import's place, a goroutine and a connection) for as long as it
-// likes. It is set by guard on every change with a body.
+// likes. It is set by Handler on every change with a body.
 type deadlineBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
@@ -36,7 +36,7 @@ type deadlineBody struct {
 	minRate int64
 }
 
-func (s *httpSecurity) withBodyDeadline(w http.ResponseWriter, r *http.Request) {
+func (s *Guard) withBodyDeadline(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return
 	}
@@ -79,9 +79,9 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyStalledStatus is 408 for a request whose body stopped arriving,
+// BodyStalledStatus is 408 for a request whose body stopped arriving,
 // else status.
-func bodyStalledStatus(err error, status int) int {
+func BodyStalledStatus(err error, status int) int {
 	if errors.Is(err, errBodyStalled) {
 		return http.StatusRequestTimeout
 	}

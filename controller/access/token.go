@@ -1,4 +1,4 @@
-package controller
+package access
 
 import (
 	"crypto/rand"
@@ -19,15 +19,6 @@ import (
 
 // minTokenLen is the shortest token a token file may hold.
 const minTokenLen = 16
-
-// APIToken is the token that every mutation of the HTTP API (and every
-// read, when reads are not open) must carry as "Authorization: Bearer
-// <token>".
-func (c *Controller) APIToken() string { return c.sec.token }
-
-// APITokenFile is the file the token was read from or created in; empty
-// when Options.APIToken gave it.
-func (c *Controller) APITokenFile() string { return c.sec.tokenFile }
 
 // loadAPIToken returns opt.APIToken when set, else the token in the token
 // file, which it creates (32 random bytes, hex, mode 0600) at the first

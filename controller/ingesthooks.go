@@ -75,7 +75,7 @@ func (c *Controller) storeHello(h *protocol.AgentHello, storedAt time.Time) erro
 	if err := c.store.PutAgentHello(*h, storedAt.UTC()); err != nil {
 		return err
 	}
-	c.live.seen(h.AgentID, storedAt, "", "")
+	c.live.Seen(h.AgentID, storedAt, "", "")
 	if v, err := c.agentView(h.AgentID); err == nil {
 		c.emit(api.EventAgent, h.AgentID, v)
 	}
@@ -90,7 +90,7 @@ func (c *Controller) applyState(s *protocol.JobStateChange, now time.Time) error
 	}
 	if changed {
 		if rec.State.Terminal() {
-			c.live.jobEnded(s.JobID)
+			c.live.JobEnded(s.JobID)
 		}
 		c.emit(api.EventState, s.AgentID, *s)
 	}

@@ -1,4 +1,4 @@
-package controller
+package access
 
 import (
 	"crypto/hmac"
@@ -25,35 +25,38 @@ import (
 // so that a cookie read off a browser's profile cannot make a change.
 const sessionCookie = "vlmfleet_session"
 
-// httpSecurity is what every HTTP request passes before its handler (see
-// guard), and the bound on concurrent imports.
-type httpSecurity struct {
+// Guard is the room of HTTP access: what every HTTP request passes before
+// its handler (see Handler), and the bound on concurrent imports.
+type Guard struct {
 	token      string
 	tokenSum   [32]byte
 	sessionSum [32]byte
 	tokenFile  string
 	// publicRead opens reads without the token on any address.
 	publicRead bool
-	// hosts are the configured names (Options.HTTPHosts, the name in
+	// Hosts are the configured names (Options.HTTPHosts, the name in
 	// Options.HTTPAddr): "name" matches any port, "name:port" one port.
-	hosts []string
-	// readsNeedToken is set by listening: the listener is not on loopback
+	Hosts []string
+	// readsNeedToken is set by Listening: the listener is not on loopback
 	// and reads were not made public.
 	readsNeedToken bool
-	imports        chan struct{}
+	// Imports holds a place for each import running.
+	Imports chan struct{}
 	// bodyStall and bodyMinRate bound how slowly a request body may
 	// arrive (deadlineBody).
 	bodyStall   time.Duration
 	bodyMinRate int64
 }
 
-func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
+// NewGuard is the guard of opt's HTTP API; it reads the API token, or
+// makes it at the first start.
+func NewGuard(opt Options, log zerolog.Logger) (*Guard, error) {
 	token, file, err := loadAPIToken(opt, log)
 	if err != nil {
 		return nil, err
 	}
-	s := &httpSecurity{token: token, tokenSum: sha256.Sum256([]byte(token)), tokenFile: file,
-		publicRead: opt.PublicRead, imports: make(chan struct{}, api.MaxConcurrentImports)}
+	s := &Guard{token: token, tokenSum: sha256.Sum256([]byte(token)), tokenFile: file,
+		publicRead: opt.PublicRead, Imports: make(chan struct{}, api.MaxConcurrentImports)}
 	s.sessionSum = sha256.Sum256([]byte(readSession(token)))
 	s.bodyStall, s.bodyMinRate = opt.BodyStallTimeout, int64(opt.BodyMinRate)
 	if s.bodyStall <= 0 {
@@ -69,26 +72,26 @@ func newHTTPSecurity(opt Options, log zerolog.Logger) (*httpSecurity, error) {
 		}
 	}
 	for _, n := range names {
-		n = normalHost(n)
+		n = NormalHost(n)
 		if _, _, err := net.SplitHostPort(n); err != nil {
-			n = hostOnly(n) // no port: any port
+			n = HostOnly(n) // no port: any port
 		}
 		if n == "" || strings.ContainsAny(n, "/ ") {
 			return nil, fmt.Errorf("controller: HTTPHosts: %q: want a host name, optionally with a port", n)
 		}
-		s.hosts = append(s.hosts, n)
+		s.Hosts = append(s.Hosts, n)
 	}
 	return s, nil
 }
 
-// listening records where the HTTP listener is: off loopback, reads need
+// Listening records where the HTTP listener is: off loopback, reads need
 // the token unless publicRead.
-func (s *httpSecurity) listening(a net.Addr) {
+func (s *Guard) Listening(a net.Addr) {
 	tcp, ok := a.(*net.TCPAddr)
 	s.readsNeedToken = !s.publicRead && !(ok && tcp.IP.IsLoopback())
 }
 
-// guard sets the security headers of every answer (securityHeaders), then
+// Handler sets the security headers of every answer (SecurityHeaders), then
 // checks, in this order, for every request: the Host header (421
 // unless one this controller serves: DNS rebinding); for a change (any
 // method but GET, HEAD and OPTIONS) the origin (403 from another site:
@@ -98,11 +101,11 @@ func (s *httpSecurity) listening(a net.Addr) {
 // a read on a controller off loopback without --public-read, the token
 // from the header or the /login cookie (401). GET /login?token= sets
 // that cookie, whose value is a read session, not the token.
-func (s *httpSecurity) guard(next http.Handler) http.Handler {
+func (s *Guard) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		securityHeaders(w.Header())
+		SecurityHeaders(w.Header())
 		if !s.hostAllowed(r) {
-			writeError(w, http.StatusMisdirectedRequest, fmt.Errorf("this controller does not serve host %q; if it should, start it with --http-host %s", r.Host, hostOnly(r.Host)))
+			api.WriteError(w, http.StatusMisdirectedRequest, fmt.Errorf("this controller does not serve host %q; if it should, start it with --http-host %s", r.Host, HostOnly(r.Host)))
 			return
 		}
 		if r.URL.Path == "/login" {
@@ -111,22 +114,22 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
-			if s.readsNeedToken && !s.bearerOK(r) && !s.cookieOK(r) {
-				s.unauthorized(w, r, "reading this controller needs its API token (in a browser, open /login?token=TOKEN once; or start the controller with --public-read)")
+			if s.readsNeedToken && !s.BearerOK(r) && !s.cookieOK(r) {
+				s.Unauthorized(w, r, "reading this controller needs its API token (in a browser, open /login?token=TOKEN once; or start the controller with --public-read)")
 				return
 			}
 		default:
 			if err := s.checkOrigin(r); err != nil {
-				writeError(w, http.StatusForbidden, err)
+				api.WriteError(w, http.StatusForbidden, err)
 				return
 			}
 			// A join is authenticated by its join token's secret instead.
-			if !s.bearerOK(r) && !isJoin(r) {
-				s.unauthorized(w, r, "a change needs the controller's API token")
+			if !s.BearerOK(r) && !IsJoin(r) {
+				s.Unauthorized(w, r, "a change needs the controller's API token")
 				return
 			}
 			if err := checkJSONBody(r); err != nil {
-				writeError(w, http.StatusUnsupportedMediaType, err)
+				api.WriteError(w, http.StatusUnsupportedMediaType, err)
 				return
 			}
 			s.withBodyDeadline(w, r)
@@ -135,16 +138,17 @@ func (s *httpSecurity) guard(next http.Handler) http.Handler {
 	})
 }
 
-func (s *httpSecurity) unauthorized(w http.ResponseWriter, r *http.Request, what string) {
+// Unauthorized answers 401: what needs the token, and how to send it.
+func (s *Guard) Unauthorized(w http.ResponseWriter, r *http.Request, what string) {
 	if r.Header.Get("Authorization") != "" {
 		what = "the API token does not match the controller's; " + what
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="vlmfleet"`)
-	writeError(w, http.StatusUnauthorized, fmt.Errorf(`%s: send "Authorization: Bearer TOKEN" with the token from <data-dir>/%s on the controller's host`, what, api.TokenFileName))
+	api.WriteError(w, http.StatusUnauthorized, fmt.Errorf(`%s: send "Authorization: Bearer TOKEN" with the token from <data-dir>/%s on the controller's host`, what, api.TokenFileName))
 }
 
 // tokenOK compares in constant time.
-func (s *httpSecurity) tokenOK(got string) bool { return secretIs(got, s.tokenSum) }
+func (s *Guard) tokenOK(got string) bool { return secretIs(got, s.tokenSum) }
 
 // secretIs says whether got is the non-empty secret whose SHA-256 is sum,
 // in time that does not depend on where they differ.
@@ -153,12 +157,13 @@ func secretIs(got string, sum [32]byte) bool {
 	return got != "" && subtle.ConstantTimeCompare(gotSum[:], sum[:]) == 1
 }
 
-func (s *httpSecurity) bearerOK(r *http.Request) bool {
+// BearerOK says whether r carries the API token as its bearer.
+func (s *Guard) BearerOK(r *http.Request) bool {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenOK(strings.TrimSpace(tok))
 }
 
-func (s *httpSecurity) cookieOK(r *http.Request) bool {
+func (s *Guard) cookieOK(r *http.Request) bool {
 	c, err := r.Cookie(sessionCookie)
 	return err == nil && secretIs(c.Value, s.sessionSum)
 }
@@ -166,7 +171,7 @@ func (s *httpSecurity) cookieOK(r *http.Request) bool {
 // readSession is the value of the /login cookie: an HMAC of a fixed
 // purpose under the token. It reads as the token does until the token
 // changes, and says nothing of the token; a bearer of it is refused
-// (bearerOK takes the token only), so it can never make a change.
+// (BearerOK takes the token only), so it can never make a change.
 func readSession(token string) string {
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte("vlmfleet read-only page session"))
@@ -176,15 +181,15 @@ func readSession(token string) string {
 // handleLogin answers GET /login?token=TOKEN with the cookie that lets this
 // browser read the controller (a read session, not the token), and sends
 // it to the explorer.
-func (s *httpSecurity) handleLogin(w http.ResponseWriter, r *http.Request) {
+func (s *Guard) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		writeError(w, http.StatusMethodNotAllowed, errors.New("GET /login?token=TOKEN"))
+		api.WriteError(w, http.StatusMethodNotAllowed, errors.New("GET /login?token=TOKEN"))
 		return
 	}
 	tok := r.URL.Query().Get("token")
 	if !s.tokenOK(tok) {
-		s.unauthorized(w, r, "GET /login?token=TOKEN needs the controller's API token")
+		s.Unauthorized(w, r, "GET /login?token=TOKEN needs the controller's API token")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: readSession(tok), Path: "/", HttpOnly: true,
@@ -195,9 +200,9 @@ func (s *httpSecurity) handleLogin(w http.ResponseWriter, r *http.Request) {
 
 // hostAllowed: loopback names and addresses, the address the request
 // arrived on, and the configured names.
-func (s *httpSecurity) hostAllowed(r *http.Request) bool {
-	h := normalHost(r.Host)
-	name := hostOnly(h)
+func (s *Guard) hostAllowed(r *http.Request) bool {
+	h := NormalHost(r.Host)
+	name := HostOnly(h)
 	if name == "" {
 		return false
 	}
@@ -216,9 +221,9 @@ func (s *httpSecurity) hostAllowed(r *http.Request) bool {
 
 // configured reports whether host (normalised, with or without a port) is
 // one of the configured names.
-func (s *httpSecurity) configured(host string) bool {
-	for _, c := range s.hosts {
-		if c == host || c == hostOnly(host) {
+func (s *Guard) configured(host string) bool {
+	for _, c := range s.Hosts {
+		if c == host || c == HostOnly(host) {
 			return true
 		}
 	}
@@ -228,7 +233,7 @@ func (s *httpSecurity) configured(host string) bool {
 // checkOrigin refuses a change that a browser sends from another site: one
 // whose Origin is neither the controller's as the request reached it nor
 // a configured name, or that the browser marks cross-site.
-func (s *httpSecurity) checkOrigin(r *http.Request) error {
+func (s *Guard) checkOrigin(r *http.Request) error {
 	refuse := func(from string) error {
 		return fmt.Errorf("a change from %s is refused: the API takes changes from programs (vlmfleet, curl), not from web pages of other sites", from)
 	}
@@ -243,7 +248,7 @@ func (s *httpSecurity) checkOrigin(r *http.Request) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return refuse(fmt.Sprintf("origin %q", origin))
 	}
-	if o := normalHost(u.Host); o == normalHost(r.Host) || s.configured(o) {
+	if o := NormalHost(u.Host); o == NormalHost(r.Host) || s.configured(o) {
 		return nil
 	}
 	return refuse("origin " + origin)
@@ -265,8 +270,8 @@ func checkJSONBody(r *http.Request) error {
 	return fmt.Errorf("Content-Type %s: the API takes application/json", ct)
 }
 
-// normalHost lowercases a host[:port] and drops a trailing dot of the name.
-func normalHost(h string) string {
+// NormalHost lowercases a host[:port] and drops a trailing dot of the name.
+func NormalHost(h string) string {
 	h = strings.ToLower(strings.TrimSpace(h))
 	if name, port, err := net.SplitHostPort(h); err == nil {
 		name = strings.TrimSuffix(name, ".")
@@ -278,10 +283,22 @@ func normalHost(h string) string {
 	return strings.TrimSuffix(h, ".")
 }
 
-// hostOnly is the name or address of a host[:port], without brackets.
-func hostOnly(h string) string {
+// HostOnly is the name or address of a host[:port], without brackets.
+func HostOnly(h string) string {
 	if name, _, err := net.SplitHostPort(h); err == nil {
 		return name
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 }
+
+// Token is the API token; TokenFile the file it was read from or made
+// in, empty when Options.APIToken gave it.
+func (s *Guard) Token() string     { return s.token }
+func (s *Guard) TokenFile() string { return s.tokenFile }
+
+// JoinPath is the one change the API takes without its token: a device
+// authenticates its join with a join token's secret.
+const JoinPath = "/api/join"
+
+// IsJoin says whether r is a device's join.
+func IsJoin(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == JoinPath }

@@ -1,4 +1,4 @@
-package controller
+package access
 
 import (
 	"net"
@@ -9,12 +9,12 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Bounds on POST /api/join: each address may try joinBurst times at once,
+// Bounds on POST /api/join: each address may try JoinBurst times at once,
 // then once per joinEvery; all addresses together joinGlobalRate a second.
 // A lab enrolling its devices stays far below either; a guesser of
 // secrets gets a few tries a minute, against 256 bits.
 const (
-	joinBurst       = 10
+	JoinBurst       = 10
 	joinEvery       = 6 * time.Second
 	joinGlobalRate  = 5
 	joinGlobalBurst = 50
@@ -23,20 +23,21 @@ const (
 	joinMaxAddrs = 4096
 )
 
-// joinLimiter rate-limits joins by the client's address.
-type joinLimiter struct {
+// JoinLimiter rate-limits joins by the client's address.
+type JoinLimiter struct {
 	mu     sync.Mutex
 	byAddr map[string]*rate.Limiter
 	global *rate.Limiter
 }
 
-func newJoinLimiter() *joinLimiter {
-	return &joinLimiter{byAddr: map[string]*rate.Limiter{}, global: rate.NewLimiter(joinGlobalRate, joinGlobalBurst)}
+// NewJoinLimiter is a limiter that has seen no join.
+func NewJoinLimiter() *JoinLimiter {
+	return &JoinLimiter{byAddr: map[string]*rate.Limiter{}, global: rate.NewLimiter(joinGlobalRate, joinGlobalBurst)}
 }
 
-// allow says whether a join from r's address may go ahead now, and if
+// Allow says whether a join from r's address may go ahead now, and if
 // not, after how long to try again.
-func (l *joinLimiter) allow(r *http.Request) (bool, time.Duration) {
+func (l *JoinLimiter) Allow(r *http.Request) (bool, time.Duration) {
 	addr, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		addr = r.RemoteAddr
@@ -52,7 +53,7 @@ func (l *joinLimiter) allow(r *http.Request) (bool, time.Duration) {
 		if len(l.byAddr) >= joinMaxAddrs {
 			return false, joinEvery
 		}
-		lim = rate.NewLimiter(rate.Every(joinEvery), joinBurst)
+		lim = rate.NewLimiter(rate.Every(joinEvery), JoinBurst)
 		l.byAddr[addr] = lim
 	}
 	if !lim.AllowN(now, 1) {
@@ -66,9 +67,9 @@ func (l *joinLimiter) allow(r *http.Request) (bool, time.Duration) {
 
 // forgetIdle drops the addresses whose allowance is whole again: they
 // would be made the same anew.
-func (l *joinLimiter) forgetIdle(now time.Time) {
+func (l *JoinLimiter) forgetIdle(now time.Time) {
 	for a, lim := range l.byAddr {
-		if lim.TokensAt(now) >= joinBurst {
+		if lim.TokensAt(now) >= JoinBurst {
 			delete(l.byAddr, a)
 		}
 	}

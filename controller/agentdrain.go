@@ -12,6 +12,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -30,7 +31,7 @@ func (c *Controller) DrainAgent(_ context.Context, id string, drained bool) (api
 	}
 	// Known to the heartbeats' check before the agent can hear of it, so
 	// that a heartbeat saying so is not taken for one that disagrees.
-	c.live.setStoredDrain(id, drained)
+	c.live.SetStoredDrain(id, drained)
 	c.sendDrain(id, drained)
 	v := c.statusOf(a, time.Now()).AgentView
 	c.log.Info().Str("agent", id).Bool("drained", drained).Msg("agent drain changed")
@@ -60,14 +61,14 @@ func (c *Controller) sendDrain(id string, drained bool) {
 // the agent's record at every heartbeat was a fifth of an idle controller's
 // CPU at 1,000 agents.
 func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
-	c.live.setDrained(hb.AgentID, hb.Drained)
-	stored, known := c.live.storedDrain(hb.AgentID)
+	c.live.SetDrained(hb.AgentID, hb.Drained)
+	stored, known := c.live.StoredDrain(hb.AgentID)
 	if !known {
 		a, err := c.store.Agent(hb.AgentID)
 		if err != nil {
 			return // not announced yet (never drained), or unreadable: next time
 		}
-		stored = c.live.learnStoredDrain(hb.AgentID, a.Drained)
+		stored = c.live.LearnStoredDrain(hb.AgentID, a.Drained)
 	}
 	if stored != hb.Drained {
 		c.sendDrain(hb.AgentID, stored)
@@ -89,7 +90,7 @@ func (c *Controller) reconcileDrain(hb protocol.Heartbeat) {
 func (c *Controller) heartbeatHandler() nats.MsgHandler {
 	return func(m *nats.Msg) {
 		var hb protocol.Heartbeat
-		agent, err := decodeLive(m.Subject, m.Data, maxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
+		agent, err := live.Decode(m.Subject, m.Data, live.MaxHeartbeatBytes, &hb, func(h *protocol.Heartbeat) (string, int) { return h.AgentID, h.Schema })
 		if err != nil {
 			c.refuse(agent, RefusalHeartbeat, ingest.Truncate(err.Error(), 200))
 			return
@@ -186,43 +187,6 @@ func (c *Controller) answerFirstHeartbeat(ctx context.Context, id, reply string)
 	}
 	if err != nil {
 		c.log.Warn().Err(err).Str("agent", id).Msg("answering a heartbeat with the drain failed")
-	}
-}
-
-// storedDrain is the agent's stored drain as the controller last knew it,
-// and whether it knows it.
-func (l *liveState) storedDrain(id string) (drained, known bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	drained, known = l.drains[id]
-	return drained, known
-}
-
-// learnStoredDrain keeps the drain read from the store, unless a drain
-// changed meanwhile (setStoredDrain) already told a newer one, and returns
-// the one kept.
-func (l *liveState) learnStoredDrain(id string, drained bool) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if d, ok := l.drains[id]; ok {
-		return d
-	}
-	l.drains[id] = drained
-	return drained
-}
-
-// setStoredDrain records a drain just stored.
-func (l *liveState) setStoredDrain(id string, drained bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.drains[id] = drained
-}
-
-func (l *liveState) setDrained(id string, drained bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if a := l.agents[id]; a != nil {
-		a.drained = drained
 	}
 }
 

@@ -63,19 +63,6 @@ func webFile(name string) http.HandlerFunc {
 	}
 }
 
-// defaultPolicy is the Content-Security-Policy of every answer that does
-// not set its own (guard sets it first): nothing may run or load, and no
-// page of another site may frame it. A page that sets none runs no script.
-const defaultPolicy = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-// securityHeaders are set on every answer before its handler runs; a page
-// replaces the policy with its own (pagePolicy, the explorer's).
-func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", defaultPolicy)
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("X-Content-Type-Options", "nosniff")
-}
-
 // pagePolicy is the Content-Security-Policy of a page: scripts and styles
 // from this controller and the page's own inline <script> and <style>
 // elements, by hash, so that markup a page shows by mistake (a name from

@@ -1,4 +1,4 @@
-package controller
+package access
 
 import (
 	"crypto/tls"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/internal/tlsca"
 )
@@ -37,17 +36,18 @@ const (
 // when TLS is on and the operator gave no certificate.
 const TLSDirName = "tls"
 
-// tlsState is what the controller serves TLS with.
-type tlsState struct {
-	// nats and http say which listeners have TLS.
-	nats, http bool
-	// natsConfig and httpConfig are the listeners' configurations; the
-	// embedded server is given the same natsConfig at every reload, so
+// TLS is what the controller serves TLS with.
+type TLS struct {
+	// NATS and HTTP say which listeners have TLS.
+	NATS, HTTP bool
+	// NATSConfig and HTTPConfig are the listeners' configurations; the
+	// embedded server is given the same NATSConfig at every reload, so
 	// that it sees no change.
-	natsConfig, httpConfig *tls.Config
-	// fingerprint is the pin of the controller's own CA (the operator's
-	// is its chain's last certificate, read from operator).
-	fingerprint string
+	NATSConfig, HTTPConfig *tls.Config
+	// OwnCAFingerprint is the pin of the controller's own CA, empty with
+	// the operator's certificate (whose pin is its chain's last
+	// certificate's, read from operator: Fingerprint).
+	OwnCAFingerprint string
 	// caFile is the controller's own CA file; empty with an operator's
 	// certificate.
 	caFile string
@@ -56,11 +56,11 @@ type tlsState struct {
 	operator *certReloader
 }
 
-// on says whether any listener has TLS.
-func (s *tlsState) on() bool { return s.nats || s.http }
+// On says whether any listener has TLS.
+func (s *TLS) On() bool { return s.NATS || s.HTTP }
 
-// checkTLSOptions refuses TLS options that make no sense.
-func checkTLSOptions(opt Options) error {
+// CheckTLSOptions refuses TLS options that make no sense.
+func CheckTLSOptions(opt Options) error {
 	switch {
 	case !slices.Contains([]string{TLSAuto, TLSOn, TLSOff}, opt.TLS):
 		return fmt.Errorf("controller: --tls %q: want %s, %s or %s", opt.TLS, TLSAuto, TLSOn, TLSOff)
@@ -72,11 +72,11 @@ func checkTLSOptions(opt Options) error {
 	return nil
 }
 
-// setupTLS decides which listeners have TLS and loads the operator's
+// SetupTLS decides which listeners have TLS and loads the operator's
 // certificate, or makes (or loads) the controller's own CA under
 // <DataDir>/tls with a certificate for every name the controller may be
 // reached by.
-func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
+func SetupTLS(opt Options, log zerolog.Logger) (*TLS, error) {
 	want := func(addr string) bool {
 		switch opt.TLS {
 		case TLSOn:
@@ -86,7 +86,7 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 		}
 		return false
 	}
-	st := &tlsState{nats: opt.NATSURL == "" && want(opt.NATSListen), http: want(opt.HTTPAddr)}
+	st := &TLS{NATS: opt.NATSURL == "" && want(opt.NATSListen), HTTP: want(opt.HTTPAddr)}
 	if opt.TLS == TLSOff {
 		warn := func(what, addr string) {
 			log.Warn().Str("listen", addr).Msgf("INSECURE: TLS is off (--tls off) and %s accepts other hosts: "+
@@ -99,7 +99,7 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 			warn("HTTP (--http)", opt.HTTPAddr)
 		}
 	}
-	if !st.on() {
+	if !st.On() {
 		return st, nil
 	}
 	base := &tls.Config{MinVersion: tls.VersionTLS12}
@@ -112,7 +112,7 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 	} else {
 		dir := filepath.Join(opt.DataDir, TLSDirName)
 		// tls/ in the data directory is the controller's own.
-		if err := privateDir(dir, func(string) bool { return true }, log); err != nil {
+		if err := PrivateDir(dir, func(string) bool { return true }, log); err != nil {
 			return nil, fmt.Errorf("controller: tls: %w", err)
 		}
 		ca, err := tlsca.Open(dir, certNames(opt), time.Now())
@@ -120,13 +120,13 @@ func setupTLS(opt Options, log zerolog.Logger) (*tlsState, error) {
 			return nil, fmt.Errorf("controller: %w", err)
 		}
 		base.Certificates = ca.ServerConfig().Certificates[:1]
-		st.fingerprint, st.caFile = ca.Fingerprint(), ca.CAFile()
+		st.OwnCAFingerprint, st.caFile = ca.Fingerprint(), ca.CAFile()
 	}
-	if st.nats {
-		st.natsConfig = base.Clone()
+	if st.NATS {
+		st.NATSConfig = base.Clone()
 	}
-	if st.http {
-		st.httpConfig = base.Clone()
+	if st.HTTP {
+		st.HTTPConfig = base.Clone()
 	}
 	return st, nil
 }
@@ -156,16 +156,16 @@ func certNames(opt Options) []string {
 		}
 	}
 	for _, h := range opt.HTTPHosts {
-		names = append(names, hostOnly(normalHost(h)))
+		names = append(names, HostOnly(NormalHost(h)))
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return !certName(n) })
+	names = slices.DeleteFunc(names, func(n string) bool { return !CertName(n) })
 	slices.Sort(names)
 	return slices.Compact(names)
 }
 
-// certName says whether n can be a name in a certificate: an address, or
+// CertName says whether n can be a name in a certificate: an address, or
 // a DNS name of letters, digits, '-', '_' and '.'.
-func certName(n string) bool {
+func CertName(n string) bool {
 	if n == "" || net.ParseIP(n) != nil {
 		return n != ""
 	}
@@ -174,10 +174,10 @@ func certName(n string) bool {
 	})
 }
 
-// connectableURL turns the embedded server's URL for a listener on every
+// ConnectableURL turns the embedded server's URL for a listener on every
 // address (0.0.0.0:4222) into one that a client on this host can connect
 // to and whose host the certificate names (127.0.0.1:4222).
-func connectableURL(u string) string {
+func ConnectableURL(u string) string {
 	scheme, hostPort, ok := strings.Cut(u, "://")
 	host, port, err := net.SplitHostPort(hostPort)
 	if !ok || err != nil {
@@ -189,54 +189,49 @@ func connectableURL(u string) string {
 	return u
 }
 
-// logTLS says at start which listeners have TLS and how agents and the
-// CLI trust them.
-func (c *Controller) logTLS() {
-	st := c.tls
-	if !st.on() {
+// LogStart says at start which listeners have TLS and how agents and the
+// CLI trust them; certFile is the operator's certificate, if any.
+func (st *TLS) LogStart(log zerolog.Logger, certFile string) {
+	if !st.On() {
 		return
 	}
-	ev := c.log.Info().Bool("nats_tls", st.nats).Bool("http_tls", st.http).Str("ca_fingerprint", st.fingerprint)
+	ev := log.Info().Bool("nats_tls", st.NATS).Bool("http_tls", st.HTTP).Str("ca_fingerprint", st.OwnCAFingerprint)
 	if st.caFile == "" {
-		ev.Str("cert", c.opt.TLSCertFile).Msg("TLS with the operator's certificate: agents and the CLI trust its CA " +
+		ev.Str("cert", certFile).Msg("TLS with the operator's certificate: agents and the CLI trust its CA " +
 			"(agents: --nats-ca FILE, the CLI: $VLMFLEET_CA_FILE), or pin ca_fingerprint (--nats-ca-pin, $VLMFLEET_CA_PIN)")
 		return
 	}
 	ev.Str("ca_file", st.caFile).Msgf("TLS with the controller's own CA: agents trust it with --nats-ca-pin %s "+
-		"(or a copy of ca_file and --nats-ca FILE); the CLI with VLMFLEET_CA_PIN=%s (or VLMFLEET_CA_FILE=FILE)", st.fingerprint, st.fingerprint)
+		"(or a copy of ca_file and --nats-ca FILE); the CLI with VLMFLEET_CA_PIN=%s (or VLMFLEET_CA_FILE=FILE)", st.OwnCAFingerprint, st.OwnCAFingerprint)
 }
 
-// TLSFingerprint is the pin of the CA behind the controller's TLS
+// Fingerprint is the pin of the CA behind the controller's TLS
 // certificate ("sha256:<hex>"), for agents' --nats-ca-pin and the CLI's
 // VLMFLEET_CA_PIN; empty when no listener has TLS.
-func (c *Controller) TLSFingerprint() string {
-	if !c.tls.on() {
+func (s *TLS) Fingerprint() string {
+	if !s.On() {
 		return ""
 	}
-	if c.tls.operator != nil {
-		return c.tls.operator.fingerprint()
+	if s.operator != nil {
+		return s.operator.fingerprint()
 	}
-	return c.tls.fingerprint
+	return s.OwnCAFingerprint
 }
 
 // CAFile is the controller's own CA certificate (<DataDir>/tls/ca.pem), to
 // copy to agents and CLIs; empty when no listener has TLS or the
 // operator gave the certificate.
-func (c *Controller) CAFile() string {
-	if !c.tls.on() {
+func (s *TLS) CAFile() string {
+	if !s.On() {
 		return ""
 	}
-	return c.tls.caFile
+	return s.caFile
 }
 
-func (c *Controller) tlsHealth() api.TLSHealth {
-	return api.TLSHealth{HTTP: c.tls.http, NATS: c.tls.nats, CAFingerprint: c.TLSFingerprint()}
-}
-
-// httpErrorLog takes net/http's own messages (failed TLS handshakes:
+// HTTPErrorLog takes net/http's own messages (failed TLS handshakes:
 // scanners, clients that do not trust the certificate) to the debug log.
-func (c *Controller) httpErrorLog() *log.Logger {
-	l := c.log.With().Str("component", "http").Logger()
+func HTTPErrorLog(zl zerolog.Logger) *log.Logger {
+	l := zl.With().Str("component", "http").Logger()
 	return log.New(debugWriter{l}, "", 0)
 }
 

@@ -1,4 +1,4 @@
-package controller
+package live
 
 import (
 	"encoding/json"
@@ -15,11 +15,11 @@ import (
 // and browsers keep the connection open.
 const ssePing = 15 * time.Second
 
-// handleEvents streams live events as Server-Sent Events:
+// ServeEvents streams live events as Server-Sent Events:
 // "event: <kind>\ndata: <json of Event.Data>\n\n". ?kind=progress,state and
 // ?agent=id narrow the stream. The stream starts with a ": connected"
 // comment once the subscription is in place.
-func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (c *Feed) ServeEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var kinds []string
 	if k := q.Get("kind"); k != "" {
@@ -29,7 +29,7 @@ func (c *Controller) handleEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 
 	ch := make(chan api.Event, 256)
-	cancel := c.OnEvent(func(e api.Event) {
+	cancel := c.events.Subscribe(func(e api.Event) {
 		if (len(kinds) > 0 && !slices.Contains(kinds, e.Kind)) || (agent != "" && e.AgentID != agent) {
 			return
 		}

@@ -1,4 +1,4 @@
-package controller
+package live
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ import (
 // The sizes are many times what real agents send, measured from the
 // agent's own encoders (agent/job.go, agent/telemetry):
 const (
-	// maxHeartbeatBytes bounds a heartbeat; a real one is about 180 bytes.
-	maxHeartbeatBytes = 4 << 10
+	// MaxHeartbeatBytes bounds a heartbeat; a real one is about 180 bytes.
+	MaxHeartbeatBytes = 4 << 10
 	// maxTelemetryBytes bounds a telemetry sample; one of a 16-GPU host
 	// (every GPU's figures under extra, 147 fields) is about 3.5 KB.
 	maxTelemetryBytes = 16 << 10
@@ -37,11 +37,11 @@ const (
 	// the live page shows a line, and the job keeps the whole error.
 	maxProgressMessage = protocol.MaxLineLen
 
-	// maxLiveJobsPerAgent is how many jobs of one agent the live progress
+	// MaxLiveJobsPerAgent is how many jobs of one agent the live progress
 	// covers. An agent runs one job at a time; a few allow the next job's
 	// progress to arrive before the previous job's end is stored. Past it,
 	// the job the agent reported on least recently is dropped.
-	maxLiveJobsPerAgent = 4
+	MaxLiveJobsPerAgent = 4
 
 	// recentlyEndedKept is how many ended jobs are remembered to refuse a
 	// progress message read from the store just before its job ended.
@@ -57,7 +57,7 @@ type liveJob struct {
 	// the progress outside any combination (engine start, done).
 	plan     map[protocol.ComboKey]bool
 	workload protocol.Workload
-	// latest is the last progress of each combination, under liveState.mu.
+	// latest is the last progress of each combination, under State.mu.
 	latest map[string]protocol.Progress
 	// seq orders an agent's jobs by their last progress.
 	seq uint64
@@ -168,7 +168,7 @@ func checkTelemetry(t *protocol.TelemetryTick) error {
 
 // liveJobOf is the live view of job id, from the cache or else the
 // store, or why progress for it is refused.
-func (c *Controller) liveJobOf(id string) (*liveJob, error) {
+func (c *Feed) liveJobOf(id string) (*liveJob, error) {
 	if j := c.live.job(id); j != nil {
 		return j, nil
 	}
@@ -185,7 +185,7 @@ func (c *Controller) liveJobOf(id string) (*liveJob, error) {
 // takeProgress keeps a progress message of its agent's own open job, for
 // a combination of the job's plan or a level its search may measure, and
 // passes it to the live views.
-func (c *Controller) takeProgress(p protocol.Progress) error {
+func (c *Feed) takeProgress(p protocol.Progress) error {
 	if err := checkProgress(&p); err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (c *Controller) takeProgress(p protocol.Progress) error {
 
 // takeTelemetry keeps a telemetry sample within the limits and passes it
 // to the live views.
-func (c *Controller) takeTelemetry(t protocol.TelemetryTick) error {
+func (c *Feed) takeTelemetry(t protocol.TelemetryTick) error {
 	if err := checkTelemetry(&t); err != nil {
 		return err
 	}

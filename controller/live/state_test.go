@@ -1,4 +1,4 @@
-package controller
+package live
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 // nothing: at 1,000 busy agents, a new slice per sample was 6 % of what the
 // controller allocated in a sweep (docs/scaling.md).
 func TestLiveTelemetryRingKeepsTheLatestWithoutAllocating(t *testing.T) {
-	l := newLiveState()
+	l := NewState()
 	t0 := time.Unix(1700000000, 0)
 	tick := func(i int) protocol.TelemetryTick {
 		return protocol.TelemetryTick{AgentID: "a1", Sample: protocol.TelemetrySample{Time: t0.Add(time.Duration(i) * time.Second)}}
@@ -20,7 +20,7 @@ func TestLiveTelemetryRingKeepsTheLatestWithoutAllocating(t *testing.T) {
 	for i := range 3 * telemetryRing {
 		l.putTelemetry(tick(i))
 	}
-	_, tel := l.snapshot()
+	_, tel := l.Snapshot()
 	r := tel["a1"]
 	if len(r) != telemetryRing {
 		t.Fatalf("%d samples kept, want %d", len(r), telemetryRing)

@@ -36,7 +36,7 @@ func (c *Controller) CreateJoinToken(ctx context.Context, req api.JoinTokenReque
 		return api.JoinTokenCreated{}, &NoNATSAuthorityError{Auth: auth}
 	}
 	pin := c.TLSFingerprint()
-	if !c.tls.http || pin == "" {
+	if !c.tls.HTTP || pin == "" {
 		return api.JoinTokenCreated{}, &NoJoinTLSError{}
 	}
 	if err := protocol.ValidateJoinURL(joinURL); err != nil {
