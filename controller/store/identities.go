@@ -43,7 +43,15 @@ func (s *Store) PutIdentity(id, publicKey string, at time.Time) (Identity, error
 	// Devices enrolled together share a commit (one fsync) this way; the
 	// write may run twice, which a put of the same record allows.
 	err := s.db.Batch(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketIdentities), id, &ident)
+		b := tx.Bucket(bucketIdentities)
+		var prev Identity
+		if _, err := getJSON(b, id, &prev); err != nil {
+			return err
+		}
+		if err := retireKey(tx, prev); err != nil {
+			return err
+		}
+		return putJSON(b, id, &ident)
 	})
 	if err != nil {
 		return Identity{}, fmt.Errorf("store: identity %s: %w", id, err)
@@ -66,6 +74,9 @@ func (s *Store) RevokeIdentity(id string, at time.Time) (Identity, error) {
 			return ErrNotFound
 		}
 		ident.RevokedAt = at
+		if err := retireKey(tx, ident); err != nil {
+			return err
+		}
 		return putJSON(b, id, &ident)
 	})
 	if err != nil {
@@ -107,4 +118,43 @@ func keyHolder(idents *bolt.Bucket, pub, except string) (Identity, error) {
 		return nil
 	})
 	return found, err
+}
+
+// revokedKey is where a revoked public key was revoked: its agent and
+// when. An identity's record is replaced when its id enrols again, so a
+// revoked key is kept apart from it, for good: no join takes it again.
+type revokedKey struct {
+	AgentID   string    `json:"agent_id"`
+	RevokedAt time.Time `json:"revoked_at"`
+}
+
+// retireKey keeps a revoked identity's public key among the revoked keys,
+// as it is revoked and again before its record is replaced (a store
+// written before the revoked keys were kept has only the record). An
+// active identity, or none, is left alone.
+func retireKey(tx *bolt.Tx, ident Identity) error {
+	if ident.AgentID == "" || ident.Active() {
+		return nil
+	}
+	b := tx.Bucket(bucketRevokedKeys)
+	if b.Get([]byte(ident.PublicKey)) != nil {
+		return nil
+	}
+	return putJSON(b, ident.PublicKey, revokedKey{AgentID: ident.AgentID, RevokedAt: ident.RevokedAt})
+}
+
+// revokedKeyHolder is the identity that held pub when it was revoked, as
+// the revoked keys remember it (zero when pub was never revoked); its
+// record may have been replaced since, under a new key. prev is the
+// joining agent's own identity: its own revoked record with pub is left
+// to the decision about the id, which says that the id was revoked.
+func revokedKeyHolder(tx *bolt.Tx, pub string, prev Identity) (Identity, error) {
+	if prev.PublicKey == pub && !prev.Active() {
+		return Identity{}, nil
+	}
+	var rk revokedKey
+	if ok, err := getJSON(tx.Bucket(bucketRevokedKeys), pub, &rk); err != nil || !ok {
+		return Identity{}, err
+	}
+	return Identity{AgentID: rk.AgentID, PublicKey: pub, RevokedAt: rk.RevokedAt}, nil
 }

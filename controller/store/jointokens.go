@@ -95,8 +95,9 @@ func (s *Store) RevokeJoinToken(id string, at time.Time) (JoinToken, error) {
 
 // JoinDecision says whether a join may enrol: given the token, the
 // identity the agent id has (zero when none) and the identity of another
-// agent id that already holds the join's public key, revoked or not (zero
-// when none), it returns nil to enrol.
+// agent id that already holds the join's public key, revoked or not, or of
+// any agent id that held it when it was revoked (zero when none), it
+// returns nil to enrol.
 type JoinDecision func(t JoinToken, prev, keyHolder Identity) error
 
 // Join enrols e.AgentID with e.PublicKey by token e.TokenID in one
@@ -120,10 +121,16 @@ func (s *Store) Join(e Enrolment, decide JoinDecision) (prev Identity, err error
 			return err
 		}
 		holder, err := keyHolder(idents, e.PublicKey, e.AgentID)
+		if err == nil && holder.AgentID == "" {
+			holder, err = revokedKeyHolder(tx, e.PublicKey, prev)
+		}
 		if err != nil {
 			return err
 		}
 		if err := decide(t, prev, holder); err != nil {
+			return err
+		}
+		if err := retireKey(tx, prev); err != nil {
 			return err
 		}
 		t.Used++

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Devices joining at once cannot use a token more often than it allows:
@@ -104,4 +106,76 @@ func joinAtOnce(t *testing.T, s *Store, key func(i int) string, refusal error, d
 		}
 	}
 	return ok
+}
+
+// A revoked key stays revoked once its agent id enrols again under a new
+// key, which replaces the identity's record: a join with it, under that id
+// or another, still sees the identity that held it when it was revoked.
+// Its own id's join sees no holder while the revoked record is its own, so
+// that the decision can say that the id was revoked.
+func TestJoinSeesARevokedKeyAfterItsIdEnrolsAgain(t *testing.T) {
+	s := openTest(t)
+	now := time.Now().UTC()
+	if err := s.PutJoinToken(JoinToken{ID: "0123456789ab", SecretSHA256: "00", CreatedAt: now, ExpiresAt: now.Add(time.Hour), Uses: 100}); err != nil {
+		t.Fatal(err)
+	}
+	join := func(id, pub string) {
+		t.Helper()
+		if _, err := s.Join(Enrolment{AgentID: id, PublicKey: pub, At: now, TokenID: "0123456789ab"}, func(JoinToken, Identity, Identity) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// holderSeen is the key's holder that a join of id with pub sees; the
+	// join is refused, so that nothing changes.
+	errLooked := errors.New("looked")
+	holderSeen := func(id, pub string) Identity {
+		t.Helper()
+		var seen Identity
+		_, err := s.Join(Enrolment{AgentID: id, PublicKey: pub, At: now, TokenID: "0123456789ab"}, func(_ JoinToken, _, holder Identity) error {
+			seen = holder
+			return errLooked
+		})
+		if !errors.Is(err, errLooked) {
+			t.Fatal(err)
+		}
+		return seen
+	}
+	join("rv", "UOLD")
+	if _, err := s.RevokeIdentity("rv", now); err != nil {
+		t.Fatal(err)
+	}
+	if h := holderSeen("rv", "UOLD"); h.AgentID != "" {
+		t.Fatalf("rv's join with its revoked key sees holder %+v, want none (its own record)", h)
+	}
+	join("rv", "UNEW")
+	for _, id := range []string{"rv", "other"} {
+		if h := holderSeen(id, "UOLD"); h.AgentID != "rv" || h.PublicKey != "UOLD" || h.Active() {
+			t.Errorf("%s joining with rv's revoked key once rv enrolled again: holder %+v, want rv, revoked", id, h)
+		}
+	}
+
+	// agent-creds create replaces a revoked record too.
+	join("ac", "UAC")
+	if _, err := s.RevokeIdentity("ac", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutIdentity("ac", "UFRESH", now); err != nil {
+		t.Fatal(err)
+	}
+	if h := holderSeen("other", "UAC"); h.AgentID != "ac" || h.Active() {
+		t.Errorf("a join with ac's revoked key once agent-creds replaced it: holder %+v, want ac, revoked", h)
+	}
+
+	// A record revoked by a build that kept no revoked keys is kept as
+	// one when a join replaces it.
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketIdentities), "legacy", Identity{AgentID: "legacy", PublicKey: "ULEGACY", CreatedAt: now, RevokedAt: now})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join("legacy", "UNEWER")
+	if h := holderSeen("other", "ULEGACY"); h.AgentID != "legacy" || h.Active() {
+		t.Errorf("a join with a key revoked before the revoked keys were kept: holder %+v, want legacy, revoked", h)
+	}
 }

@@ -43,10 +43,12 @@ var (
 	bucketIdentities = []byte("identities")
 	// join_tokens: token id → JoinToken (jointokens.go).
 	bucketJoinTokens = []byte("join_tokens")
+	// revoked_keys: public key → revokedKey (identities.go).
+	bucketRevokedKeys = []byte("revoked_keys")
 )
 
 func allBuckets() [][]byte {
-	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta, bucketIdentities, bucketJoinTokens}
+	return [][]byte{bucketAgents, bucketSweeps, bucketJobs, bucketRuns, bucketCombos, bucketRequests, bucketRejected, bucketMeta, bucketIdentities, bucketJoinTokens, bucketRevokedKeys}
 }
 
 // ErrNotFound is returned when a record with the given id does not exist.
