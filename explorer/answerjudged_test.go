@@ -51,12 +51,16 @@ func TestAnswerSentencesJudgeAsTheTable(t *testing.T) {
 	if s := out.String(); strings.Contains(s, "at least 32") || !strings.Contains(s, "21 cameras at once") {
 		t.Errorf("the answer contradicts its table:\n%s", s)
 	}
+	// Its first sentence gives the mean beside the table's p90: it says so.
+	if s := out.String(); !strings.Contains(s, "image after 0.2 s on average, then writes 30 tok/s.") {
+		t.Errorf("the answer by p90 gives a mean without saying so:\n%s", s)
+	}
 	if res.Rows[0].RunID != ds.Rows[0].Run.ID {
 		t.Errorf("run id %q, want the row's run %q", res.Rows[0].RunID, ds.Rows[0].Run.ID)
 	}
 	// At the default view the stored explanation is the answer.
 	def := Select(ds, DefaultQuery())
-	if got := strings.Join(def.Rows[0].Explanation, "\n"); !strings.Contains(got, "at least 32 cameras") {
+	if got := strings.Join(def.Rows[0].Explanation, "\n"); !strings.Contains(got, "at least 32 cameras") || !strings.Contains(got, "image after 0.2 s, then writes") {
 		t.Errorf("explanation by the mean:\n%s", got)
 	}
 }

@@ -23,17 +23,19 @@ func Explain(r Row) []string { return ExplainAt(r, DefaultQuery()) }
 
 // ExplainAt writes the row as Explain does, at q's size and images per
 // camera and judged as q judges (its statistic and target), so that every
-// sentence gives the Max Cameras the table beside it shows. q's cameras
-// and frame interval do not matter: the sentences cover back to back and
-// every frame clock measured.
+// sentence gives the Max Cameras the table beside it shows; the response
+// times of the first sentences stay means, and under a percentile say
+// "on average". q's cameras and frame interval do not matter: the
+// sentences cover back to back and every frame clock measured.
 func ExplainAt(r Row, q Query) []string {
 	if r.Model == "" {
 		return nil
 	}
 	j := q.Judgement()
+	avg := averageWords(j)
 	var out []string
-	out = append(out, explainSingle(r, q.Size))
-	if s := explainHeavier(r.Points); s != "" {
+	out = append(out, explainSingle(r, q.Size, avg))
+	if s := explainHeavier(r.Points, avg); s != "" {
 		out = append(out, s)
 	}
 	if s := JudgedSentence(r.Points, q.Size, q.Images, 0, j); s != "" {
@@ -50,6 +52,17 @@ func ExplainAt(r Row, q Query) []string {
 	return out
 }
 
+// averageWords follows each response time of the first sentences, which
+// are means whatever the view judges by: under a percentile they say so,
+// so that "after 6.83 s" beside a p90 column is not read as the p90. By
+// the mean they are the seed's words, unchanged.
+func averageWords(j protocol.Judgement) string {
+	if j.Stat() == protocol.StatisticMean {
+		return ""
+	}
+	return " on average"
+}
+
 // explainsAtDefault says whether q reads the row where Explain writes it:
 // then the row's stored explanation is the answer at q.
 func explainsAtDefault(q Query) bool {
@@ -59,8 +72,8 @@ func explainsAtDefault(q Query) bool {
 
 // explainSingle: "M (2.4B parameters), served in Q8_0 format with llama.cpp on
 // Jetson Orin NX, starts answering a single camera that sends one 720p image
-// after 2.02 s, then writes 30.4 tok/s."
-func explainSingle(r Row, size string) string {
+// after 2.02 s, then writes 30.4 tok/s." avg follows the response time.
+func explainSingle(r Row, size, avg string) string {
 	s := r.Model
 	if r.ParamsB > 0 {
 		s += " (" + FormatParams(r.ParamsB) + "B parameters)"
@@ -89,7 +102,7 @@ func explainSingle(r Row, size string) string {
 	case p.Completed == 0:
 		return s + ", answered no request of a single camera that sends one " + size + " image: every one failed."
 	}
-	s += ", starts answering a single camera that sends one " + size + " image after " + FormatSeconds(p.TTFT) + " s"
+	s += ", starts answering a single camera that sends one " + size + " image after " + FormatSeconds(p.TTFT) + " s" + avg
 	if p.TPS > 0 {
 		s += ", then writes " + FormatTPS(p.TPS) + " tok/s"
 	}
@@ -99,8 +112,8 @@ func explainSingle(r Row, size string) string {
 // explainHeavier: the largest image count measured at 720p with one camera,
 // and the largest image size measured with one image and one camera: "With 5
 // images per camera at 720p, the answer starts after 9.94 s. With one 1080p
-// image, after 5.45 s."
-func explainHeavier(points []Point) string {
+// image, after 5.45 s." avg follows each response time.
+func explainHeavier(points []Point, avg string) string {
 	var multi, large *Point
 	for i := range points {
 		p := &points[i]
@@ -119,12 +132,12 @@ func explainHeavier(points []Point) string {
 	switch {
 	case multi != nil && large != nil:
 		return "With " + itoa(multi.Images) + " images per camera at " + DefaultSize + ", the answer starts after " +
-			FormatSeconds(multi.TTFT) + " s. With one " + large.Size + " image, after " + FormatSeconds(large.TTFT) + " s."
+			FormatSeconds(multi.TTFT) + " s" + avg + ". With one " + large.Size + " image, after " + FormatSeconds(large.TTFT) + " s" + avg + "."
 	case multi != nil:
 		return "With " + itoa(multi.Images) + " images per camera at " + DefaultSize + ", the answer starts after " +
-			FormatSeconds(multi.TTFT) + " s."
+			FormatSeconds(multi.TTFT) + " s" + avg + "."
 	case large != nil:
-		return "With one " + large.Size + " image, the answer starts after " + FormatSeconds(large.TTFT) + " s."
+		return "With one " + large.Size + " image, the answer starts after " + FormatSeconds(large.TTFT) + " s" + avg + "."
 	}
 	return ""
 }

@@ -73,3 +73,35 @@ func TestExplainForms(t *testing.T) {
 		}
 	}
 }
+
+// The first sentences give means whatever the view judges by: judged by a
+// percentile they say so, so that a mean is never read as the p90 the
+// table beside it shows; by the mean, at any target, they stay the seed's.
+func TestExplainAtSaysItsResponseTimesAreAverages(t *testing.T) {
+	r := Row{RowConfig: RowConfig{Model: "Cosmos-Reason2-2B", ParamsB: 2.4, Quantization: "Q8_0", Engine: "llama.cpp", Device: "Jetson Orin NX"},
+		Points: append(levels([]int{1, 2, 4}, []float64{6.83, 8, 9}), pt("720p", 5, 1, 9.94, 30), pt("1080p", 1, 1, 5.45, 30))}
+	const first = "Cosmos-Reason2-2B (2.4B parameters), served in Q8_0 format with llama.cpp on Jetson Orin NX, starts answering a single camera that sends one 720p image after 6.83 s"
+	for _, c := range []struct {
+		stat   string
+		target float64
+		single string
+		heavy  string
+	}{
+		{"p90", 3, first + " on average, then writes 30 tok/s.", "With 5 images per camera at 720p, the answer starts after 9.94 s on average. With one 1080p image, after 5.45 s on average."},
+		{"p95", 10, first + " on average, then writes 30 tok/s.", "With 5 images per camera at 720p, the answer starts after 9.94 s on average. With one 1080p image, after 5.45 s on average."},
+		{"mean", 10, first + ", then writes 30 tok/s.", "With 5 images per camera at 720p, the answer starts after 9.94 s. With one 1080p image, after 5.45 s."},
+	} {
+		got := ExplainAt(r, Query{Size: "720p", Images: 1, Cameras: 1, Target: c.target, Statistic: c.stat})
+		if len(got) < 2 || got[0] != c.single || got[1] != c.heavy {
+			t.Errorf("by %s at %g s:\n got %q\nwant %q\nthen %q", c.stat, c.target, got, c.single, c.heavy)
+		}
+	}
+	single := Row{RowConfig: r.RowConfig, Points: []Point{pt("720p", 1, 1, 2, 0), pt("2K", 1, 1, 4, 30)}}
+	want := []string{
+		"Cosmos-Reason2-2B (2.4B parameters), served in Q8_0 format with llama.cpp on Jetson Orin NX, starts answering a single camera that sends one 720p image after 2 s on average.",
+		"With one 2K image, the answer starts after 4 s on average.",
+	}
+	if got := ExplainAt(single, Query{Size: "720p", Images: 1, Cameras: 1, Target: 3, Statistic: "p90"}); len(got) < 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("no TPS, one larger size, by p90:\n got %q\nwant %q", got, want)
+	}
+}

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vlmfleet/vlmfleet/explorer"
@@ -61,6 +63,35 @@ func TestExplanationAtInStepWithGo(t *testing.T) {
 	for i := range want {
 		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("%s by %s at %g s:\nJS %q\nGo %q", views[i].Row.Model, views[i].Statistic, views[i].Target, got[i], want[i])
+		}
+	}
+}
+
+// By a percentile the page's first sentences say that their response
+// times are averages, as Go's do; by the mean they stay as stored.
+func TestExplanationAtSaysItsResponseTimesAreAverages(t *testing.T) {
+	ds := buyerDataset(t)
+	searched := rowIDs(ds)["searched"]
+	stored := searched.Explanation
+	single := strings.Replace(stored[0], "image after 0.16 s,", "image after 0.16 s on average,", 1)
+	const heavy = "With 5 images per camera at 720p, the answer starts after 0.64 s on average. With one 2K image, after 0.56 s on average."
+	if single == stored[0] {
+		t.Fatalf("the searched row's first sentence no longer gives 0.16 s: %q", stored[0])
+	}
+	ctx := newTab(t)
+	open(t, ctx, serve(t, mustJSON(t, ds)))
+	for _, c := range []struct {
+		stat   string
+		target float64
+		want   []string
+	}{
+		{"p90", 3, []string{single, heavy}},
+		{"p95", 0.3, []string{single, heavy}},
+		{"mean", 1, stored[:2]},
+	} {
+		got := eval[[]string](t, ctx, `import('/static/logic.js').then(m => m.explanationAt(`+string(mustJSON(t, searched))+`, '`+c.stat+`', `+strconv.FormatFloat(c.target, 'g', -1, 64)+`))`)
+		if len(got) < 2 || !slices.Equal(got[:2], c.want) {
+			t.Errorf("by %s at %g s:\n got %q\nwant %q first", c.stat, c.target, got, c.want)
 		}
 	}
 }

@@ -638,7 +638,7 @@ export function energySentence(points, size, images, interval, statistic, target
 // one image per camera, by the mean at 3 s) judged by statistic and target
 // instead, as explorer.ExplainAt writes it: each sentence that gives Max
 // Cameras, or the draw there, is written again as the view judges; the
-// others are kept.
+// others give means, and say so by a percentile (averaged).
 export function explanationAt(row, statistic, target) {
   const lines = row.explanation || [];
   if (statistic === 'mean' && target === DEFAULT_TARGET) return lines;
@@ -649,8 +649,15 @@ export function explanationAt(row, statistic, target) {
       if (line === judgedSentence(pts, DEFAULT_SIZE, 1, t, 'mean', DEFAULT_TARGET)) return judgedSentence(pts, DEFAULT_SIZE, 1, t, statistic, target);
     }
     if (line === energySentence(pts, DEFAULT_SIZE, 1, 0, 'mean', DEFAULT_TARGET)) return energySentence(pts, DEFAULT_SIZE, 1, 0, statistic, target);
-    return line;
+    return statistic === 'mean' ? line : averaged(line);
   }).filter(Boolean);
+}
+
+// averaged adds "on average" after each response time of a sentence that
+// gives means (explorer's averageWords): "after 6.83 s, then writes" and
+// "after 9.94 s." are the only places the explanation writes "after N s".
+function averaged(line) {
+  return line.replace(/ after (\d+(?:\.\d+)?) s(?=, then writes |\.)/g, ' after $1 s on average');
 }
 
 // judgedSentence matches explorer.JudgedSentence: Max Cameras at a view in
