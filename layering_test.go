@@ -55,7 +55,9 @@ var layers = []layer{
 		why: "a room of the controller, live data: progress, telemetry, the agents' presence, events and SSE; knows no other room"},
 	{name: "access", paths: []string{"controller/access"}, below: []string{"protocol", "internal", "wire"},
 		why: "a room of the controller, HTTP access and TLS: the guard of every request, the API token, the listeners' certificates; knows no other room"},
-	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access"},
+	{name: "jobs", paths: []string{"controller/jobs"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest"},
+		why: "a room of the controller, jobs: a sweep fitted to the fleet, its jobs published, cancelled and ended when nothing will deliver them; knows the fleet as the controller hands it and no other room"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access", "jobs"},
 		why: "talks to agents only through NATS and protocol; wires its rooms together; is handed the explorer, never imports it"},
 	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
 		why: "a program that talks to a controller links the API's types, not the server"},
@@ -194,6 +196,11 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{"controller/live", "controller/access"},
 		{"controller/access", "controller/live"},
 		{"controller/access", "controller/store"},
+		{"controller/jobs", "controller"},
+		{"controller/jobs", "controller/live"},
+		{"controller/jobs", "controller/access"},
+		{"controller/live", "controller/jobs"},
+		{"controller/store", "controller/jobs"},
 	} {
 		pkgs := []listedPackage{{ImportPath: module + c.from, Imports: []string{module + c.to}}}
 		if v := layeringViolations(pkgs); len(v) != 1 {
@@ -206,6 +213,8 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{ImportPath: module + "controller/client", Imports: []string{module + "controller/explorerapi", module + "internal/tlsca"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/live", module + "controller/ingest", module + "controller/store"}},
 		{ImportPath: module + "controller/live", Imports: []string{module + "controller/store", module + "controller/api"}},
+		{ImportPath: module + "controller/jobs", Imports: []string{module + "controller/store", module + "controller/ingest", module + "controller/sweepfile"}},
+		{ImportPath: module + "controller", Imports: []string{module + "controller/jobs"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/sweepfile", module + "controller/api"}},
 		{ImportPath: module + "cmd/vlmfleet", Imports: []string{module + "controller/sweepfile"}},
 	}

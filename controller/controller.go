@@ -25,6 +25,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -164,13 +165,14 @@ type Controller struct {
 	feed   *live.Feed
 	// instances keeps one live process per agent id.
 	instances *agentInstances
+	// jobs turns sweeps into jobs, publishes, cancels and ends them.
+	jobs *jobs.Scheduler
 	// agentsJSON keeps each agent's encoding for the agents list.
 	agentsJSON agentsJSON
 	// problems are what /api/health reports broken (see health.go).
 	problems *problems
 	metrics  *metrics
 
-	publishKick chan struct{}
 	// bgCtx lasts from Start until Close stops the background work.
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -224,7 +226,7 @@ func New(opt Options) (*Controller, error) {
 		opt.HeartbeatTimeout = 15 * time.Second
 	}
 	if opt.OrphanCheckInterval <= 0 {
-		opt.OrphanCheckInterval = defaultOrphanCheck
+		opt.OrphanCheckInterval = jobs.DefaultOrphanCheck
 	}
 	if opt.JobAckWait <= 0 {
 		opt.JobAckWait = DefaultJobAckWait
@@ -244,23 +246,23 @@ func New(opt Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		opt:         opt,
-		log:         log,
-		store:       st,
-		sec:         sec,
-		tls:         tlsSt,
-		events:      live.NewFanout(),
-		live:        live.NewState(),
-		instances:   newAgentInstances(),
-		problems:    newProblems(),
-		publishKick: make(chan struct{}, 1),
-		answering:   newAnswering(),
-		joinLimit:   access.NewJoinLimiter(),
-		done:        make(chan struct{}),
+		opt:       opt,
+		log:       log,
+		store:     st,
+		sec:       sec,
+		tls:       tlsSt,
+		events:    live.NewFanout(),
+		live:      live.NewState(),
+		instances: newAgentInstances(),
+		problems:  newProblems(),
+		answering: newAnswering(),
+		joinLimit: access.NewJoinLimiter(),
+		done:      make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
 	c.feed = live.NewFeed(c.live, c.events, st, c.refuse, log, c.done)
 	c.ingester = c.newIngester()
+	c.jobs = c.newScheduler()
 	return c, nil
 }
 
@@ -285,7 +287,7 @@ func (c *Controller) Job(ctx context.Context, id string) (api.JobView, error) {
 	if err != nil {
 		return api.JobView{}, err
 	}
-	return jobView(j, agentsByID(agents)), nil
+	return jobs.View(j, jobs.AgentsByID(agents)), nil
 }
 
 // OnEvent calls fn for every live event until cancel is called. fn is
@@ -334,7 +336,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.untilJetStreamAnswers(ctx, "advisories consumer", func(ctx context.Context) error {
-		return c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer")
+		return c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.jobs.HandleAdvisory, "advisories consumer")
 	}); err != nil {
 		return err
 	}
@@ -344,10 +346,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.bg.Add(4)
 	go func() { defer c.bg.Done(); c.watchJetStream(bgCtx) }()
-	go func() { defer c.bg.Done(); c.publishLoop(bgCtx) }()
+	go func() { defer c.bg.Done(); c.jobs.PublishLoop(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchAgents(bgCtx) }()
-	go func() { defer c.bg.Done(); c.watchOrphans(bgCtx) }()
-	c.kickPublisher() // jobs stored but not acknowledged before a restart
+	go func() { defer c.bg.Done(); c.jobs.WatchOrphans(bgCtx) }()
+	c.jobs.KickPublisher() // jobs stored but not acknowledged before a restart
 
 	if err := c.startHTTP(); err != nil {
 		return err

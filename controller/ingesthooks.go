@@ -97,7 +97,7 @@ func (c *Controller) applyState(s *protocol.JobStateChange, now time.Time) error
 	if rec.CancelRequested && !s.State.Terminal() {
 		// Its agent took the job as (or after) it was cancelled: ask
 		// it again, now that it runs it.
-		c.sendCancel(s.AgentID, s.JobID)
+		c.jobs.SendCancel(s.AgentID, s.JobID)
 	}
 	return nil
 }

@@ -142,6 +142,7 @@ func (c *Controller) startNATS(ctx context.Context) error {
 		return fmt.Errorf("controller: jetstream: %w", err)
 	}
 	c.js = js
+	c.jobs.Connect(nc, js)
 	return nil
 }
 
