@@ -55,9 +55,11 @@ var layers = []layer{
 		why: "a room of the controller, live data: progress, telemetry, the agents' presence, events and SSE; knows no other room"},
 	{name: "access", paths: []string{"controller/access"}, below: []string{"protocol", "internal", "wire"},
 		why: "a room of the controller, HTTP access and TLS: the guard of every request, the API token, the listeners' certificates; knows no other room"},
+	{name: "streams", paths: []string{"controller/streams"}, below: []string{"protocol", "internal", "ingest"},
+		why: "a room of the controller, the JetStream streams: what each is, made with their copies and byte limits, and watched; knows no other room"},
 	{name: "jobs", paths: []string{"controller/jobs"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest"},
 		why: "a room of the controller, jobs: a sweep fitted to the fleet, its jobs published, cancelled and ended when nothing will deliver them; knows the fleet as the controller hands it and no other room"},
-	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access", "jobs"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access", "jobs", "streams"},
 		why: "talks to agents only through NATS and protocol; wires its rooms together; is handed the explorer, never imports it"},
 	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
 		why: "a program that talks to a controller links the API's types, not the server"},
@@ -201,6 +203,10 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{"controller/jobs", "controller/access"},
 		{"controller/live", "controller/jobs"},
 		{"controller/store", "controller/jobs"},
+		{"controller/streams", "controller"},
+		{"controller/streams", "controller/jobs"},
+		{"controller/streams", "controller/store"},
+		{"controller/jobs", "controller/streams"},
 	} {
 		pkgs := []listedPackage{{ImportPath: module + c.from, Imports: []string{module + c.to}}}
 		if v := layeringViolations(pkgs); len(v) != 1 {
@@ -215,6 +221,8 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{ImportPath: module + "controller/live", Imports: []string{module + "controller/store", module + "controller/api"}},
 		{ImportPath: module + "controller/jobs", Imports: []string{module + "controller/store", module + "controller/ingest", module + "controller/sweepfile"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/jobs"}},
+		{ImportPath: module + "controller/streams", Imports: []string{module + "controller/ingest", module + "protocol"}},
+		{ImportPath: module + "controller", Imports: []string{module + "controller/streams"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/sweepfile", module + "controller/api"}},
 		{ImportPath: module + "cmd/vlmfleet", Imports: []string{module + "controller/sweepfile"}},
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/streams"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -128,10 +129,7 @@ type Controller struct {
 	nc       *nats.Conn
 	ncClosed chan struct{}
 	js       jetstream.JetStream
-	// eventsStream is the events stream's handle, kept by ensureStreams so
-	// that removing a rejected message costs no look-up of the stream.
-	eventsStream atomic.Pointer[jetstream.Stream]
-	natsURL      string
+	natsURL  string
 	// authMu serialises changes of the embedded server's users; ctlKey
 	// is the controller's own nkey (NATSAuthNkeys only).
 	authMu sync.Mutex
@@ -165,6 +163,8 @@ type Controller struct {
 	feed   *live.Feed
 	// instances keeps one live process per agent id.
 	instances *agentInstances
+	// streams keeps the JetStream streams, their limits and copies.
+	streams *streams.Keeper
 	// jobs turns sweeps into jobs, publishes, cancels and ends them.
 	jobs *jobs.Scheduler
 	// agentsJSON keeps each agent's encoding for the agents list.
@@ -216,7 +216,7 @@ func New(opt Options) (*Controller, error) {
 	if err := checkNATSOptions(opt); err != nil {
 		return nil, err
 	}
-	if err := checkStreamLimitOptions(opt); err != nil {
+	if err := streams.CheckLimitOptions(streamOptions(opt)); err != nil {
 		return nil, err
 	}
 	if err := access.CheckTLSOptions(accessOptions(opt)); err != nil {
@@ -260,6 +260,7 @@ func New(opt Options) (*Controller, error) {
 		done:      make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
+	c.streams = streams.New(streamOptions(opt), c.refuse, log)
 	c.feed = live.NewFeed(c.live, c.events, st, c.refuse, log, c.done)
 	c.ingester = c.newIngester()
 	c.jobs = c.newScheduler()
@@ -326,7 +327,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startNATS(ctx); err != nil {
 		return err
 	}
-	if err := c.untilJetStreamAnswers(ctx, "streams", c.ensureStreams); err != nil {
+	if err := c.untilJetStreamAnswers(ctx, "streams", c.streams.Ensure); err != nil {
 		return err
 	}
 	handle := c.ingester.Start(bgCtx, &c.bg, c.done)
@@ -336,7 +337,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.untilJetStreamAnswers(ctx, "advisories consumer", func(ctx context.Context) error {
-		return c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.jobs.HandleAdvisory, "advisories consumer")
+		return c.consume(ctx, AdvisoriesStream, streams.AdvisoriesConsumerConfig(), c.jobs.HandleAdvisory, "advisories consumer")
 	}); err != nil {
 		return err
 	}

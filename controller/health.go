@@ -28,7 +28,7 @@ const (
 	// may stop the stream's writes (it needs a majority of its copies).
 	ProblemReplicas = "replicas"
 	// ProblemStreams: a stream holds most of its byte limit, or so much
-	// that it refuses new messages (see streamlimits.go). Nothing is lost
+	// that it refuses new messages (see controller/streams/limits.go). Nothing is lost
 	// (agents keep what is refused), but an operator should look.
 	ProblemStreams = "streams"
 )

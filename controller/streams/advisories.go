@@ -1,4 +1,4 @@
-package controller
+package streams
 
 import (
 	"github.com/nats-io/nats.go/jetstream"
