@@ -28,8 +28,9 @@ const (
 	// may stop the stream's writes (it needs a majority of its copies).
 	ProblemReplicas = "replicas"
 	// ProblemStreams: a stream holds most of its byte limit, or so much
-	// that it refuses new messages (see controller/streams/limits.go). Nothing is lost
-	// (agents keep what is refused), but an operator should look.
+	// that it refuses new messages (see controller/streams/limits.go).
+	// Nothing is lost (agents keep what is refused), but an operator
+	// should look.
 	ProblemStreams = "streams"
 )
 
