@@ -58,6 +58,8 @@ func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
 	return a, agentID, nil
 }
 
+// HandleAdvisory settles one message of the advisories stream: the job it
+// names is failed (jobUndeliverable), a malformed one is rejected.
 func (c *Scheduler) HandleAdvisory(msg jetstream.Msg) {
 	var seq uint64
 	var delivered uint64 = 1
@@ -159,6 +161,8 @@ func (c *Scheduler) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisor
 	return *job, true, nil
 }
 
+// DeleteJobMsg removes message seq from the jobs stream; one already gone
+// is no error.
 func (c *Scheduler) DeleteJobMsg(ctx context.Context, seq uint64) error {
 	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {

@@ -276,6 +276,7 @@ func (c *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]
 // acknowledgements.
 const publishTimeout = 30 * time.Second
 
+// KickPublisher has PublishLoop try the stored, unpublished jobs now.
 func (c *Scheduler) KickPublisher() {
 	select {
 	case c.publishKick <- struct{}{}:
