@@ -199,8 +199,3 @@ func (c *Controller) handleDrain(r *http.Request) (api.AgentView, error) {
 	return api.AgentView{}, &requestError{http.StatusMethodNotAllowed,
 		fmt.Errorf("%s %s: want POST to drain the agent or DELETE to take it back", r.Method, r.URL.Path)}
 }
-
-// drainedRefusal says why a sweep may not name a drained agent.
-func drainedRefusal(i int, id string) error {
-	return api.BadSweepf("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
-}

@@ -103,7 +103,7 @@ func TestCancelJobOfOfflineAgent(t *testing.T) {
 // and the cancel goes on, its goal reached.
 func TestDeletingAJobMessageAlreadyGoneIsNoError(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir()})
-	if err := c.deleteJobMsg(context.Background(), 1<<40); err != nil {
+	if err := c.jobs.DeleteJobMsg(context.Background(), 1<<40); err != nil {
 		t.Errorf("deleting a jobs stream message that is not there: %v", err)
 	}
 }

@@ -25,8 +25,10 @@ import (
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/live"
 	"github.com/vlmfleet/vlmfleet/controller/store"
+	"github.com/vlmfleet/vlmfleet/controller/streams"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -127,10 +129,7 @@ type Controller struct {
 	nc       *nats.Conn
 	ncClosed chan struct{}
 	js       jetstream.JetStream
-	// eventsStream is the events stream's handle, kept by ensureStreams so
-	// that removing a rejected message costs no look-up of the stream.
-	eventsStream atomic.Pointer[jetstream.Stream]
-	natsURL      string
+	natsURL  string
 	// authMu serialises changes of the embedded server's users; ctlKey
 	// is the controller's own nkey (NATSAuthNkeys only).
 	authMu sync.Mutex
@@ -164,13 +163,16 @@ type Controller struct {
 	feed   *live.Feed
 	// instances keeps one live process per agent id.
 	instances *agentInstances
+	// streams keeps the JetStream streams, their limits and copies.
+	streams *streams.Keeper
+	// jobs turns sweeps into jobs, publishes, cancels and ends them.
+	jobs *jobs.Scheduler
 	// agentsJSON keeps each agent's encoding for the agents list.
 	agentsJSON agentsJSON
 	// problems are what /api/health reports broken (see health.go).
 	problems *problems
 	metrics  *metrics
 
-	publishKick chan struct{}
 	// bgCtx lasts from Start until Close stops the background work.
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -214,7 +216,7 @@ func New(opt Options) (*Controller, error) {
 	if err := checkNATSOptions(opt); err != nil {
 		return nil, err
 	}
-	if err := checkStreamLimitOptions(opt); err != nil {
+	if err := streams.CheckLimitOptions(streamOptions(opt)); err != nil {
 		return nil, err
 	}
 	if err := access.CheckTLSOptions(accessOptions(opt)); err != nil {
@@ -224,7 +226,7 @@ func New(opt Options) (*Controller, error) {
 		opt.HeartbeatTimeout = 15 * time.Second
 	}
 	if opt.OrphanCheckInterval <= 0 {
-		opt.OrphanCheckInterval = defaultOrphanCheck
+		opt.OrphanCheckInterval = jobs.DefaultOrphanCheck
 	}
 	if opt.JobAckWait <= 0 {
 		opt.JobAckWait = DefaultJobAckWait
@@ -244,23 +246,24 @@ func New(opt Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		opt:         opt,
-		log:         log,
-		store:       st,
-		sec:         sec,
-		tls:         tlsSt,
-		events:      live.NewFanout(),
-		live:        live.NewState(),
-		instances:   newAgentInstances(),
-		problems:    newProblems(),
-		publishKick: make(chan struct{}, 1),
-		answering:   newAnswering(),
-		joinLimit:   access.NewJoinLimiter(),
-		done:        make(chan struct{}),
+		opt:       opt,
+		log:       log,
+		store:     st,
+		sec:       sec,
+		tls:       tlsSt,
+		events:    live.NewFanout(),
+		live:      live.NewState(),
+		instances: newAgentInstances(),
+		problems:  newProblems(),
+		answering: newAnswering(),
+		joinLimit: access.NewJoinLimiter(),
+		done:      make(chan struct{}),
 	}
 	c.metrics = newMetrics(c)
+	c.streams = streams.New(streamOptions(opt), c.refuse, log)
 	c.feed = live.NewFeed(c.live, c.events, st, c.refuse, log, c.done)
 	c.ingester = c.newIngester()
+	c.jobs = c.newScheduler()
 	return c, nil
 }
 
@@ -285,7 +288,7 @@ func (c *Controller) Job(ctx context.Context, id string) (api.JobView, error) {
 	if err != nil {
 		return api.JobView{}, err
 	}
-	return jobView(j, agentsByID(agents)), nil
+	return jobs.View(j, jobs.AgentsByID(agents)), nil
 }
 
 // OnEvent calls fn for every live event until cancel is called. fn is
@@ -324,7 +327,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.startNATS(ctx); err != nil {
 		return err
 	}
-	if err := c.untilJetStreamAnswers(ctx, "streams", c.ensureStreams); err != nil {
+	if err := c.untilJetStreamAnswers(ctx, "streams", c.streams.Ensure); err != nil {
 		return err
 	}
 	handle := c.ingester.Start(bgCtx, &c.bg, c.done)
@@ -334,7 +337,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.untilJetStreamAnswers(ctx, "advisories consumer", func(ctx context.Context) error {
-		return c.consume(ctx, AdvisoriesStream, AdvisoriesConsumerConfig(), c.handleAdvisory, "advisories consumer")
+		return c.consume(ctx, AdvisoriesStream, streams.AdvisoriesConsumerConfig(), c.jobs.HandleAdvisory, "advisories consumer")
 	}); err != nil {
 		return err
 	}
@@ -344,10 +347,10 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.bg.Add(4)
 	go func() { defer c.bg.Done(); c.watchJetStream(bgCtx) }()
-	go func() { defer c.bg.Done(); c.publishLoop(bgCtx) }()
+	go func() { defer c.bg.Done(); c.jobs.PublishLoop(bgCtx) }()
 	go func() { defer c.bg.Done(); c.watchAgents(bgCtx) }()
-	go func() { defer c.bg.Done(); c.watchOrphans(bgCtx) }()
-	c.kickPublisher() // jobs stored but not acknowledged before a restart
+	go func() { defer c.bg.Done(); c.jobs.WatchOrphans(bgCtx) }()
+	c.jobs.KickPublisher() // jobs stored but not acknowledged before a restart
 
 	if err := c.startHTTP(); err != nil {
 		return err

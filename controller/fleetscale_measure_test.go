@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/harness/ingestload"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -236,7 +237,7 @@ func fillJobs(t *testing.T, c *Controller, total int) int {
 	base := time.Now().UTC().Add(-time.Hour)
 	for i := 0; n < total; i++ {
 		at := base.Add(time.Duration(i) * time.Millisecond)
-		sw := protocol.Sweep{ID: newID("sw", at), Workload: testWorkload(), CreatedAt: at}
+		sw := protocol.Sweep{ID: jobs.NewID("sw", at), Workload: testWorkload(), CreatedAt: at}
 		var recs []store.JobRecord
 		for k := range min(20, total-n) {
 			id := fmt.Sprintf("%s-j%d", sw.ID, k+1)

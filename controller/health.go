@@ -12,6 +12,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -27,8 +28,9 @@ const (
 	// may stop the stream's writes (it needs a majority of its copies).
 	ProblemReplicas = "replicas"
 	// ProblemStreams: a stream holds most of its byte limit, or so much
-	// that it refuses new messages (see streamlimits.go). Nothing is lost
-	// (agents keep what is refused), but an operator should look.
+	// that it refuses new messages (see controller/streams/limits.go).
+	// Nothing is lost (agents keep what is refused), but an operator
+	// should look.
 	ProblemStreams = "streams"
 )
 
@@ -106,7 +108,7 @@ func (c *Controller) Health(ctx context.Context) api.Health {
 
 // healthOf is Health from the agents as read (err: why they could not be),
 // for a caller that needs them too: a scrape reads them once.
-func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health {
+func (c *Controller) healthOf(agents []jobs.AgentStatus, agentsErr error) api.Health {
 	h := api.Health{
 		NATS: "connected", NATSURL: protocol.RedactURL(c.natsURL), NATSAuth: c.NATSAuth(), JetStream: "ok",
 		TLS: c.tlsHealth(), Version: c.opt.Version, EventsDropped: c.events.Dropped(),
@@ -148,7 +150,7 @@ func (c *Controller) healthOf(agents []agentStatus, agentsErr error) api.Health 
 
 // fleetHealth fills h's fleet matters from the agents: the silent ones,
 // those whose id a second process claims, and those that need an upgrade.
-func (c *Controller) fleetHealth(h *api.Health, agents []agentStatus) {
+func (c *Controller) fleetHealth(h *api.Health, agents []jobs.AgentStatus) {
 	if silent, p := c.silentAgents(agents, h.Time); p != nil {
 		h.AgentsSilent = silent
 		h.Fleet = append(h.Fleet, *p)
@@ -171,7 +173,7 @@ func (c *Controller) fleetHealth(h *api.Health, agents []agentStatus) {
 // silentAgents lists the agents past their heartbeat that were heard
 // within agentSilentWindow, and the problem they make (nil when none).
 // A revoked agent cannot connect, so its silence is no news.
-func (c *Controller) silentAgents(agents []agentStatus, now time.Time) ([]string, *api.HealthProblem) {
+func (c *Controller) silentAgents(agents []jobs.AgentStatus, now time.Time) ([]string, *api.HealthProblem) {
 	var ids, parts []string
 	var since time.Time
 	for _, a := range agents {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -146,12 +147,12 @@ func (c *Controller) handleSweep(r *http.Request) (api.SweepView, error) {
 	if err != nil {
 		return api.SweepView{}, err
 	}
-	jobs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{SweepID: id})
+	recs, agents, err := c.jobsWithAgents(r.Context(), store.JobQuery{SweepID: id})
 	if err != nil {
 		return api.SweepView{}, err
 	}
-	byAgent := agentsByID(agents)
-	return api.SweepView{Sweep: s, Status: sweepStatus(id, jobs, byAgent), JobList: jobViews(jobs, byAgent)}, nil
+	byAgent := jobs.AgentsByID(agents)
+	return api.SweepView{Sweep: s, Status: jobs.SweepStatus(id, recs, byAgent), JobList: jobs.Views(recs, byAgent)}, nil
 }
 
 func (c *Controller) handleJob(r *http.Request) (api.JobView, error) {
@@ -163,7 +164,7 @@ func (c *Controller) handleJob(r *http.Request) (api.JobView, error) {
 // job as it is when it had already ended.
 func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 	rec, err := c.CancelJob(r.Context(), r.PathValue("id"))
-	var ended *JobEndedError
+	var ended *jobs.JobEndedError
 	if err != nil && !errors.As(err, &ended) {
 		api.WriteError(w, statusOf(err), err)
 		return
@@ -173,7 +174,7 @@ func (c *Controller) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, statusOf(aerr), aerr)
 		return
 	}
-	v := jobView(rec, agentsByID(agents))
+	v := jobs.View(rec, jobs.AgentsByID(agents))
 	switch {
 	case ended != nil:
 		api.WriteJSON(w, http.StatusConflict, map[string]any{"error": ended.Error(), "job": v})
@@ -193,12 +194,12 @@ func (c *Controller) handleCancelSweep(r *http.Request) (api.SweepCancel, error)
 // handleLiveSnapshot reads the active jobs and the agents from memory,
 // not the store's file: the live page asks whenever it (re)connects.
 func (c *Controller) handleLiveSnapshot(r *http.Request) (api.LiveSnapshot, error) {
-	jobs := c.store.ActiveJobs()
+	active := c.store.ActiveJobs()
 	agents, err := c.agentStatuses(r.Context())
 	if err != nil {
 		return api.LiveSnapshot{}, err
 	}
-	snap := api.LiveSnapshot{Agents: agentViews(agents), Jobs: jobViews(jobs, agentsByID(agents))}
+	snap := api.LiveSnapshot{Agents: agentViews(agents), Jobs: jobs.Views(active, jobs.AgentsByID(agents))}
 	snap.Progress, snap.Telemetry = c.live.Snapshot()
 	if snap.Progress == nil {
 		snap.Progress = []protocol.Progress{}

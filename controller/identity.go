@@ -187,7 +187,7 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	if !c.keyAdmitted(ctx, ident.PublicKey) {
 		closed = c.disconnect(ident.PublicKey)
 	}
-	ended, err := c.endRevokedAgentsJobs(ctx, id, time.Now())
+	ended, err := c.jobs.EndRevokedAgentsJobs(ctx, id, time.Now())
 	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
 	return ident, err
 }

@@ -28,7 +28,7 @@ func (c *Controller) newIngester() *ingest.Ingester {
 				c.problems.clear(ProblemStore)
 			}
 		},
-		RejectRecorded: c.removeRejected,
+		RejectRecorded: c.streams.RemoveRejected,
 	}, c.log)
 }
 
@@ -36,7 +36,7 @@ func (c *Controller) newIngester() *ingest.Ingester {
 // its messages to handle (ingest.Consume); the watchers started by
 // watchConsumers recreate it should it disappear.
 func (c *Controller) consume(ctx context.Context, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, what string) error {
-	b, err := ingest.Consume(ctx, c.js, stream, cfg, handle, what, c.ensureStreams, c.log, func(what string) {
+	b, err := ingest.Consume(ctx, c.js, stream, cfg, handle, what, c.streams.Ensure, c.log, func(what string) {
 		if h := c.testHookRebind.Load(); h != nil {
 			(*h)(what)
 		}
@@ -97,7 +97,7 @@ func (c *Controller) applyState(s *protocol.JobStateChange, now time.Time) error
 	if rec.CancelRequested && !s.State.Terminal() {
 		// Its agent took the job as (or after) it was cancelled: ask
 		// it again, now that it runs it.
-		c.sendCancel(s.AgentID, s.JobID)
+		c.jobs.SendCancel(s.AgentID, s.JobID)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/vlmfleet/vlmfleet/controller/streams"
 	"github.com/vlmfleet/vlmfleet/internal/backoff"
 	"github.com/vlmfleet/vlmfleet/internal/tick"
 	"github.com/vlmfleet/vlmfleet/protocol"
@@ -19,7 +20,7 @@ import (
 // jetStreamCheckEvery is how often JetStream's health is looked at: a
 // stream that can no longer write shows in /api/health within this (and
 // well within the 30 s a monitor may expect).
-const jetStreamCheckEvery = 5 * time.Second
+const jetStreamCheckEvery = streams.CheckEvery
 
 // jetStreamRepairPolicy spaces the embedded JetStream's restarts while it
 // keeps failing (the disk still nearly full).
@@ -44,12 +45,12 @@ func (c *Controller) watchJetStream(ctx context.Context) {
 	tick.Every(ctx, jetStreamCheckEvery, func() {
 		err := c.checkJetStream(ctx)
 		if err == nil && c.opt.StreamReplicas > 1 {
-			c.reportChange(ProblemReplicas, c.checkReplicas(ctx),
+			c.reportChange(ProblemReplicas, c.streams.CheckReplicas(ctx),
 				"a stream keeps fewer copies than configured: one more NATS node lost may stop its writes",
 				"every stream keeps its configured copies again")
 		}
 		if err == nil {
-			c.reportChange(ProblemStreams, c.checkStreamLimits(ctx),
+			c.reportChange(ProblemStreams, c.streams.CheckLimits(ctx),
 				"a stream is near or at its byte limit", "every stream is well within its byte limit again")
 			if _, was := c.problems.get(ProblemJetStream); was {
 				c.log.Warn().Msg("JetStream healthy again")
@@ -140,11 +141,11 @@ func (c *Controller) repairJetStream(ctx context.Context) error {
 		return fmt.Errorf("stop JetStream: %w", err)
 	}
 	// What the server's own start passes (serverOptions sets the storage limit).
-	cfg := &server.JetStreamConfig{StoreDir: dir, Strict: true, CompressOK: true, MaxStore: c.jetStreamMaxStore()}
+	cfg := &server.JetStreamConfig{StoreDir: dir, Strict: true, CompressOK: true, MaxStore: c.streams.JetStreamMaxStore()}
 	if err := c.ns.EnableJetStream(cfg); err != nil {
 		return fmt.Errorf("start JetStream: %w", err)
 	}
-	if err := c.ensureStreams(ctx); err != nil {
+	if err := c.streams.Ensure(ctx); err != nil {
 		return err
 	}
 	for _, b := range c.consumers {

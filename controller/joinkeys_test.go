@@ -216,7 +216,7 @@ func TestConflictingIdentitiesAreReportedAndRepairable(t *testing.T) {
 	}
 	// The controller kept its rights: its streams answer and a sweep is
 	// stored and published.
-	if err := c.ensureStreams(waitCtx(t)); err != nil {
+	if err := c.streams.Ensure(waitCtx(t)); err != nil {
 		t.Fatalf("the controller's streams: %v", err)
 	}
 	nc, err := l.connect(t, "victim", victim)

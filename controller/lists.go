@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -43,7 +44,7 @@ func (c *Controller) listRuns(r *http.Request, p store.Page) ([]protocol.Run, st
 
 func (c *Controller) listJobs(r *http.Request, p store.Page) ([]api.JobView, string, error) {
 	q := r.URL.Query()
-	jobs, next, err := c.store.JobsPage(r.Context(), store.JobQuery{
+	recs, next, err := c.store.JobsPage(r.Context(), store.JobQuery{
 		SweepID: q.Get("sweep"), AgentID: q.Get("agent"), State: protocol.JobState(q.Get("state")),
 		Active: q.Get("active") == "1" || q.Get("active") == "true",
 	}, p)
@@ -54,7 +55,7 @@ func (c *Controller) listJobs(r *http.Request, p store.Page) ([]api.JobView, str
 	if err != nil {
 		return nil, "", err
 	}
-	return jobViews(jobs, agentsByID(agents)), next, nil
+	return jobs.Views(recs, jobs.AgentsByID(agents)), next, nil
 }
 
 // listSweeps shows the page's sweeps with their jobs counted by the
@@ -78,7 +79,7 @@ func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]api.SweepView,
 	if err != nil {
 		return nil, "", err
 	}
-	byAgent := agentsByID(agents)
+	byAgent := jobs.AgentsByID(agents)
 	now := time.Now()
 	out := make([]api.SweepView, 0, len(sweeps))
 	for _, s := range sweeps {
@@ -87,9 +88,9 @@ func (c *Controller) listSweeps(r *http.Request, p store.Page) ([]api.SweepView,
 	return out, next, nil
 }
 
-// tallyStatus is sweepStatus from the sweep's jobs counted by state and
+// tallyStatus is jobs.SweepStatus from the sweep's jobs counted by state and
 // the records of those that have not ended (only they can be stalled).
-func tallyStatus(id string, states map[protocol.JobState]int, open []store.JobRecord, agents map[string]agentStatus, now time.Time) api.SweepStatus {
+func tallyStatus(id string, states map[protocol.JobState]int, open []store.JobRecord, agents map[string]jobs.AgentStatus, now time.Time) api.SweepStatus {
 	st := api.SweepStatus{ID: id, States: map[protocol.JobState]int{}, Done: true}
 	for s, n := range states {
 		st.States[s] = n
@@ -101,7 +102,7 @@ func tallyStatus(id string, states map[protocol.JobState]int, open []store.JobRe
 		}
 	}
 	for _, j := range open {
-		if stalled, _, _ := stalledSince(j, agents, now); stalled {
+		if stalled, _, _ := jobs.StalledSince(j, agents, now); stalled {
 			st.Stalled++
 		}
 	}

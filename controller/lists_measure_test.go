@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -37,10 +38,10 @@ func largeLab(t *testing.T) (c *Controller, sweepID, agentID string) {
 	w.Cameras = []int{1, 2, 3, 4, 5, 6}
 	w.MultiImageSizes, w.ImagesPerRequest, w.MultiImageRequests = nil, nil, 0
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	var jobs []store.JobRecord
+	var stored []store.JobRecord
 	for i := range largeSweeps {
 		at := base.Add(time.Duration(i) * time.Minute)
-		sw := protocol.Sweep{ID: newID("sw", at), Workload: w, CreatedAt: at}
+		sw := protocol.Sweep{ID: jobs.NewID("sw", at), Workload: w, CreatedAt: at}
 		var recs []store.JobRecord
 		for k := range largeJobsPerSweep {
 			id := fmt.Sprintf("%s-j%d", sw.ID, k+1)
@@ -54,7 +55,7 @@ func largeLab(t *testing.T) (c *Controller, sweepID, agentID string) {
 		if err := c.store.CreateSweep(sw, recs); err != nil {
 			t.Fatal(err)
 		}
-		jobs = append(jobs, recs...)
+		stored = append(stored, recs...)
 	}
 	var entries []store.ImportEntry
 	flush := func() {
@@ -67,7 +68,7 @@ func largeLab(t *testing.T) (c *Controller, sweepID, agentID string) {
 		entries = entries[:0]
 	}
 	for i := range largeRuns {
-		j := jobs[i].Job
+		j := stored[i].Job
 		r := testRun(store.RunIDFor(j.ID, 1), j.AgentID)
 		r.JobID, r.SweepID, r.Workload = j.ID, j.SweepID, w
 		r.Status, r.CreatedAt = protocol.RunCompleted, j.CreatedAt.Add(time.Second)
@@ -91,7 +92,7 @@ func largeLab(t *testing.T) (c *Controller, sweepID, agentID string) {
 			t.Fatal(err)
 		}
 	}
-	return c, jobs[largeRuns/2].Job.SweepID, "agent-07"
+	return c, stored[largeRuns/2].Job.SweepID, "agent-07"
 }
 
 // TestMeasureLists times every list endpoint over HTTP on largeLab, for

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -60,7 +61,7 @@ func TestListsComeInPages(t *testing.T) {
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	var sweepIDs, jobIDs []string
 	for i := range 101 {
-		sw := protocol.Sweep{ID: newID("sw", at.Add(time.Duration(i)*time.Minute)), Workload: testWorkload(), CreatedAt: at}
+		sw := protocol.Sweep{ID: jobs.NewID("sw", at.Add(time.Duration(i)*time.Minute)), Workload: testWorkload(), CreatedAt: at}
 		var recs []store.JobRecord
 		n := 1
 		if i == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -210,20 +211,20 @@ func (l *labCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descAgents, float64(online), "true")
 	gauge(descAgents, float64(len(agents)-online), "false")
-	collectJobs(c.store, agentsByID(agents), gauge)
+	collectJobs(c.store, jobs.AgentsByID(agents), gauge)
 }
 
 // collectJobs reports the jobs by state and the unfinished sweeps'
 // progress from the store's tallies, kept in memory as jobs change: only
 // the jobs that have not ended are looked at, to tell the stalled ones.
-func collectJobs(st *store.Store, agents map[string]agentStatus, gauge func(*prometheus.Desc, float64, ...string)) {
+func collectJobs(st *store.Store, agents map[string]jobs.AgentStatus, gauge func(*prometheus.Desc, float64, ...string)) {
 	states := map[string]float64{}
 	for s, n := range st.JobStates() {
 		states[string(s)] = float64(n)
 	}
 	now := time.Now()
 	for _, j := range st.OpenJobs("") {
-		if stalled, _, _ := stalledSince(j, agents, now); stalled {
+		if stalled, _, _ := jobs.StalledSince(j, agents, now); stalled {
 			states[string(j.State)]--
 			states["stalled"]++
 		}

@@ -16,62 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/access"
-	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
-
-// Stream settings. Both keep message ids for an hour so that a publisher's
-// retry (the same id) is stored once.
-const (
-	duplicateWindow = time.Hour
-	eventsMaxAge    = 30 * 24 * time.Hour
-	jobsMaxAge      = 30 * 24 * time.Hour
-	// ConsumerName is the controller's durable consumer on the events stream.
-	ConsumerName = ingest.ConsumerName
-	// MaxStreamReplicas is the most copies of a stream NATS keeps.
-	MaxStreamReplicas = 5
-)
-
-// JobsStreamConfig is the stream of jobs. Work-queue retention removes a
-// job once its agent acknowledged it; each agent's consumer filters on its
-// own subject, so the consumers never overlap.
-func JobsStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        protocol.StreamJobs,
-		Description: "vlmfleet jobs addressed to agents",
-		Subjects:    []string{protocol.JobSubjectAll},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Duplicates:  duplicateWindow,
-		MaxAge:      jobsMaxAge,
-		MaxMsgSize:  protocol.MaxMessageBytes,
-		MaxBytes:    DefaultJobsStreamMaxBytes,
-		Discard:     jetstream.DiscardNew,
-	}
-}
-
-// EventsStreamConfig is the stream of what agents report durably.
-func EventsStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        protocol.StreamEvents,
-		Description: "vlmfleet agent announcements, job states and results",
-		Subjects: []string{
-			protocol.AgentSubjectAll(protocol.KindHello),
-			protocol.AgentSubjectAll(protocol.KindState),
-			protocol.AgentSubjectAll(protocol.KindResult),
-		},
-		Retention:  jetstream.LimitsPolicy,
-		Storage:    jetstream.FileStorage,
-		Duplicates: duplicateWindow,
-		MaxAge:     eventsMaxAge,
-		// The largest message an agent sends: a result, at most
-		// protocol.MaxMessageBytes of JSON, less once compressed.
-		MaxMsgSize: protocol.MaxMessageBytes,
-		MaxBytes:   DefaultEventsStreamMaxBytes,
-		Discard:    jetstream.DiscardNew,
-	}
-}
 
 // startNATS embeds a JetStream server under the data dir, or connects to
 // the external one, and opens the controller's connection.
@@ -142,6 +89,8 @@ func (c *Controller) startNATS(ctx context.Context) error {
 		return fmt.Errorf("controller: jetstream: %w", err)
 	}
 	c.js = js
+	c.streams.Connect(js)
+	c.jobs.Connect(nc, js)
 	return nil
 }
 
@@ -222,7 +171,7 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 		NoSigs:     true,
 		// Results carry per-request records; allow what the protocol allows.
 		MaxPayload:        protocol.MaxMessageBytes,
-		JetStreamMaxStore: c.jetStreamMaxStore(),
+		JetStreamMaxStore: c.streams.JetStreamMaxStore(),
 	}
 	if c.tls.NATS {
 		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, c.tls.NATSConfig, 5
@@ -235,29 +184,6 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 		opts.Nkeys = users
 	}
 	return opts, nil
-}
-
-// ensureStreams creates the controller's streams, or updates them to the
-// configuration this build wants, with the configured replica count and
-// byte limits. A cluster scales an existing stream's replicas up or down
-// in place, and a stream of an earlier version gets its limits in place
-// too; a server that refuses says why, and the error names both counts.
-func (c *Controller) ensureStreams(ctx context.Context) error {
-	for _, cfg := range c.streamConfigs() {
-		s, err := c.js.CreateOrUpdateStream(ctx, cfg)
-		if err != nil {
-			if s, ierr := c.js.Stream(ctx, cfg.Name); ierr == nil && s.CachedInfo().Config.Replicas != cfg.Replicas {
-				return fmt.Errorf("controller: stream %s has %d replicas and --stream-replicas asks for %d; the server refused the change: %w",
-					cfg.Name, s.CachedInfo().Config.Replicas, cfg.Replicas, err)
-			}
-			return fmt.Errorf("controller: create or update stream %s with %d replicas and a limit of %s (--events-stream-mib, --jobs-stream-mib): %w",
-				cfg.Name, cfg.Replicas, mib(cfg.MaxBytes), err)
-		}
-		if cfg.Name == protocol.StreamEvents {
-			c.eventsStream.Store(&s)
-		}
-	}
-	return nil
 }
 
 // natsLogger sends the embedded server's log to zerolog; its start-up

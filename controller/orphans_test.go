@@ -6,6 +6,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
+	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -15,11 +16,11 @@ import (
 func TestQueuedJobGoneFromTheStreamFails(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), OrphanCheckInterval: 50 * time.Millisecond})
 	ev, a := announced(t, c, "idle", "d1", "d2", "d3") // announced, never consuming
-	jobs := submitJobs(t, c, "idle")
-	if len(jobs) != 3 {
-		t.Fatalf("%d jobs, want 3", len(jobs))
+	ids := submitJobs(t, c, "idle")
+	if len(ids) != 3 {
+		t.Fatalf("%d jobs, want 3", len(ids))
 	}
-	gone, kept, reported := jobs[0], jobs[1], jobs[2]
+	gone, kept, reported := ids[0], ids[1], ids[2]
 	// The agent reported on one job (it took it): never touched, even gone.
 	a.state(t, reported, protocol.JobAccepted, 1, true)
 	ev.waitFor(t, 1, stateIs(reported, protocol.JobAccepted))
@@ -40,15 +41,15 @@ func TestQueuedJobGoneFromTheStreamFails(t *testing.T) {
 	}
 
 	e := ev.waitFor(t, 1, stateIs(gone, protocol.JobFailed))[0]
-	if ch := e.Data.(protocol.JobStateChange); ch.Error != orphanReason || ch.AgentID != "idle" {
-		t.Errorf("failed event %+v, want agent idle and error %q", ch, orphanReason)
+	if ch := e.Data.(protocol.JobStateChange); ch.Error != jobs.OrphanReason || ch.AgentID != "idle" {
+		t.Errorf("failed event %+v, want agent idle and error %q", ch, jobs.OrphanReason)
 	}
 	var jv api.JobView
 	if code := getJSON(t, c.HTTPURL()+"/api/jobs/"+gone, &jv); code != 200 {
 		t.Fatalf("GET job: %d", code)
 	}
-	if jv.State != protocol.JobFailed || jv.Error != orphanReason {
-		t.Errorf("job gone from the stream: state %s error %q, want failed, %q", jv.State, jv.Error, orphanReason)
+	if jv.State != protocol.JobFailed || jv.Error != jobs.OrphanReason {
+		t.Errorf("job gone from the stream: state %s error %q, want failed, %q", jv.State, jv.Error, jobs.OrphanReason)
 	}
 	// Ending it took two checks, each of which saw the other jobs too.
 	for id, want := range map[string]protocol.JobState{kept: protocol.JobQueued, reported: protocol.JobAccepted} {
@@ -72,11 +73,11 @@ func TestQueuedJobGoneFromTheStreamFails(t *testing.T) {
 func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
 	c := startControllerWith(t, Options{DataDir: t.TempDir(), OrphanCheckInterval: time.Hour})
 	ev, a := announced(t, c, "busy", "d1")
-	jobs := submitJobs(t, c, "busy")
-	if len(jobs) != 1 {
-		t.Fatalf("%d jobs, want 1", len(jobs))
+	ids := submitJobs(t, c, "busy")
+	if len(ids) != 1 {
+		t.Fatalf("%d jobs, want 1", len(ids))
 	}
-	job := jobs[0]
+	job := ids[0]
 
 	// Ingestion stops (as if far behind); the agent reports and then
 	// acknowledges the job, which removes its message.
@@ -113,9 +114,9 @@ func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := &orphanWatch{missing: map[string]uint64{}, eventsAt: map[string]uint64{}}
+	w := jobs.NewOrphanWatch()
 	for i := range 3 {
-		if err := c.checkOrphans(waitCtx(t), w); err != nil {
+		if err := c.jobs.CheckOrphans(waitCtx(t), w); err != nil {
 			t.Fatalf("check %d: %v", i+1, err)
 		}
 	}
@@ -129,7 +130,7 @@ func TestQueuedJobWithItsReportStillToIngestIsNotFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev.waitFor(t, 1, stateIs(job, protocol.JobAccepted))
-	if err := c.checkOrphans(waitCtx(t), w); err != nil {
+	if err := c.jobs.CheckOrphans(waitCtx(t), w); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := c.store.Job(job); err != nil || rec.State != protocol.JobAccepted {

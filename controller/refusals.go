@@ -7,6 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/live"
+	"github.com/vlmfleet/vlmfleet/controller/streams"
 )
 
 // What the controller refuses from an agent outside the durable stream's
@@ -24,7 +25,7 @@ const (
 	RefusalHeartbeat = "heartbeat"
 	// RefusalStream: a durable message refused by the events stream's
 	// limits or removed from it after it was rejected.
-	RefusalStream = "stream"
+	RefusalStream = streams.RefusalStream
 	// RefusalDuplicate: a heartbeat or hello of a second process claiming
 	// an agent's id while another holds it.
 	RefusalDuplicate = "duplicate"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/vlmfleet/vlmfleet/controller/streams"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -92,7 +93,7 @@ func TestStreamsHaveByteLimitsSetInPlace(t *testing.T) {
 	}{
 		protocol.StreamEvents: {DefaultEventsStreamMaxBytes, jetstream.DiscardNew},
 		protocol.StreamJobs:   {DefaultJobsStreamMaxBytes, jetstream.DiscardNew},
-		AdvisoriesStream:      {AdvisoriesStreamMaxBytes, jetstream.DiscardOld},
+		AdvisoriesStream:      {streams.AdvisoriesStreamMaxBytes, jetstream.DiscardOld},
 	}
 	for name, w := range want {
 		cfg := streamInfo(t, admin, name).Config

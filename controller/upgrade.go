@@ -25,9 +25,3 @@ func (c *Controller) upgradeOf(h protocol.AgentHello) *api.AgentUpgrade {
 			cmp.Or(h.Version, "unknown"), level, protocol.MinAgentLevel, needs, level),
 	}
 }
-
-// upgradeRefusal says why a sweep may not name agent id, which needs an
-// upgrade.
-func upgradeRefusal(i int, id string, u *api.AgentUpgrade) error {
-	return api.BadSweepf("agents[%d]: agent %q needs an upgrade: it %s", i, id, u.Reason)
-}

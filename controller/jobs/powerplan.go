@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"fmt"
@@ -42,7 +42,7 @@ type powerPlan struct {
 // setting, and a note says so. Refused, in the words of
 // PowerControl.Check: a setting no agent of the sweep has, and one an
 // agent has but may not switch to.
-func planPower(axis []sweepPower, agents []agentStatus) (powerPlan, error) {
+func planPower(axis []sweepPower, agents []AgentStatus) (powerPlan, error) {
 	plan := powerPlan{settings: map[string][]protocol.PowerSetting{}}
 	if len(axis) == 0 {
 		for _, a := range agents {
@@ -69,7 +69,7 @@ func planPower(axis []sweepPower, agents []agentStatus) (powerPlan, error) {
 // checkPowerSetting adds setting p to the settings of every agent that
 // can take it, and refuses it when an agent has it but may not switch, or
 // when no agent takes it.
-func checkPowerSetting(p sweepPower, agents []agentStatus, settings map[string][]protocol.PowerSetting) error {
+func checkPowerSetting(p sweepPower, agents []AgentStatus, settings map[string][]protocol.PowerSetting) error {
 	var refusal error
 	refusalOfKind := false
 	taken := false
@@ -110,7 +110,7 @@ func hasPowerSetting(pc *protocol.PowerControl, s protocol.PowerSetting) bool {
 // powerNote says how agent a is measured otherwise than the axis names,
 // given the settings it takes: "" when it takes every setting of its
 // kind.
-func powerNote(axis []sweepPower, a agentStatus, took []protocol.PowerSetting) string {
+func powerNote(axis []sweepPower, a AgentStatus, took []protocol.PowerSetting) string {
 	if len(took) == 0 {
 		current := protocol.PowerSetting{Mode: a.PowerMode, LimitW: a.PowerLimitW}.String()
 		if current == "" {

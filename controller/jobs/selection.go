@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"sort"
@@ -13,8 +13,8 @@ import (
 // online, carrying the sweep's agent_labels, not drained and not needing
 // an upgrade; the ones it passed over for either are returned as skipped.
 // When none is left, the error says which step left none.
-func (c *Controller) selectOnline(agents []agentStatus, labels map[string]string) (chosen []agentStatus, skipped []protocol.SkippedAgent, err error) {
-	var online, labelled []agentStatus
+func (c *Scheduler) selectOnline(agents []AgentStatus, labels map[string]string) (chosen []AgentStatus, skipped []protocol.SkippedAgent, err error) {
+	var online, labelled []AgentStatus
 	for _, a := range agents {
 		if !a.Online {
 			continue
@@ -59,7 +59,7 @@ const drainedSkip = "drained: it takes no new jobs until taken back (DELETE /api
 
 // skipIdle lists the chosen agents that got no job, with why: a
 // configuration entry that is wrong, or none of the sweep's deployments.
-func skipIdle(s *protocol.Sweep, chosen []agentStatus, jobs []store.JobRecord) {
+func skipIdle(s *protocol.Sweep, chosen []AgentStatus, jobs []store.JobRecord) {
 	busy := map[string]bool{}
 	for _, j := range jobs {
 		busy[j.Job.AgentID] = true
@@ -69,7 +69,7 @@ func skipIdle(s *protocol.Sweep, chosen []agentStatus, jobs []store.JobRecord) {
 			continue
 		}
 		why := "it offers none of the sweep's deployments"
-		if b := brokenReasons([]agentStatus{a}, ""); b != "" {
+		if b := brokenReasons([]AgentStatus{a}, ""); b != "" {
 			why = "it cannot serve the sweep's deployments: " + b
 		}
 		s.Skipped = append(s.Skipped, protocol.SkippedAgent{AgentID: a.ID, Reason: why})
@@ -88,4 +88,15 @@ func formatLabels(labels map[string]string) string {
 		parts[i] = k + "=" + labels[k]
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// drainedRefusal says why a sweep may not name a drained agent.
+func drainedRefusal(i int, id string) error {
+	return api.BadSweepf("agents[%d]: agent %q is drained: it takes no new jobs (DELETE /api/agents/%s/drain takes it back)", i, id, id)
+}
+
+// upgradeRefusal says why a sweep may not name agent id, which needs an
+// upgrade.
+func upgradeRefusal(i int, id string, u *api.AgentUpgrade) error {
+	return api.BadSweepf("agents[%d]: agent %q needs an upgrade: it %s", i, id, u.Reason)
 }

@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"testing"
@@ -24,12 +24,12 @@ func TestStalledWhenTheAgentIsOnlineWithoutTheJob(t *testing.T) {
 			{State: protocol.JobRunning, Attempt: 1, Time: t0, ReceivedAt: t0.Add(time.Second)},
 		},
 	}
-	agent := func(started time.Time, state, job string, since time.Time) map[string]agentStatus {
-		return map[string]agentStatus{"a1": {AgentView: api.AgentView{ID: "a1", Online: true, StartedAt: started, State: state, JobID: job}, stateSince: since}}
+	agent := func(started time.Time, state, job string, since time.Time) map[string]AgentStatus {
+		return map[string]AgentStatus{"a1": {AgentView: api.AgentView{ID: "a1", Online: true, StartedAt: started, State: state, JobID: job}, StateSince: since}}
 	}
 	for _, tc := range []struct {
 		name   string
-		agents map[string]agentStatus
+		agents map[string]AgentStatus
 		reason string
 	}{
 		{"busy with it", agent(t0.Add(-time.Hour), protocol.AgentBusy, "j1", t0), ""},
@@ -39,9 +39,9 @@ func TestStalledWhenTheAgentIsOnlineWithoutTheJob(t *testing.T) {
 		{"idle for the grace", agent(t0.Add(-time.Hour), protocol.AgentIdle, "", now.Add(-lostJobGrace)), stallAgentLostIt},
 		{"busy with another", agent(t0.Add(-time.Hour), protocol.AgentBusy, "j2", t0.Add(2*time.Second)), stallAgentLostIt},
 		{"no heartbeat yet", agent(t0.Add(-time.Hour), "", "", time.Time{}), ""},
-		{"offline", map[string]agentStatus{}, stallAgentOffline},
+		{"offline", map[string]AgentStatus{}, stallAgentOffline},
 	} {
-		stalled, since, reason := stalledSince(running, tc.agents, now)
+		stalled, since, reason := StalledSince(running, tc.agents, now)
 		if stalled != (tc.reason != "") || reason != tc.reason {
 			t.Errorf("%s: stalled %v, reason %q; want %q", tc.name, stalled, reason, tc.reason)
 		}
@@ -54,7 +54,7 @@ func TestStalledWhenTheAgentIsOnlineWithoutTheJob(t *testing.T) {
 	again := running
 	again.State, again.Attempt, again.UpdatedAt = protocol.JobAccepted, 2, now
 	again.History = append(again.History, store.JobHistoryEntry{State: protocol.JobAccepted, Attempt: 2, Time: t0.Add(20 * time.Second)})
-	if stalled, _, reason := stalledSince(again, agent(t0.Add(10*time.Second), protocol.AgentBusy, "j1", now), now); stalled {
+	if stalled, _, reason := StalledSince(again, agent(t0.Add(10*time.Second), protocol.AgentBusy, "j1", now), now); stalled {
 		t.Errorf("redelivered job stalled: %q", reason)
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package streams
 
 import (
 	"context"
@@ -11,13 +11,13 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// checkReplicas says which of the controller's streams have fewer current
+// CheckReplicas says which of the controller's streams have fewer current
 // copies than configured, nil when none. Only a cluster keeps copies; the
 // check is three stream lookups, made at JetStream's check interval.
-func (c *Controller) checkReplicas(ctx context.Context) error {
+func (c *Keeper) CheckReplicas(ctx context.Context) error {
 	var short []string
 	for _, name := range []string{protocol.StreamJobs, protocol.StreamEvents, AdvisoriesStream} {
-		ictx, cancel := context.WithTimeout(ctx, jetStreamCheckEvery)
+		ictx, cancel := context.WithTimeout(ctx, CheckEvery)
 		s, err := c.js.Stream(ictx, name)
 		cancel()
 		if ctx.Err() != nil {

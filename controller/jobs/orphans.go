@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"context"
@@ -15,15 +15,15 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// orphanReason is the error of a job whose message left the jobs stream
+// OrphanReason is the error of a job whose message left the jobs stream
 // before its agent took it.
-const orphanReason = "the job left the jobs stream without reaching its agent (deleted, purged or expired); submit it again"
+const OrphanReason = "the job left the jobs stream without reaching its agent (deleted, purged or expired); submit it again"
 
-// defaultOrphanCheck is how often the controller looks for queued jobs whose
+// DefaultOrphanCheck is how often the controller looks for queued jobs whose
 // message is no longer in the jobs stream.
-const defaultOrphanCheck = 30 * time.Second
+const DefaultOrphanCheck = 30 * time.Second
 
-// orphanWatch remembers the jobs found missing from the jobs stream at the
+// OrphanWatch remembers the jobs found missing from the jobs stream at the
 // last check: a job is ended only when it is missing at two checks in a
 // row, so that the report of an agent that took and finished it just then
 // (an agent acknowledges a job, which removes it, after reporting on it)
@@ -34,18 +34,23 @@ const defaultOrphanCheck = 30 * time.Second
 // events stream at the second check, and the job was failed although it
 // completed. So a job is also ended only once the controller has taken in
 // everything the events stream held when the job was first found missing.
-type orphanWatch struct {
+type OrphanWatch struct {
 	missing map[string]uint64 // job id → the stream sequence found empty
 	// eventsAt is the events stream's last sequence when the job was first
 	// found missing: its report, if any, is at or before it.
 	eventsAt map[string]uint64
 }
 
-// watchOrphans runs checkOrphans every OrphanCheckInterval until ctx ends.
-func (c *Controller) watchOrphans(ctx context.Context) {
-	w := &orphanWatch{missing: map[string]uint64{}, eventsAt: map[string]uint64{}}
+// NewOrphanWatch remembers nothing yet: no job was found missing.
+func NewOrphanWatch() *OrphanWatch {
+	return &OrphanWatch{missing: map[string]uint64{}, eventsAt: map[string]uint64{}}
+}
+
+// WatchOrphans runs CheckOrphans every OrphanCheckInterval until ctx ends.
+func (c *Scheduler) WatchOrphans(ctx context.Context) {
+	w := NewOrphanWatch()
 	tick.Every(ctx, c.opt.OrphanCheckInterval, func() {
-		if err := c.checkOrphans(ctx, w); err != nil && ctx.Err() == nil {
+		if err := c.CheckOrphans(ctx, w); err != nil && ctx.Err() == nil {
 			c.log.Warn().Err(err).Msg("looking for queued jobs gone from the jobs stream failed; trying again at the next check")
 		}
 	})
@@ -57,12 +62,12 @@ func orphanCandidate(j store.JobRecord) bool {
 	return j.State == protocol.JobQueued && j.Published && j.StreamSeq > 0 && len(j.History) == 0
 }
 
-// checkOrphans ends, as failed, each queued job whose message has left the
+// CheckOrphans ends, as failed, each queued job whose message has left the
 // jobs stream without its agent having reported on it: nothing will ever
 // deliver it now. A job whose message is still there, or whose agent sent
 // any state, is never touched; a job missing only since the last check is
 // remembered and ended at the next one if it is still missing and queued.
-func (c *Controller) checkOrphans(ctx context.Context, w *orphanWatch) error {
+func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
 	jobs, err := c.store.Jobs(ctx, store.JobQuery{State: protocol.JobQueued})
 	if err != nil {
 		return err
@@ -148,7 +153,7 @@ func (p eventsProgress) covers(seq uint64) bool {
 }
 
 // eventsLastSeq is the events stream's last sequence.
-func (c *Controller) eventsLastSeq(ctx context.Context) (uint64, error) {
+func (c *Scheduler) eventsLastSeq(ctx context.Context) (uint64, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	stream, err := c.js.Stream(ictx, protocol.StreamEvents)
@@ -159,7 +164,7 @@ func (c *Controller) eventsLastSeq(ctx context.Context) (uint64, error) {
 }
 
 // eventsIngested asks the server how far the events consumer has got.
-func (c *Controller) eventsIngested(ctx context.Context) (eventsProgress, error) {
+func (c *Scheduler) eventsIngested(ctx context.Context) (eventsProgress, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cons, err := c.js.Consumer(ictx, protocol.StreamEvents, ingest.EventsConsumerConfig().Durable)
@@ -197,7 +202,7 @@ func jobMsgGone(ctx context.Context, stream jetstream.Stream, j store.JobRecord)
 // failure of attempt 0: the store leaves a job that ended meanwhile (a
 // cancel) as it is, and a report of the agent's, were it to have the job
 // after all, is of attempt 1 or more and moves the job on again.
-func (c *Controller) failOrphan(j store.JobRecord) error {
+func (c *Scheduler) failOrphan(j store.JobRecord) error {
 	now := time.Now().UTC()
 	// Read again: the agent may have reported since the list was made.
 	cur, err := c.store.Job(j.Job.ID)
@@ -209,7 +214,7 @@ func (c *Controller) failOrphan(j store.JobRecord) error {
 	}
 	ch := protocol.JobStateChange{
 		Schema: protocol.SchemaVersion, JobID: j.Job.ID, SweepID: j.Job.SweepID, AgentID: j.Job.AgentID,
-		State: protocol.JobFailed, Time: now, Attempt: 0, Error: orphanReason,
+		State: protocol.JobFailed, Time: now, Attempt: 0, Error: OrphanReason,
 	}
 	if cur.CancelRequested {
 		// A user asked to cancel it: what they asked for is what happened.

@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"context"
@@ -36,7 +36,7 @@ const cancelReason = "cancelled by a user"
 // agent is asked in every case, so that a job it took just now is caught
 // too; a job that reports any non-terminal state after it was asked is asked
 // again (see ingest). It returns the job as it stands, or a *JobEndedError.
-func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord, error) {
+func (c *Scheduler) CancelJob(ctx context.Context, id string) (store.JobRecord, error) {
 	now := time.Now().UTC()
 	rec, _, err := c.store.RequestCancel(id, now)
 	if err != nil {
@@ -45,7 +45,7 @@ func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord,
 	if rec.State.Terminal() {
 		return rec, &JobEndedError{ID: id, State: rec.State}
 	}
-	c.sendCancel(rec.Job.AgentID, id)
+	c.SendCancel(rec.Job.AgentID, id)
 	online := false
 	if a, err := c.agentView(rec.Job.AgentID); err == nil {
 		online = a.Online
@@ -63,7 +63,7 @@ func (c *Controller) CancelJob(ctx context.Context, id string) (store.JobRecord,
 
 // endCancelled ends a job here, not by its agent: removed from the jobs
 // stream if it is still there, and stored as cancelled with the reason.
-func (c *Controller) endCancelled(ctx context.Context, rec store.JobRecord, reason string, now time.Time) (store.JobRecord, error) {
+func (c *Scheduler) endCancelled(ctx context.Context, rec store.JobRecord, reason string, now time.Time) (store.JobRecord, error) {
 	id := rec.Job.ID
 	if rec.Published && rec.StreamSeq != 0 {
 		if err := c.deleteQueuedJob(ctx, rec); err != nil {
@@ -87,7 +87,7 @@ func (c *Controller) endCancelled(ctx context.Context, rec store.JobRecord, reas
 }
 
 // CancelSweep cancels every job of the sweep that has not ended.
-func (c *Controller) CancelSweep(ctx context.Context, id string) (api.SweepCancel, error) {
+func (c *Scheduler) CancelSweep(ctx context.Context, id string) (api.SweepCancel, error) {
 	if _, err := c.store.Sweep(id); err != nil {
 		return api.SweepCancel{}, fmt.Errorf("controller: %w", err)
 	}
@@ -114,10 +114,10 @@ func (c *Controller) CancelSweep(ctx context.Context, id string) (api.SweepCance
 	return out, errors.Join(errs...)
 }
 
-// sendCancel asks the agent, on core NATS, to cancel the job if it runs it.
+// SendCancel asks the agent, on core NATS, to cancel the job if it runs it.
 // Losing the message is harmless: the job is asked again at its next state
 // report, or by cancelling again.
-func (c *Controller) sendCancel(agentID, jobID string) {
+func (c *Scheduler) SendCancel(agentID, jobID string) {
 	m := protocol.Cancel{Schema: protocol.SchemaVersion, JobID: jobID, Reason: cancelReason}
 	if err := m.Validate(); err != nil {
 		c.log.Error().Err(err).Str("job", jobID).Msg("not sending an invalid cancel")
@@ -136,7 +136,7 @@ func (c *Controller) sendCancel(agentID, jobID string) {
 // deleteQueuedJob removes the job from the jobs stream, after checking that
 // the message at its recorded sequence is this job (a recreated stream
 // numbers its messages afresh). A message already gone is no error.
-func (c *Controller) deleteQueuedJob(ctx context.Context, rec store.JobRecord) error {
+func (c *Scheduler) deleteQueuedJob(ctx context.Context, rec store.JobRecord) error {
 	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
@@ -154,5 +154,5 @@ func (c *Controller) deleteQueuedJob(ctx context.Context, rec store.JobRecord) e
 	if job, err := protocol.DecodeJob(raw.Data); err != nil || job.ID != rec.Job.ID {
 		return nil
 	}
-	return c.deleteJobMsg(ctx, rec.StreamSeq)
+	return c.DeleteJobMsg(ctx, rec.StreamSeq)
 }

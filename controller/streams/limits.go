@@ -1,4 +1,4 @@
-package controller
+package streams
 
 import (
 	"context"
@@ -49,9 +49,9 @@ const (
 	jetStreamStoreSlack = 256 << 20
 )
 
-// checkStreamLimitOptions refuses a stream limit below MinStreamMaxBytes;
+// CheckLimitOptions refuses a stream limit below MinStreamMaxBytes;
 // 0 was made the default before.
-func checkStreamLimitOptions(opt Options) error {
+func CheckLimitOptions(opt Options) error {
 	for _, l := range []struct {
 		flag string
 		n    int64
@@ -65,7 +65,7 @@ func checkStreamLimitOptions(opt Options) error {
 
 // streamConfigs are the controller's streams as this build and the
 // options want them.
-func (c *Controller) streamConfigs() []jetstream.StreamConfig {
+func (c *Keeper) streamConfigs() []jetstream.StreamConfig {
 	jobs, events, adv := JobsStreamConfig(), EventsStreamConfig(), AdvisoriesStreamConfig()
 	jobs.MaxBytes, events.MaxBytes = c.opt.JobsStreamMaxBytes, c.opt.EventsStreamMaxBytes
 	out := []jetstream.StreamConfig{jobs, events, adv}
@@ -75,24 +75,24 @@ func (c *Controller) streamConfigs() []jetstream.StreamConfig {
 	return out
 }
 
-// jetStreamMaxStore is the embedded server's storage limit, which every
+// JetStreamMaxStore is the embedded server's storage limit, which every
 // stream's byte limit is reserved from, as loaded at a start and as
 // configured now: its default, three quarters of the disk free at the
 // start, refused to create streams of larger limits, to lower a limit
 // that was larger and to reload them after a full disk. The streams'
 // limits bound what JetStream keeps; a disk smaller than their sum fills
-// first, which the controller reports and recovers from (watchJetStream).
-func (c *Controller) jetStreamMaxStore() int64 {
+// first, which the controller reports and recovers from (its watchJetStream).
+func (c *Keeper) JetStreamMaxStore() int64 {
 	return max(c.opt.EventsStreamMaxBytes+c.opt.JobsStreamMaxBytes+AdvisoriesStreamMaxBytes+jetStreamStoreSlack, server.JetStreamMaxStoreDefault)
 }
 
-// checkStreamLimits frees the events stream of what the controller has
+// CheckLimits frees the events stream of what the controller has
 // settled once it holds more than purgeSettledAt of its limit, and says
 // which streams are near or at their limits, nil when none is.
-func (c *Controller) checkStreamLimits(ctx context.Context) error {
+func (c *Keeper) CheckLimits(ctx context.Context) error {
 	var near []string
 	for _, name := range []string{protocol.StreamEvents, protocol.StreamJobs, AdvisoriesStream} {
-		ictx, cancel := context.WithTimeout(ctx, jetStreamCheckEvery)
+		ictx, cancel := context.WithTimeout(ctx, CheckEvery)
 		s, err := c.js.Stream(ictx, name)
 		if err == nil && name == protocol.StreamEvents && filled(s.CachedInfo()) > purgeSettledAt {
 			if err = c.purgeSettled(ictx, s); err == nil {
@@ -153,7 +153,7 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // purgeSettled removes from the events stream every message up to the
 // controller's consumer's ack floor: each is stored, or recorded as
 // rejected, so only copies go.
-func (c *Controller) purgeSettled(ctx context.Context, s jetstream.Stream) error {
+func (c *Keeper) purgeSettled(ctx context.Context, s jetstream.Stream) error {
 	cons, err := s.Consumer(ctx, ConsumerName)
 	if err != nil {
 		return fmt.Errorf("reading the controller's consumer to free the stream: %w", err)
@@ -170,11 +170,11 @@ func (c *Controller) purgeSettled(ctx context.Context, s jetstream.Stream) error
 	return nil
 }
 
-// removeRejected deletes a message from the events stream once it is recorded as
+// RemoveRejected deletes a message from the events stream once it is recorded as
 // rejected (reject): it would otherwise stay there for 30 days, and an
 // agent sending messages that are all refused would fill the disk. Only
 // the record's excerpt is kept.
-func (c *Controller) removeRejected(msg jetstream.Msg, seq uint64, reason string) {
+func (c *Keeper) RemoveRejected(msg jetstream.Msg, seq uint64, reason string) {
 	md, err := msg.Metadata()
 	if err != nil || seq == 0 || md.Stream != protocol.StreamEvents {
 		// The advisories stream is a work queue: a terminated message

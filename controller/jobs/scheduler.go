@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"context"
@@ -21,8 +21,8 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// newID makes a sortable, unique id: prefix-YYYYMMDD-HHMMSS-<8 hex>.
-func newID(prefix string, now time.Time) string {
+// NewID makes a sortable, unique id: prefix-YYYYMMDD-HHMMSS-<8 hex>.
+func NewID(prefix string, now time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return prefix + "-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
@@ -31,12 +31,12 @@ func newID(prefix string, now time.Time) string {
 // SubmitSweep checks the sweep in two steps, what it says about itself
 // (sweepfile.Check, which the CLI and the API take too) and then against
 // the fleet (fitToFleet), and stores its jobs queued and publishes them.
-func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
+func (c *Scheduler) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
 	if err := sweepfile.Check(s); err != nil {
 		return protocol.Sweep{}, err
 	}
 	now := time.Now().UTC()
-	s.ID = newID("sw", now)
+	s.ID = NewID("sw", now)
 	s.CreatedAt = now
 	jobs, err := c.fitToFleet(ctx, &s, now)
 	if err != nil {
@@ -49,7 +49,7 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 	if _, err := c.publishJobs(ctx, jobs); err != nil {
 		// Stored as unpublished: the publisher retries with backoff.
 		c.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")
-		c.kickPublisher()
+		c.KickPublisher()
 	}
 	return s, nil
 }
@@ -63,16 +63,16 @@ func (c *Controller) SubmitSweep(ctx context.Context, s protocol.Sweep) (protoco
 // jobs wait in JetStream). It refuses, with an *api.BadSweepError, an
 // agent that never announced itself or cannot take jobs, and a sweep of
 // which nothing selected is offered.
-func (c *Controller) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.Time) ([]store.JobRecord, error) {
+func (c *Scheduler) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.Time) ([]store.JobRecord, error) {
 	agents, err := c.agentStatuses(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controller: sweep: %w", err)
 	}
-	byID := map[string]agentStatus{}
+	byID := map[string]AgentStatus{}
 	for _, a := range agents {
 		byID[a.ID] = a
 	}
-	var chosen []agentStatus
+	var chosen []AgentStatus
 	var skipped []protocol.SkippedAgent
 	if len(s.Agents) == 0 {
 		if chosen, skipped, err = c.selectOnline(agents, s.AgentLabels); err != nil {
@@ -84,7 +84,7 @@ func (c *Controller) fitToFleet(ctx context.Context, s *protocol.Sweep, now time
 			if !ok {
 				return nil, api.BadSweepf("agents[%d]: agent %q has never announced itself to this controller", i, id)
 			}
-			if slices.ContainsFunc(chosen, func(x agentStatus) bool { return x.ID == id }) {
+			if slices.ContainsFunc(chosen, func(x AgentStatus) bool { return x.ID == id }) {
 				continue
 			}
 			if a.Drained {
@@ -119,10 +119,10 @@ func (c *Controller) fitToFleet(ctx context.Context, s *protocol.Sweep, now time
 // order, so that the modes of one deployment are measured back to back. A
 // deployment s names that no chosen agent offers, a power setting planPower
 // refuses, or no job at all, is refused with why, before any job is stored.
-func planJobs(s *protocol.Sweep, chosen []agentStatus, now time.Time) ([]store.JobRecord, error) {
+func planJobs(s *protocol.Sweep, chosen []AgentStatus, now time.Time) ([]store.JobRecord, error) {
 	offered := map[string]bool{}
 	deployments := map[string][]string{}
-	var working []agentStatus
+	var working []AgentStatus
 	for _, a := range chosen {
 		for _, d := range a.Deployments {
 			if len(s.Deployments) > 0 && !slices.Contains(s.Deployments, d.ID) {
@@ -182,7 +182,7 @@ func newJob(s *protocol.Sweep, n int, agent, d string, p protocol.PowerSetting, 
 // brokenReasons says why the agents cannot run deployment id (every broken
 // deployment when id is empty), from their announcements: "agent a1: its
 // configuration is wrong: deployments[1].engine: ...".
-func brokenReasons(as []agentStatus, id string) string {
+func brokenReasons(as []AgentStatus, id string) string {
 	var why []string
 	for _, a := range as {
 		for _, b := range a.BrokenDeployments {
@@ -196,7 +196,7 @@ func brokenReasons(as []agentStatus, id string) string {
 
 // offeredIDs is every deployment id the agents offer, for an error that
 // says what a sweep may select.
-func offeredIDs(as []agentStatus) map[string]bool {
+func offeredIDs(as []AgentStatus) map[string]bool {
 	ids := map[string]bool{}
 	for _, a := range as {
 		for _, d := range a.Deployments {
@@ -206,7 +206,7 @@ func offeredIDs(as []agentStatus) map[string]bool {
 	return ids
 }
 
-func agentIDs(as []agentStatus) string {
+func agentIDs(as []AgentStatus) string {
 	ids := make([]string, len(as))
 	for i, a := range as {
 		ids[i] = a.ID
@@ -222,7 +222,7 @@ func agentIDs(as []agentStatus) string {
 // agents did not finish its POST in 3 minutes on a busy host. Publishing
 // again is harmless: the stream drops a duplicate id within its window, and
 // a duplicate's acknowledgement carries the sequence of the stored original.
-func (c *Controller) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]string, error) {
+func (c *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]string, error) {
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	type sent struct {
@@ -276,18 +276,19 @@ func (c *Controller) publishJobs(ctx context.Context, jobs []store.JobRecord) ([
 // acknowledgements.
 const publishTimeout = 30 * time.Second
 
-func (c *Controller) kickPublisher() {
+// KickPublisher has PublishLoop try the stored, unpublished jobs now.
+func (c *Scheduler) KickPublisher() {
 	select {
 	case c.publishKick <- struct{}{}:
 	default:
 	}
 }
 
-// publishLoop publishes jobs that are stored but unacknowledged, after a
+// PublishLoop publishes jobs that are stored but unacknowledged, after a
 // start or a failed publish, backing off from half a second to a minute
 // while JetStream refuses. A kick (a new sweep's failed publish) tries at
 // once rather than waiting out the backoff, so it does not sleep in Wait.
-func (c *Controller) publishLoop(ctx context.Context) {
+func (c *Scheduler) PublishLoop(ctx context.Context) {
 	b := backoff.Policy{First: 500 * time.Millisecond, Max: time.Minute}.Start()
 	var retry <-chan time.Time
 	for {
@@ -303,17 +304,17 @@ func (c *Controller) publishLoop(ctx context.Context) {
 				return
 			}
 			delay := b.Next()
-			c.problems.set(ProblemPublish, fmt.Errorf("jobs wait to be published: %w", err))
+			c.hooks.PublishFailing(fmt.Errorf("jobs wait to be published: %w", err))
 			c.log.Warn().Err(err).Dur("retry_in", delay).Msg("publishing stored jobs failed")
 			retry = time.After(delay)
 			continue
 		}
-		c.problems.clear(ProblemPublish)
+		c.hooks.PublishFailing(nil)
 		b.Reset()
 	}
 }
 
-func (c *Controller) publishPending(ctx context.Context) error {
+func (c *Scheduler) publishPending(ctx context.Context) error {
 	jobs, err := c.store.UnpublishedJobs(ctx)
 	if err != nil {
 		return err

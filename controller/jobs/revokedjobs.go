@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// endRevokedAgentsJobs ends the jobs still queued for agent id, now that
+// EndRevokedAgentsJobs ends the jobs still queued for agent id, now that
 // the agent can no longer connect to take them: they would otherwise wait
 // in the jobs stream for a month, holding their sweeps open. Each says
 // why. A job the agent had taken stays as it is: enrolled again, the agent
 // gets it back from JetStream and finishes it (or the job shows stalled
 // until then), as after any crash.
-func (c *Controller) endRevokedAgentsJobs(ctx context.Context, id string, at time.Time) (int, error) {
+func (c *Scheduler) EndRevokedAgentsJobs(ctx context.Context, id string, at time.Time) (int, error) {
 	jobs, err := c.store.Jobs(ctx, store.JobQuery{AgentID: id, State: protocol.JobQueued})
 	if err != nil {
 		return 0, fmt.Errorf("controller: jobs of revoked agent %s: %w", id, err)

@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"bytes"
@@ -17,40 +17,9 @@ import (
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
-// JetStream announces on this subject that an agent's job consumer gave up
-// on a job after its MaxDeliver deliveries; the last token is the consumer.
-const maxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + protocol.StreamJobs + ".*"
-
-// maxDeliverAdvisoryType is the advisory's schema type.
-const maxDeliverAdvisoryType = "io.nats.jetstream.advisory.v1.max_deliver"
-
-// AdvisoriesStream keeps the max-deliveries advisories of the jobs stream.
-// The server publishes them on core NATS, once: a stream holds them until
-// the controller has dealt with each, so one sent while the controller was
-// down or restarting is not lost and no job stays unfinished forever.
-const AdvisoriesStream = "VLMFLEET_JOB_ADVISORIES"
-
-// AdvisoriesStreamConfig is the stream of max-deliveries advisories. Work
-// queue retention drops an advisory once the controller acknowledged it.
-func AdvisoriesStreamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        AdvisoriesStream,
-		Description: "vlmfleet: JetStream gave up delivering a job to its agent",
-		Subjects:    []string{maxDeliveriesSubject},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		MaxAge:      jobsMaxAge,
-		MaxMsgSize:  64 << 10,
-		MaxBytes:    AdvisoriesStreamMaxBytes,
-	}
-}
-
-// AdvisoriesConsumerConfig is the controller's durable consumer on the
-// advisories stream; its messages are settled like agent events (see
-// EventsConsumerConfig).
-func AdvisoriesConsumerConfig() jetstream.ConsumerConfig {
-	return ingest.DurableConsumer("vlmfleet controller: fails jobs JetStream gave up delivering", 16)
-}
+// MaxDeliverAdvisoryType is the schema type of JetStream's advisory that
+// an agent's job consumer gave up on a job.
+const MaxDeliverAdvisoryType = "io.nats.jetstream.advisory.v1.max_deliver"
 
 // maxDeliveriesAdvisory is the part of JetStream's advisory the controller
 // reads (nats-server's JSConsumerDeliveryExceededAdvisory).
@@ -70,8 +39,8 @@ func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
 	if err := decodeOne(data, &a); err != nil {
 		return a, "", fmt.Errorf("max-deliveries advisory: %w", err)
 	}
-	if a.Type != maxDeliverAdvisoryType {
-		return a, "", fmt.Errorf("max-deliveries advisory: type %q, want %q", a.Type, maxDeliverAdvisoryType)
+	if a.Type != MaxDeliverAdvisoryType {
+		return a, "", fmt.Errorf("max-deliveries advisory: type %q, want %q", a.Type, MaxDeliverAdvisoryType)
 	}
 	if a.Stream != protocol.StreamJobs {
 		return a, "", fmt.Errorf("max-deliveries advisory: stream %q, want %q", a.Stream, protocol.StreamJobs)
@@ -89,7 +58,9 @@ func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
 	return a, agentID, nil
 }
 
-func (c *Controller) handleAdvisory(msg jetstream.Msg) {
+// HandleAdvisory settles one message of the advisories stream: the job it
+// names is failed (jobUndeliverable), a malformed one is rejected.
+func (c *Scheduler) HandleAdvisory(msg jetstream.Msg) {
 	var seq uint64
 	var delivered uint64 = 1
 	if md, err := msg.Metadata(); err == nil {
@@ -114,7 +85,7 @@ func (c *Controller) handleAdvisory(msg jetstream.Msg) {
 // jobUndeliverable marks failed the job an advisory says JetStream gave up
 // delivering, unless the job already ended, and removes it from the jobs
 // stream, where it would otherwise wait for its age limit.
-func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
+func (c *Scheduler) jobUndeliverable(ctx context.Context, data []byte) error {
 	adv, agentID, err := decodeMaxDeliveries(data)
 	if err != nil {
 		return store.Rejectf("%v", err)
@@ -145,7 +116,7 @@ func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
 	if inStream {
 		// The consumer never delivers it again; deleting it keeps a
 		// recreated consumer from running a job already declared over.
-		if err := c.deleteJobMsg(ctx, adv.StreamSeq); err != nil {
+		if err := c.DeleteJobMsg(ctx, adv.StreamSeq); err != nil {
 			c.log.Warn().Err(err).Str("job", job.ID).Msg("removing an undeliverable job from the stream failed; it stays until its age limit")
 		}
 	}
@@ -161,7 +132,7 @@ func (c *Controller) jobUndeliverable(ctx context.Context, data []byte) error {
 // undeliveredJob finds the job at the advisory's stream sequence: in the
 // jobs stream, which keeps a message its consumer gave up on, or else by the
 // sequence recorded when the job was published.
-func (c *Controller) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisory, agentID string) (protocol.Job, bool, error) {
+func (c *Scheduler) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisory, agentID string) (protocol.Job, bool, error) {
 	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return protocol.Job{}, false, fmt.Errorf("jobs stream: %w", err)
@@ -190,7 +161,9 @@ func (c *Controller) undeliveredJob(ctx context.Context, adv maxDeliveriesAdviso
 	return *job, true, nil
 }
 
-func (c *Controller) deleteJobMsg(ctx context.Context, seq uint64) error {
+// DeleteJobMsg removes message seq from the jobs stream; one already gone
+// is no error.
+func (c *Scheduler) DeleteJobMsg(ctx context.Context, seq uint64) error {
 	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
