@@ -117,7 +117,7 @@ func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
 			continue
 		}
 		if ingested == nil {
-			p, err := c.eventsIngested(ctx)
+			p, err := c.eventsIngested(ctx, eventsLast)
 			if err != nil {
 				errs = append(errs, err)
 				keep(j.Job.ID, j.StreamSeq)
@@ -141,15 +141,21 @@ func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
 
 // eventsProgress is how far the controller has taken in the events stream.
 type eventsProgress struct {
-	ackFloor uint64 // every message up to this stream sequence is ingested
-	caughtUp bool   // nothing is waiting or unacknowledged
+	ackFloor   uint64 // every message up to this stream sequence is ingested
+	streamLast uint64 // the stream's last sequence, read before ackFloor
 }
 
-// covers reports whether every event up to seq has been ingested. A consumer
-// with nothing left covers every sequence, also after the stream was
-// recreated and numbers its messages afresh.
+// covers reports whether every event up to seq has been ingested. A
+// consumer that has acknowledged everything up to the stream's last
+// sequence covers every sequence, also after the stream was recreated and
+// numbers its messages afresh. The consumer's pending counts are no such
+// evidence: the server counts a stored message as pending for its
+// consumers only after acknowledging its publish, so an agent's report
+// just taken in by the stream can read as nothing pending. The cost: an
+// event deleted from the stream before the consumer got it holds the floor
+// below it until the next event is ingested, and a job waits for that.
 func (p eventsProgress) covers(seq uint64) bool {
-	return p.caughtUp || p.ackFloor >= seq
+	return p.ackFloor >= min(seq, p.streamLast)
 }
 
 // eventsLastSeq is the events stream's last sequence.
@@ -163,19 +169,16 @@ func (c *Scheduler) eventsLastSeq(ctx context.Context) (uint64, error) {
 	return stream.CachedInfo().State.LastSeq, nil
 }
 
-// eventsIngested asks the server how far the events consumer has got.
-func (c *Scheduler) eventsIngested(ctx context.Context) (eventsProgress, error) {
+// eventsIngested asks the server how far the events consumer has got;
+// streamLast is the events stream's last sequence, read before.
+func (c *Scheduler) eventsIngested(ctx context.Context, streamLast uint64) (eventsProgress, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cons, err := c.js.Consumer(ictx, protocol.StreamEvents, ingest.EventsConsumerConfig().Durable)
 	if err != nil {
 		return eventsProgress{}, fmt.Errorf("events consumer: %w", err)
 	}
-	info := cons.CachedInfo()
-	return eventsProgress{
-		ackFloor: info.AckFloor.Stream,
-		caughtUp: info.NumPending == 0 && info.NumAckPending == 0,
-	}, nil
+	return eventsProgress{ackFloor: cons.CachedInfo().AckFloor.Stream, streamLast: streamLast}, nil
 }
 
 // jobMsgGone reports whether the jobs stream no longer holds the job's
