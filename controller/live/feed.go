@@ -49,18 +49,18 @@ func NewFeed(st *State, events *Fanout, jobs JobReader, refuse func(agent, kind,
 	return &Feed{live: st, events: events, store: jobs, refuse: refuse, log: log, done: done}
 }
 
-func (c *Feed) emit(kind, agentID string, data any) { c.events.Emit(kind, agentID, data) }
+func (f *Feed) emit(kind, agentID string, data any) { f.events.Emit(kind, agentID, data) }
 
 // ProgressHandler takes in progress messages (takeProgress).
-func (c *Feed) ProgressHandler() nats.MsgHandler {
-	return onLive(c, RefusalProgress, maxProgressBytes,
-		func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, c.takeProgress)
+func (f *Feed) ProgressHandler() nats.MsgHandler {
+	return onLive(f, RefusalProgress, maxProgressBytes,
+		func(p *protocol.Progress) (string, int) { return p.AgentID, p.Schema }, f.takeProgress)
 }
 
 // TelemetryHandler takes in telemetry samples (takeTelemetry).
-func (c *Feed) TelemetryHandler() nats.MsgHandler {
-	return onLive(c, RefusalTelemetry, maxTelemetryBytes,
-		func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, c.takeTelemetry)
+func (f *Feed) TelemetryHandler() nats.MsgHandler {
+	return onLive(f, RefusalTelemetry, maxTelemetryBytes,
+		func(t *protocol.TelemetryTick) (string, int) { return t.AgentID, t.Schema }, f.takeTelemetry)
 }
 
 // onLive makes the handler of one kind of live message (see takeLive).

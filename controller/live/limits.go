@@ -168,11 +168,11 @@ func checkTelemetry(t *protocol.TelemetryTick) error {
 
 // liveJobOf is the live view of job id, from the cache or else the
 // store, or why progress for it is refused.
-func (c *Feed) liveJobOf(id string) (*liveJob, error) {
-	if j := c.live.job(id); j != nil {
+func (f *Feed) liveJobOf(id string) (*liveJob, error) {
+	if j := f.live.job(id); j != nil {
 		return j, nil
 	}
-	rec, err := c.store.Job(id)
+	rec, err := f.store.Job(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s: the controller never made it", id)
 	}
@@ -185,11 +185,11 @@ func (c *Feed) liveJobOf(id string) (*liveJob, error) {
 // takeProgress keeps a progress message of its agent's own open job, for
 // a combination of the job's plan or a level its search may measure, and
 // passes it to the live views.
-func (c *Feed) takeProgress(p protocol.Progress) error {
+func (f *Feed) takeProgress(p protocol.Progress) error {
 	if err := checkProgress(&p); err != nil {
 		return err
 	}
-	j, err := c.liveJobOf(p.JobID)
+	j, err := f.liveJobOf(p.JobID)
 	if err != nil {
 		return err
 	}
@@ -199,20 +199,20 @@ func (c *Feed) takeProgress(p protocol.Progress) error {
 	if !j.plan[p.Combo] && !j.workload.SearchLevel(p.Combo) {
 		return fmt.Errorf("combination %.80s is neither in the plan of job %s nor a level its search may measure", p.Combo.String(), p.JobID)
 	}
-	if err := c.live.putProgress(p, j); err != nil {
+	if err := f.live.putProgress(p, j); err != nil {
 		return err
 	}
-	c.emit(api.EventProgress, p.AgentID, p)
+	f.emit(api.EventProgress, p.AgentID, p)
 	return nil
 }
 
 // takeTelemetry keeps a telemetry sample within the limits and passes it
 // to the live views.
-func (c *Feed) takeTelemetry(t protocol.TelemetryTick) error {
+func (f *Feed) takeTelemetry(t protocol.TelemetryTick) error {
 	if err := checkTelemetry(&t); err != nil {
 		return err
 	}
-	c.live.putTelemetry(t)
-	c.emit(api.EventTelemetry, t.AgentID, t)
+	f.live.putTelemetry(t)
+	f.emit(api.EventTelemetry, t.AgentID, t)
 	return nil
 }

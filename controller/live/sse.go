@@ -19,7 +19,7 @@ const ssePing = 15 * time.Second
 // "event: <kind>\ndata: <json of Event.Data>\n\n". ?kind=progress,state and
 // ?agent=id narrow the stream. The stream starts with a ": connected"
 // comment once the subscription is in place.
-func (c *Feed) ServeEvents(w http.ResponseWriter, r *http.Request) {
+func (f *Feed) ServeEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var kinds []string
 	if k := q.Get("kind"); k != "" {
@@ -29,7 +29,7 @@ func (c *Feed) ServeEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 
 	ch := make(chan api.Event, 256)
-	cancel := c.events.Subscribe(func(e api.Event) {
+	cancel := f.events.Subscribe(func(e api.Event) {
 		if (len(kinds) > 0 && !slices.Contains(kinds, e.Kind)) || (agent != "" && e.AgentID != agent) {
 			return
 		}
@@ -58,7 +58,7 @@ func (c *Feed) ServeEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case <-c.done:
+		case <-f.done:
 			return
 		case <-ping.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
@@ -67,7 +67,7 @@ func (c *Feed) ServeEvents(w http.ResponseWriter, r *http.Request) {
 		case e := <-ch:
 			data, err := json.Marshal(e.Data)
 			if err != nil {
-				c.log.Warn().Err(err).Str("kind", e.Kind).Msg("encode live event")
+				f.log.Warn().Err(err).Str("kind", e.Kind).Msg("encode live event")
 				continue
 			}
 			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, data); err != nil {
