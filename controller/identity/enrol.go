@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
@@ -43,21 +42,13 @@ func (e *NoNATSAuthorityError) Error() string {
 
 // NATSAuth says how clients sign in to the controller's NATS server:
 // NATSAuthNkeys, NATSAuthOff or NATSAuthExternal.
-func (c *Controller) NATSAuth() string {
-	switch {
-	case c.opt.NATSURL != "":
-		return api.NATSAuthExternal
-	case c.opt.Insecure:
-		return api.NATSAuthOff
-	}
-	return api.NATSAuthNkeys
-}
+func (c *Registry) NATSAuth() string { return c.opt.NATSAuth }
 
 // NATSSeedFile is the file holding the controller's own nkey seed
 // (ControllerSeedFile in the data dir), empty unless NATSAuth is
 // NATSAuthNkeys. Whoever reads it has every permission on the embedded
 // server: tests that play the controller, an operator's nats CLI.
-func (c *Controller) NATSSeedFile() string {
+func (c *Registry) NATSSeedFile() string {
 	if c.NATSAuth() != api.NATSAuthNkeys {
 		return ""
 	}
@@ -70,17 +61,12 @@ type BadAgentIDError struct{ Err error }
 func (e *BadAgentIDError) Error() string { return e.Err.Error() }
 func (e *BadAgentIDError) Unwrap() error { return e.Err }
 
-// EnrolAgent creates a new nkey for agent id, replacing any it had (whose
+// Enrol creates a new nkey for agent id, replacing any it had (whose
 // connections are closed), lets the running server admit it with the
-// agent's permissions, and returns its seed. The controller keeps only
+// agent's permissions, and returns its credentials. The controller keeps only
 // the public key. A controller whose NATS server is external or insecure
 // answers a *NoNATSAuthorityError.
-func (c *Controller) EnrolAgent(ctx context.Context, id string) (seed string, err error) {
-	creds, err := c.enrolAgent(ctx, id)
-	return creds.Seed, err
-}
-
-func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCredentials, error) {
+func (c *Registry) Enrol(ctx context.Context, id string) (api.AgentCredentials, error) {
 	if err := c.canEnrol(id); err != nil {
 		return api.AgentCredentials{}, err
 	}
@@ -111,7 +97,7 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCreden
 	if err != nil {
 		return fail(err)
 	}
-	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
+	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.hooks.NATSURL()}
 	if c.tls.NATS {
 		creds.CAFingerprint = c.tls.OwnCAFingerprint
 	}
@@ -121,7 +107,7 @@ func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCreden
 // canEnrol says whether agent id may be enrolled here: a *BadAgentIDError
 // for an id that is not one, a *NoNATSAuthorityError when the controller
 // issues no NATS identities.
-func (c *Controller) canEnrol(id string) error {
+func (c *Registry) canEnrol(id string) error {
 	if err := protocol.ValidateAgentID(id); err != nil {
 		return &BadAgentIDError{err}
 	}
@@ -137,7 +123,7 @@ func (c *Controller) canEnrol(id string) error {
 // connections are then closed. Both ways of enrolling come here: a key
 // the controller made (agent-creds) and one a device made (a join), by
 // names which. record's error is returned as it is, nothing applied.
-func (c *Controller) enrolKey(ctx context.Context, id, pub, by string, record func() (store.Identity, error)) error {
+func (c *Registry) enrolKey(ctx context.Context, id, pub, by string, record func() (store.Identity, error)) error {
 	if err := c.canEnrol(id); err != nil {
 		return err
 	}
@@ -155,21 +141,17 @@ func (c *Controller) enrolKey(ctx context.Context, id, pub, by string, record fu
 	}
 	ev := c.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
 	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() && !c.keyAdmitted(ctx, prev.PublicKey) {
-		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
+		ev = ev.Int("closed", c.hooks.Disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
 	}
 	ev.Msg("agent enrolled")
 	return nil
 }
 
-// RevokeAgent removes agent id's NATS user from the running server and
+// Revoke removes agent id's NATS user from the running server and
 // closes its connections: the agent can no longer connect until it is
 // enrolled again. An agent without active credentials is ErrNotFound.
-func (c *Controller) RevokeAgent(ctx context.Context, id string) error {
-	_, err := c.revokeAgent(ctx, id)
-	return err
-}
-
-func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity, error) {
+// It returns the identity revoked.
+func (c *Registry) Revoke(ctx context.Context, id string) (store.Identity, error) {
 	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
 		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
 	}
@@ -185,27 +167,27 @@ func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity
 	}
 	closed := 0
 	if !c.keyAdmitted(ctx, ident.PublicKey) {
-		closed = c.disconnect(ident.PublicKey)
+		closed = c.hooks.Disconnect(ident.PublicKey)
 	}
-	ended, err := c.jobs.EndRevokedAgentsJobs(ctx, id, time.Now())
+	ended, err := c.hooks.EndRevokedJobs(ctx, id, time.Now())
 	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
 	return ident, err
 }
 
 // natsEmbedded says whether the embedded server runs, to change its users.
-func (c *Controller) natsEmbedded() bool {
+func (c *Registry) natsEmbedded() bool {
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
-	return c.ns != nil
+	return c.embedded
 }
 
 // reloadAuth gives the running server the users the store holds. The
 // server closes the connections of users it no longer has. authMu is
 // held; applyIdentities is how changes call it, many in one reload.
-func (c *Controller) reloadAuth(ctx context.Context) error {
-	opts, err := c.serverOptions(ctx)
+func (c *Registry) reloadAuth(ctx context.Context) error {
+	users, err := c.nkeyUsers(ctx)
 	if err == nil {
-		err = c.ns.ReloadOptions(opts)
+		err = c.hooks.Reload(users)
 	}
 	if err != nil {
 		return fmt.Errorf("apply the agents' NATS identities: %w", err)
@@ -213,28 +195,10 @@ func (c *Controller) reloadAuth(ctx context.Context) error {
 	return nil
 }
 
-// disconnect closes every connection signed in with public key pub and
-// returns how many it closed. The reload has closed those it saw; this
-// catches one that signed in while the reload was under way.
-func (c *Controller) disconnect(pub string) int {
-	cz, err := c.ns.Connz(&server.ConnzOptions{User: pub, Limit: 1 << 16})
-	if err != nil {
-		c.log.Warn().Err(err).Msg("listing NATS connections")
-		return 0
-	}
-	n := 0
-	for _, ci := range cz.Conns {
-		if c.ns.DisconnectClientByID(ci.Cid) == nil {
-			n++
-		}
-	}
-	return n
-}
-
 // nkeyUsers are the embedded server's users: the controller, unrestricted,
 // and each agent whose identity is active, confined to its own subjects,
 // one per public key (admittedKeys); a conflict is a health problem.
-func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
+func (c *Registry) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
 	pub, err := c.ctlKey.PublicKey()
 	if err != nil {
 		return nil, err
@@ -247,10 +211,10 @@ func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) 
 	admitted, conflicts := admittedKeys(idents, pub)
 	if len(conflicts) > 0 {
 		err := identityConflictError(conflicts)
-		c.problems.set(ProblemIdentities, err)
+		c.hooks.Conflicts(err)
 		c.log.Error().Err(err).Msg("agent identities in conflict")
 	} else {
-		c.problems.clear(ProblemIdentities)
+		c.hooks.Conflicts(nil)
 	}
 	for _, id := range admitted {
 		publish, subscribe := protocol.AgentPermissionSubjects(id.AgentID)
@@ -265,7 +229,7 @@ func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) 
 // loadOrCreateSeed reads the user nkey seed at path, or creates one there
 // readable by its owner only. A seed file others may read is made private
 // with a warning.
-func (c *Controller) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
+func (c *Registry) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		kp, err := nkeys.CreateUser()
@@ -303,22 +267,4 @@ func (c *Controller) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 		return nil, fmt.Errorf("controller: %s: %w (remove it and restart to create a new one)", path, err)
 	}
 	return kp, nil
-}
-
-// externalCredentials is the option that signs the controller in to an
-// external server with the file given as Options.NATSCredentials: an nkey
-// seed, or a JWT credentials file (an operator-mode server's).
-func externalCredentials(file string) (nats.Option, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("controller: --nats-credentials: %w", err)
-	}
-	if strings.Contains(string(data), "BEGIN NATS USER JWT") {
-		return nats.UserCredentials(file), nil
-	}
-	opt, err := nats.NkeyOptionFromSeed(file)
-	if err != nil {
-		return nil, fmt.Errorf("controller: --nats-credentials %s: want an nkey seed (SU...) or a .creds file: %w", file, err)
-	}
-	return opt, nil
 }
