@@ -59,7 +59,9 @@ var layers = []layer{
 		why: "a room of the controller, the JetStream streams: what each is, made with their copies and byte limits, and watched; knows no other room"},
 	{name: "jobs", paths: []string{"controller/jobs"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest"},
 		why: "a room of the controller, jobs: a sweep fitted to the fleet, its jobs published, cancelled and ended when nothing will deliver them; knows the fleet as the controller hands it and no other room"},
-	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access", "jobs", "streams"},
+	{name: "identity", paths: []string{"controller/identity"}, below: []string{"protocol", "internal", "wire", "storage", "access"},
+		why: "a room of the controller, NATS identities: its own key, the users the embedded server admits, enrolment, joins, revocation and join tokens; takes the controller's TLS from access, reloads the server through hooks and knows no other room"},
+	{name: "controller", paths: []string{"controller"}, below: []string{"protocol", "internal", "wire", "sweepfile", "storage", "ingest", "live", "access", "jobs", "streams", "identity"},
 		why: "talks to agents only through NATS and protocol; wires its rooms together; is handed the explorer, never imports it"},
 	{name: "client", paths: []string{"controller/client"}, below: []string{"protocol", "internal", "wire", "profiles"},
 		why: "a program that talks to a controller links the API's types, not the server"},
@@ -207,6 +209,13 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{"controller/streams", "controller/jobs"},
 		{"controller/streams", "controller/store"},
 		{"controller/jobs", "controller/streams"},
+		{"controller/identity", "controller"},
+		{"controller/identity", "controller/jobs"},
+		{"controller/identity", "controller/live"},
+		{"controller/identity", "controller/streams"},
+		{"controller/jobs", "controller/identity"},
+		{"controller/access", "controller/identity"},
+		{"controller/store", "controller/identity"},
 	} {
 		pkgs := []listedPackage{{ImportPath: module + c.from, Imports: []string{module + c.to}}}
 		if v := layeringViolations(pkgs); len(v) != 1 {
@@ -223,6 +232,8 @@ func TestLayeringRefusesImportsUpward(t *testing.T) {
 		{ImportPath: module + "controller", Imports: []string{module + "controller/jobs"}},
 		{ImportPath: module + "controller/streams", Imports: []string{module + "controller/ingest", module + "protocol"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/streams"}},
+		{ImportPath: module + "controller/identity", Imports: []string{module + "controller/store", module + "controller/access", module + "controller/api", module + "internal/atomicfile"}},
+		{ImportPath: module + "controller", Imports: []string{module + "controller/identity"}},
 		{ImportPath: module + "controller", Imports: []string{module + "controller/sweepfile", module + "controller/api"}},
 		{ImportPath: module + "cmd/vlmfleet", Imports: []string{module + "controller/sweepfile"}},
 	}

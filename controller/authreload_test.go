@@ -24,7 +24,7 @@ func TestConcurrentEnrolmentsShareReloads(t *testing.T) {
 	var once sync.Once
 	hook := func() { once.Do(func() { <-release }) }
 	c.testHookAuthReload.Store(&hook)
-	before, asked := c.authReloads.count.Load(), c.authReloads.asked.Load()
+	before, asked := c.identity.ReloadCounts()
 
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -35,7 +35,7 @@ func TestConcurrentEnrolmentsShareReloads(t *testing.T) {
 			errs <- enrolAndConnect(t, c, fmt.Sprintf("jetson-%02d", i))
 		}()
 	}
-	eventually(t, "every enrolment waiting for a reload", func() bool { return c.authReloads.asked.Load()-asked == n })
+	eventually(t, "every enrolment waiting for a reload", func() bool { _, now := c.identity.ReloadCounts(); return now-asked == n })
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -44,8 +44,8 @@ func TestConcurrentEnrolmentsShareReloads(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if reloads := c.authReloads.count.Load() - before; reloads != 1 {
-		t.Errorf("%d enrolments made %d reloads of the server's users, want 1", n, reloads)
+	if made, _ := c.identity.ReloadCounts(); made-before != 1 {
+		t.Errorf("%d enrolments made %d reloads of the server's users, want 1", n, made-before)
 	}
 }
 

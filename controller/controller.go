@@ -19,11 +19,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 	"github.com/rs/zerolog"
 
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/identity"
 	"github.com/vlmfleet/vlmfleet/controller/ingest"
 	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/live"
@@ -130,13 +130,10 @@ type Controller struct {
 	ncClosed chan struct{}
 	js       jetstream.JetStream
 	natsURL  string
-	// authMu serialises changes of the embedded server's users; ctlKey
-	// is the controller's own nkey (NATSAuthNkeys only).
-	authMu sync.Mutex
-	ctlKey nkeys.KeyPair
-	// authReloads batches the reloads that enrolments and revocations
-	// ask; testHookAuthReload, when set, runs before each.
-	authReloads        authReloads
+	// identity keeps the controller's own key, the users the embedded
+	// server admits, enrolments, revocations and join tokens;
+	// testHookAuthReload, when set, runs before each reload of the users.
+	identity           *identity.Registry
 	testHookAuthReload atomic.Pointer[func()]
 	// natsHost and natsPort are the embedded server's listen address.
 	natsHost string
@@ -264,6 +261,7 @@ func New(opt Options) (*Controller, error) {
 	c.feed = live.NewFeed(c.live, c.events, st, c.refuse, log, c.done)
 	c.ingester = c.newIngester()
 	c.jobs = c.newScheduler()
+	c.identity = c.newRegistry()
 	return c, nil
 }
 

@@ -32,6 +32,12 @@ const (
 	// Nothing is lost (agents keep what is refused), but an operator
 	// should look.
 	ProblemStreams = "streams"
+	// ProblemIdentities: the store holds agent identities that share a
+	// public key, or hold the controller's own. Joins refuse both, so only
+	// a store written by an older release (or by hand) has them; the
+	// controller keeps its own rights and one holder per key until an
+	// operator revokes the others (controller/identity/keys.go).
+	ProblemIdentities = "identities"
 )
 
 // The fleet's matters, as /api/health's fleet list names them: what the

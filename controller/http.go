@@ -8,6 +8,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/identity"
 	"github.com/vlmfleet/vlmfleet/controller/jobs"
 	"github.com/vlmfleet/vlmfleet/controller/store"
 	"github.com/vlmfleet/vlmfleet/controller/sweepfile"
@@ -88,11 +89,14 @@ func (e *requestError) Unwrap() error { return e.err }
 // statusOf maps request, store and validation errors to HTTP statuses.
 func statusOf(err error) int {
 	var req *requestError
+	var tokenReq *identity.TokenRequestError
 	var bad *api.BadSweepError
 	var imp *store.ImportError
 	switch {
 	case errors.As(err, &req):
 		return req.status
+	case errors.As(err, &tokenReq):
+		return tokenReq.Status
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound
 	case errors.As(err, &bad), errors.As(err, &imp):

@@ -2,220 +2,85 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nkeys"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
-	"github.com/vlmfleet/vlmfleet/controller/store"
-	"github.com/vlmfleet/vlmfleet/internal/atomicfile"
-	"github.com/vlmfleet/vlmfleet/protocol"
+	"github.com/vlmfleet/vlmfleet/controller/identity"
 )
 
 // ControllerSeedFile is the file in the data dir that holds the nkey seed
-// of the controller's own NATS user, the one privileged identity of the
-// embedded server. It is created, readable by its owner only, on the
-// first start.
-const ControllerSeedFile = "nats-controller.nk"
+// of the controller's own NATS user (identity.ControllerSeedFile).
+const ControllerSeedFile = identity.ControllerSeedFile
 
-// NoNATSAuthorityError says that the controller does not issue agent
-// credentials: its NATS server is external, or runs without
-// authentication. HTTP 409.
-type NoNATSAuthorityError struct{ Auth string }
-
-func (e *NoNATSAuthorityError) Error() string {
-	if e.Auth == api.NATSAuthExternal {
-		return "the controller uses an external NATS server (--nats-url): its operator gives each agent a user " +
-			"and the permissions protocol.AgentPermissionSubjects lists (see deploy/nats-server.conf and docs/security.md)"
-	}
-	return "the controller's NATS server runs without authentication (--insecure): agents connect without credentials; " +
-		"start the controller without --insecure to enrol agents"
-}
-
-// NATSAuth says how clients sign in to the controller's NATS server:
+// natsAuth says how clients sign in to the NATS server opt makes or names:
 // NATSAuthNkeys, NATSAuthOff or NATSAuthExternal.
-func (c *Controller) NATSAuth() string {
+func natsAuth(opt Options) string {
 	switch {
-	case c.opt.NATSURL != "":
+	case opt.NATSURL != "":
 		return api.NATSAuthExternal
-	case c.opt.Insecure:
+	case opt.Insecure:
 		return api.NATSAuthOff
 	}
 	return api.NATSAuthNkeys
 }
 
+// newRegistry is the controller's room of NATS identities (package
+// identity), handed the embedded server to reload and the jobs room to
+// end a revoked agent's jobs.
+func (c *Controller) newRegistry() *identity.Registry {
+	opt := identity.Options{DataDir: c.opt.DataDir, NATSAuth: natsAuth(c.opt)}
+	return identity.New(opt, c.store, c.tls, identity.Hooks{
+		Reload: func(users []*server.NkeyUser) error {
+			return c.ns.ReloadOptions(c.serverOptions(users))
+		},
+		Disconnect:     c.disconnect,
+		EndRevokedJobs: c.jobs.EndRevokedAgentsJobs,
+		Conflicts: func(err error) {
+			if err != nil {
+				c.problems.set(ProblemIdentities, err)
+			} else {
+				c.problems.clear(ProblemIdentities)
+			}
+		},
+		NATSURL:  func() string { return c.natsURL },
+		NATSHost: func() string { return c.natsHost },
+		BeforeReload: func() {
+			if hook := c.testHookAuthReload.Load(); hook != nil {
+				(*hook)()
+			}
+		},
+	}, c.log)
+}
+
+// NATSAuth says how clients sign in to the controller's NATS server:
+// NATSAuthNkeys, NATSAuthOff or NATSAuthExternal.
+func (c *Controller) NATSAuth() string { return c.identity.NATSAuth() }
+
 // NATSSeedFile is the file holding the controller's own nkey seed
 // (ControllerSeedFile in the data dir), empty unless NATSAuth is
 // NATSAuthNkeys. Whoever reads it has every permission on the embedded
 // server: tests that play the controller, an operator's nats CLI.
-func (c *Controller) NATSSeedFile() string {
-	if c.NATSAuth() != api.NATSAuthNkeys {
-		return ""
-	}
-	return filepath.Join(c.opt.DataDir, ControllerSeedFile)
-}
-
-// BadAgentIDError says that an id cannot be an agent's. HTTP 400.
-type BadAgentIDError struct{ Err error }
-
-func (e *BadAgentIDError) Error() string { return e.Err.Error() }
-func (e *BadAgentIDError) Unwrap() error { return e.Err }
+func (c *Controller) NATSSeedFile() string { return c.identity.NATSSeedFile() }
 
 // EnrolAgent creates a new nkey for agent id, replacing any it had (whose
 // connections are closed), lets the running server admit it with the
-// agent's permissions, and returns its seed. The controller keeps only
-// the public key. A controller whose NATS server is external or insecure
-// answers a *NoNATSAuthorityError.
+// agent's permissions, and returns its seed (identity.Registry.Enrol).
 func (c *Controller) EnrolAgent(ctx context.Context, id string) (seed string, err error) {
-	creds, err := c.enrolAgent(ctx, id)
+	creds, err := c.identity.Enrol(ctx, id)
 	return creds.Seed, err
 }
 
-func (c *Controller) enrolAgent(ctx context.Context, id string) (api.AgentCredentials, error) {
-	if err := c.canEnrol(id); err != nil {
-		return api.AgentCredentials{}, err
-	}
-	fail := func(err error) (api.AgentCredentials, error) {
-		return api.AgentCredentials{}, fmt.Errorf("controller: enrol %s: %w", id, err)
-	}
-	kp, err := nkeys.CreateUser()
-	if err != nil {
-		return fail(err)
-	}
-	defer kp.Wipe()
-	seed, err := kp.Seed()
-	if err != nil {
-		return fail(err)
-	}
-	pub, err := kp.PublicKey()
-	if err != nil {
-		return fail(err)
-	}
-	err = c.enrolKey(ctx, id, pub, "agent-creds", func() (store.Identity, error) {
-		prev, err := c.store.Identity(id)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return store.Identity{}, err
-		}
-		_, err = c.store.PutIdentity(id, pub, time.Now().UTC())
-		return prev, err
-	})
-	if err != nil {
-		return fail(err)
-	}
-	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.natsURL}
-	if c.tls.NATS {
-		creds.CAFingerprint = c.tls.OwnCAFingerprint
-	}
-	return creds, nil
-}
-
-// canEnrol says whether agent id may be enrolled here: a *BadAgentIDError
-// for an id that is not one, a *NoNATSAuthorityError when the controller
-// issues no NATS identities.
-func (c *Controller) canEnrol(id string) error {
-	if err := protocol.ValidateAgentID(id); err != nil {
-		return &BadAgentIDError{err}
-	}
-	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
-		return &NoNATSAuthorityError{Auth: auth}
-	}
-	return nil
-}
-
-// enrolKey makes public key pub agent id's NATS user, confined to the
-// agent's own subjects, on the running server: record stores the
-// identity and returns the one the agent had (zero when none), whose
-// connections are then closed. Both ways of enrolling come here: a key
-// the controller made (agent-creds) and one a device made (a join), by
-// names which. record's error is returned as it is, nothing applied.
-func (c *Controller) enrolKey(ctx context.Context, id, pub, by string, record func() (store.Identity, error)) error {
-	if err := c.canEnrol(id); err != nil {
-		return err
-	}
-	if !c.natsEmbedded() {
-		return errors.New("the controller has not started")
-	}
-	prev, err := record()
-	if err != nil {
-		return err
-	}
-	// The credentials go out only once the server admits them; the
-	// enrolments made meanwhile share one reload (applyIdentities).
-	if err := c.applyIdentities(ctx); err != nil {
-		return err
-	}
-	ev := c.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
-	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() && !c.keyAdmitted(ctx, prev.PublicKey) {
-		ev = ev.Int("closed", c.disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
-	}
-	ev.Msg("agent enrolled")
-	return nil
-}
-
 // RevokeAgent removes agent id's NATS user from the running server and
-// closes its connections: the agent can no longer connect until it is
-// enrolled again. An agent without active credentials is ErrNotFound.
+// closes its connections (identity.Registry.Revoke). An agent without
+// active credentials is ErrNotFound.
 func (c *Controller) RevokeAgent(ctx context.Context, id string) error {
-	_, err := c.revokeAgent(ctx, id)
+	_, err := c.identity.Revoke(ctx, id)
 	return err
 }
 
-func (c *Controller) revokeAgent(ctx context.Context, id string) (store.Identity, error) {
-	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
-		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
-	}
-	if !c.natsEmbedded() {
-		return store.Identity{}, errors.New("controller: revoke: the controller has not started")
-	}
-	ident, err := c.store.RevokeIdentity(id, time.Now().UTC())
-	if err != nil {
-		return store.Identity{}, fmt.Errorf("controller: revoke %s: %w", id, err)
-	}
-	if err := c.applyIdentities(ctx); err != nil {
-		return ident, fmt.Errorf("controller: revoke %s: %w", id, err)
-	}
-	closed := 0
-	if !c.keyAdmitted(ctx, ident.PublicKey) {
-		closed = c.disconnect(ident.PublicKey)
-	}
-	ended, err := c.jobs.EndRevokedAgentsJobs(ctx, id, time.Now())
-	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
-	return ident, err
-}
-
-// natsEmbedded says whether the embedded server runs, to change its users.
-func (c *Controller) natsEmbedded() bool {
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	return c.ns != nil
-}
-
-// reloadAuth gives the running server the users the store holds. The
-// server closes the connections of users it no longer has. authMu is
-// held; applyIdentities is how changes call it, many in one reload.
-func (c *Controller) reloadAuth(ctx context.Context) error {
-	opts, err := c.serverOptions(ctx)
-	if err == nil {
-		err = c.ns.ReloadOptions(opts)
-	}
-	if err != nil {
-		return fmt.Errorf("apply the agents' NATS identities: %w", err)
-	}
-	return nil
-}
-
 // disconnect closes every connection signed in with public key pub and
-// returns how many it closed. The reload has closed those it saw; this
-// catches one that signed in while the reload was under way.
+// returns how many it closed.
 func (c *Controller) disconnect(pub string) int {
 	cz, err := c.ns.Connz(&server.ConnzOptions{User: pub, Limit: 1 << 16})
 	if err != nil {
@@ -229,96 +94,4 @@ func (c *Controller) disconnect(pub string) int {
 		}
 	}
 	return n
-}
-
-// nkeyUsers are the embedded server's users: the controller, unrestricted,
-// and each agent whose identity is active, confined to its own subjects,
-// one per public key (admittedKeys); a conflict is a health problem.
-func (c *Controller) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
-	pub, err := c.ctlKey.PublicKey()
-	if err != nil {
-		return nil, err
-	}
-	users := []*server.NkeyUser{{Nkey: pub}}
-	idents, err := c.store.Identities(ctx)
-	if err != nil {
-		return nil, err
-	}
-	admitted, conflicts := admittedKeys(idents, pub)
-	if len(conflicts) > 0 {
-		err := identityConflictError(conflicts)
-		c.problems.set(ProblemIdentities, err)
-		c.log.Error().Err(err).Msg("agent identities in conflict")
-	} else {
-		c.problems.clear(ProblemIdentities)
-	}
-	for _, id := range admitted {
-		publish, subscribe := protocol.AgentPermissionSubjects(id.AgentID)
-		users = append(users, &server.NkeyUser{Nkey: id.PublicKey, Permissions: &server.Permissions{
-			Publish:   &server.SubjectPermission{Allow: publish},
-			Subscribe: &server.SubjectPermission{Allow: subscribe},
-		}})
-	}
-	return users, nil
-}
-
-// loadOrCreateSeed reads the user nkey seed at path, or creates one there
-// readable by its owner only. A seed file others may read is made private
-// with a warning.
-func (c *Controller) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		kp, err := nkeys.CreateUser()
-		if err != nil {
-			return nil, err
-		}
-		seed, err := kp.Seed()
-		if err == nil {
-			// Whole or not at all: a half-written key would lock the
-			// controller out of its own server at the next start.
-			_, err = atomicfile.Write(path, 0o600, func(w io.Writer) error {
-				_, err := w.Write(append(seed, '\n'))
-				return err
-			})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("controller: create the controller's NATS key: %w", err)
-		}
-		return kp, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("controller: read the controller's NATS key: %w", err)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		c.log.Warn().Str("file", path).Str("mode", fi.Mode().Perm().String()).Msg("the controller's NATS key was readable by others; making it private")
-		if err := os.Chmod(path, 0o600); err != nil {
-			return nil, fmt.Errorf("controller: %w", err)
-		}
-	}
-	kp, err := nkeys.ParseDecoratedNKey(data)
-	if err == nil && !strings.HasPrefix(strings.TrimSpace(string(data)), "SU") {
-		err = errors.New("not a user seed (SU...)")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("controller: %s: %w (remove it and restart to create a new one)", path, err)
-	}
-	return kp, nil
-}
-
-// externalCredentials is the option that signs the controller in to an
-// external server with the file given as Options.NATSCredentials: an nkey
-// seed, or a JWT credentials file (an operator-mode server's).
-func externalCredentials(file string) (nats.Option, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("controller: --nats-credentials: %w", err)
-	}
-	if strings.Contains(string(data), "BEGIN NATS USER JWT") {
-		return nats.UserCredentials(file), nil
-	}
-	opt, err := nats.NkeyOptionFromSeed(file)
-	if err != nil {
-		return nil, fmt.Errorf("controller: --nats-credentials %s: want an nkey seed (SU...) or a .creds file: %w", file, err)
-	}
-	return opt, nil
 }

@@ -5,13 +5,14 @@ import (
 	"net/http"
 
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/identity"
 )
 
 // handleCreateCredentials enrols the agent (POST /api/agents/{id}/credentials)
 // and answers 201 with its credentials, the seed shown this once; 400 for
 // an id that is not one, 409 when the controller issues no credentials.
 func (c *Controller) handleCreateCredentials(w http.ResponseWriter, r *http.Request) {
-	creds, err := c.enrolAgent(r.Context(), r.PathValue("id"))
+	creds, err := c.identity.Enrol(r.Context(), r.PathValue("id"))
 	if err != nil {
 		api.WriteError(w, identityStatus(err), err)
 		return
@@ -24,7 +25,7 @@ func (c *Controller) handleCreateCredentials(w http.ResponseWriter, r *http.Requ
 // /api/agents/{id}/credentials) and closes its connections: 200, 404 when
 // it has none that are active, 409 when the controller issues none.
 func (c *Controller) handleRevokeCredentials(w http.ResponseWriter, r *http.Request) {
-	ident, err := c.revokeAgent(r.Context(), r.PathValue("id"))
+	ident, err := c.identity.Revoke(r.Context(), r.PathValue("id"))
 	if err != nil {
 		api.WriteError(w, identityStatus(err), err)
 		return
@@ -33,8 +34,8 @@ func (c *Controller) handleRevokeCredentials(w http.ResponseWriter, r *http.Requ
 }
 
 func identityStatus(err error) int {
-	var no *NoNATSAuthorityError
-	var bad *BadAgentIDError
+	var no *identity.NoNATSAuthorityError
+	var bad *identity.BadAgentIDError
 	switch {
 	case errors.As(err, &no):
 		return http.StatusConflict

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/access"
 	"github.com/vlmfleet/vlmfleet/controller/api"
+	"github.com/vlmfleet/vlmfleet/controller/identity"
 	"github.com/vlmfleet/vlmfleet/internal/loopback"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
@@ -29,7 +30,7 @@ func (c *Controller) handleJoin(w http.ResponseWriter, r *http.Request) {
 	req, err := readRequest(w, r, protocol.MaxJoinRequest, protocol.DecodeJoinRequest)
 	var ans protocol.JoinAnswer
 	if err == nil {
-		ans, err = c.Join(r.Context(), req, r.Host, r.RemoteAddr)
+		ans, err = c.identity.Join(r.Context(), req, r.Host, r.RemoteAddr)
 	}
 	if err != nil {
 		api.WriteError(w, joinStatus(err), err)
@@ -40,7 +41,7 @@ func (c *Controller) handleJoin(w http.ResponseWriter, r *http.Request) {
 }
 
 func joinStatus(err error) int {
-	var refused *JoinRefusedError
+	var refused *identity.JoinRefusedError
 	if errors.As(err, &refused) {
 		return refused.Status
 	}
@@ -53,11 +54,11 @@ func (c *Controller) handleCreateJoinToken(w http.ResponseWriter, r *http.Reques
 	req, err := readRequest(w, r, api.MaxJoinTokenBody, api.DecodeJoinTokenRequest)
 	var t api.JoinTokenCreated
 	if err == nil {
-		t, err = c.CreateJoinToken(r.Context(), req, c.joinURL(r, req.URL))
+		t, err = c.identity.CreateJoinToken(r.Context(), req, c.joinURL(r, req.URL))
 	}
 	if err != nil {
 		status := identityStatus(err)
-		var noTLS *NoJoinTLSError
+		var noTLS *identity.NoJoinTLSError
 		if errors.As(err, &noTLS) {
 			status = http.StatusConflict
 		}
@@ -69,11 +70,11 @@ func (c *Controller) handleCreateJoinToken(w http.ResponseWriter, r *http.Reques
 }
 
 func (c *Controller) handleJoinTokens(r *http.Request) ([]api.JoinTokenView, error) {
-	return c.JoinTokens(r.Context())
+	return c.identity.JoinTokens(r.Context())
 }
 
 func (c *Controller) handleRevokeJoinToken(r *http.Request) (api.JoinTokenView, error) {
-	return c.RevokeJoinToken(r.Context(), r.PathValue("id"))
+	return c.identity.RevokeJoinToken(r.Context(), r.PathValue("id"))
 }
 
 // joinURL is the controller's address for a join string: the one asked

@@ -78,7 +78,7 @@ func TestJoinBindsAKeyToOneIdentity(t *testing.T) {
 	if code != http.StatusConflict || !strings.Contains(body, "already enrolled under another agent id") || strings.Contains(body, "victim") {
 		t.Fatalf("zzz with victim's key: %d %s", code, body)
 	}
-	ctlPub, err := l.c.ctlKey.PublicKey()
+	ctlPub, err := l.c.identity.ControllerKey().PublicKey()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestConflictingIdentitiesAreReportedAndRepairable(t *testing.T) {
 	if _, err := first.store.PutIdentity("victim", pubOf(t, victim), time.Now().UTC().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	ctlPub, err := first.ctlKey.PublicKey()
+	ctlPub, err := first.identity.ControllerKey().PublicKey()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,12 +36,12 @@ func (c *Controller) startNATS(ctx context.Context) error {
 		url = access.ConnectableURL(ns.ClientURL())
 		connURL = strings.Replace(url, "tls://", "nats://", 1)
 		connOpts = append(connOpts, nats.InProcessServer(ns))
-		if c.ctlKey != nil {
-			pub, err := c.ctlKey.PublicKey()
+		if key := c.identity.ControllerKey(); key != nil {
+			pub, err := key.PublicKey()
 			if err != nil {
 				return fmt.Errorf("controller: %w", err)
 			}
-			connOpts = append(connOpts, nats.Nkey(pub, c.ctlKey.Sign))
+			connOpts = append(connOpts, nats.Nkey(pub, key.Sign))
 		}
 	} else {
 		ext, err := c.externalOptions()
@@ -118,8 +118,8 @@ func checkNATSOptions(opt Options) error {
 	return nil
 }
 
-// embedNATS starts the embedded server with the users the store holds
-// (none when insecure) and sets c.ns.
+// embedNATS starts the embedded server with the users the identity room
+// hands it (none when insecure) and sets c.ns.
 func (c *Controller) embedNATS(ctx context.Context) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(c.opt.NATSListen)
 	if err != nil {
@@ -133,35 +133,30 @@ func (c *Controller) embedNATS(ctx context.Context) (*server.Server, error) {
 		port = server.RANDOM_PORT // nats-server reads 0 as its default 4222
 	}
 	c.natsHost, c.natsPort = host, port
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	if seed := c.NATSSeedFile(); seed != "" {
-		if c.ctlKey, err = c.loadOrCreateSeed(seed); err != nil {
-			return nil, err
+	err = c.identity.StartEmbedded(ctx, func(users []*server.NkeyUser) error {
+		ns, err := server.NewServer(c.serverOptions(users))
+		if err != nil {
+			return fmt.Errorf("controller: embedded nats: %w", err)
 		}
-	}
-	opts, err := c.serverOptions(ctx)
+		ns.SetLogger(natsLogger{c.log.With().Str("component", "nats").Logger()}, false, false)
+		ns.Start()
+		if !ns.ReadyForConnections(15 * time.Second) {
+			ns.Shutdown()
+			return fmt.Errorf("controller: embedded nats did not start listening on %s within 15 s (is the port in use?)", c.opt.NATSListen)
+		}
+		c.ns = ns
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("controller: embedded nats: %w", err)
+		return nil, err
 	}
-	ns, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("controller: embedded nats: %w", err)
-	}
-	ns.SetLogger(natsLogger{c.log.With().Str("component", "nats").Logger()}, false, false)
-	ns.Start()
-	if !ns.ReadyForConnections(15 * time.Second) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("controller: embedded nats did not start listening on %s within 15 s (is the port in use?)", c.opt.NATSListen)
-	}
-	c.ns = ns
-	return ns, nil
+	return c.ns, nil
 }
 
 // serverOptions are the embedded server's options, made anew for each
-// start or reload (the server keeps what it is given), with the users the
-// store holds now.
-func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error) {
+// start or reload (the server keeps what it is given), with users, those
+// the store holds now (none when insecure).
+func (c *Controller) serverOptions(users []*server.NkeyUser) *server.Options {
 	opts := &server.Options{
 		ServerName: "vlmfleet-controller",
 		Host:       c.natsHost,
@@ -176,14 +171,8 @@ func (c *Controller) serverOptions(ctx context.Context) (*server.Options, error)
 	if c.tls.NATS {
 		opts.TLS, opts.TLSConfig, opts.TLSTimeout = true, c.tls.NATSConfig, 5
 	}
-	if c.ctlKey != nil {
-		users, err := c.nkeyUsers(ctx)
-		if err != nil {
-			return nil, err
-		}
-		opts.Nkeys = users
-	}
-	return opts, nil
+	opts.Nkeys = users
+	return opts
 }
 
 // natsLogger sends the embedded server's log to zerolog; its start-up

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -65,4 +67,22 @@ func (c *Controller) connectExternal(ctx context.Context, url string, opts []nat
 		return nil, fmt.Errorf("no node took a connection for %v: %w", startRetryFor, stopped.Last)
 	}
 	return nc, err
+}
+
+// externalCredentials is the option that signs the controller in to an
+// external server with the file given as Options.NATSCredentials: an nkey
+// seed, or a JWT credentials file (an operator-mode server's).
+func externalCredentials(file string) (nats.Option, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("controller: --nats-credentials: %w", err)
+	}
+	if strings.Contains(string(data), "BEGIN NATS USER JWT") {
+		return nats.UserCredentials(file), nil
+	}
+	opt, err := nats.NkeyOptionFromSeed(file)
+	if err != nil {
+		return nil, fmt.Errorf("controller: --nats-credentials %s: want an nkey seed (SU...) or a .creds file: %w", file, err)
+	}
+	return opt, nil
 }

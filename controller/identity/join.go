@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"context"
@@ -39,7 +39,7 @@ var errJoinUnknown = &JoinRefusedError{http.StatusUnauthorized,
 // answer says how the device reaches NATS. host is the controller's
 // address as the device reached it (its Host header), remote the
 // device's address, both for the record. A refusal changes nothing.
-func (c *Controller) Join(ctx context.Context, req protocol.JoinRequest, host, remote string) (protocol.JoinAnswer, error) {
+func (c *Registry) Join(ctx context.Context, req protocol.JoinRequest, host, remote string) (protocol.JoinAnswer, error) {
 	if err := c.canEnrol(req.AgentID); err != nil {
 		return protocol.JoinAnswer{}, err
 	}
@@ -73,7 +73,7 @@ func (c *Controller) Join(ctx context.Context, req protocol.JoinRequest, host, r
 	}
 	a := protocol.JoinAnswer{AgentID: req.AgentID, PublicKey: req.PublicKey, NATSURL: c.natsURLFor(host), Labels: labels}
 	if c.tls.NATS {
-		a.CAFingerprint = c.TLSFingerprint()
+		a.CAFingerprint = c.tls.Fingerprint()
 	}
 	return a, nil
 }
@@ -179,14 +179,15 @@ func secretMatches(secret, sumHex string) bool {
 // when the server listens on every address (its own URL then says
 // 127.0.0.1, which is the device itself). The certificate names the
 // host, since the device's TLS check of the API passed with it.
-func (c *Controller) natsURLFor(host string) string {
-	ip := net.ParseIP(c.natsHost)
-	if c.natsHost != "" && (ip == nil || !ip.IsUnspecified()) {
-		return c.natsURL
+func (c *Registry) natsURLFor(host string) string {
+	natsURL, natsHost := c.hooks.NATSURL(), c.hooks.NATSHost()
+	ip := net.ParseIP(natsHost)
+	if natsHost != "" && (ip == nil || !ip.IsUnspecified()) {
+		return natsURL
 	}
-	u, err := url.Parse(c.natsURL)
+	u, err := url.Parse(natsURL)
 	if err != nil || access.HostOnly(host) == "" {
-		return c.natsURL
+		return natsURL
 	}
 	u.Host = net.JoinHostPort(access.HostOnly(access.NormalHost(host)), u.Port())
 	return u.String()

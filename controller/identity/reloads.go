@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type authBatch struct {
 // applyIdentities returns once the running server has the users the store
 // holds now (its caller's change made), or ctx ends. A caller whose
 // context ends stops waiting; the reload it asked for still happens.
-func (c *Controller) applyIdentities(ctx context.Context) error {
+func (c *Registry) applyIdentities(ctx context.Context) error {
 	r := &c.authReloads
 	r.mu.Lock()
 	b := r.open
@@ -58,11 +58,11 @@ func (c *Controller) applyIdentities(ctx context.Context) error {
 
 // reloadBatches reloads the server's users once for each batch that
 // gathered while the previous one ran, until none waits.
-func (c *Controller) reloadBatches(ctx context.Context) {
+func (c *Registry) reloadBatches(ctx context.Context) {
 	r := &c.authReloads
 	for {
-		if hook := c.testHookAuthReload.Load(); hook != nil {
-			(*hook)()
+		if c.hooks.BeforeReload != nil {
+			c.hooks.BeforeReload()
 		}
 		r.mu.Lock()
 		b := r.open

@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"context"
@@ -27,20 +27,30 @@ func (*NoJoinTLSError) Error() string {
 		"start the controller with --tls on, or listening off loopback (--http), where TLS is the default"
 }
 
+// TokenRequestError is what is wrong with a join-token request, and the
+// HTTP status it answers.
+type TokenRequestError struct {
+	Status int
+	Err    error
+}
+
+func (e *TokenRequestError) Error() string { return e.Err.Error() }
+func (e *TokenRequestError) Unwrap() error { return e.Err }
+
 // CreateJoinToken makes a join token as req asks and returns it with its
 // join string, which carries joinURL (the controller's https address as
 // devices reach it), the secret and the CA's fingerprint. The secret is
 // kept only as its hash: the join string is shown this once.
-func (c *Controller) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, joinURL string) (api.JoinTokenCreated, error) {
+func (c *Registry) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, joinURL string) (api.JoinTokenCreated, error) {
 	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
 		return api.JoinTokenCreated{}, &NoNATSAuthorityError{Auth: auth}
 	}
-	pin := c.TLSFingerprint()
+	pin := c.tls.Fingerprint()
 	if !c.tls.HTTP || pin == "" {
 		return api.JoinTokenCreated{}, &NoJoinTLSError{}
 	}
 	if err := protocol.ValidateJoinURL(joinURL); err != nil {
-		return api.JoinTokenCreated{}, &requestError{http.StatusBadRequest, fmt.Errorf("join token: url %q: %w", joinURL, err)}
+		return api.JoinTokenCreated{}, &TokenRequestError{http.StatusBadRequest, fmt.Errorf("join token: url %q: %w", joinURL, err)}
 	}
 	id, secret, err := newJoinSecret()
 	if err != nil {
@@ -71,7 +81,7 @@ func newJoinSecret() (id, secret string, err error) {
 }
 
 // JoinTokens lists every join token, without secrets.
-func (c *Controller) JoinTokens(ctx context.Context) ([]api.JoinTokenView, error) {
+func (c *Registry) JoinTokens(ctx context.Context) ([]api.JoinTokenView, error) {
 	ts, err := c.store.JoinTokens(ctx)
 	if err != nil {
 		return nil, err
@@ -87,13 +97,13 @@ func (c *Controller) JoinTokens(ctx context.Context) ([]api.JoinTokenView, error
 // RevokeJoinToken makes token id refuse every join from now on; the
 // agents it enrolled keep their credentials (revoke those with
 // agent-creds revoke). An unknown id is ErrNotFound.
-func (c *Controller) RevokeJoinToken(_ context.Context, id string) (api.JoinTokenView, error) {
+func (c *Registry) RevokeJoinToken(_ context.Context, id string) (api.JoinTokenView, error) {
 	if err := protocol.ValidateJoinTokenID(id); err != nil {
-		return api.JoinTokenView{}, &requestError{http.StatusBadRequest, err}
+		return api.JoinTokenView{}, &TokenRequestError{http.StatusBadRequest, err}
 	}
 	t, err := c.store.RevokeJoinToken(id, time.Now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
-		return api.JoinTokenView{}, &requestError{http.StatusNotFound, fmt.Errorf("no join token %s (vlmfleet join-token list shows them)", id)}
+		return api.JoinTokenView{}, &TokenRequestError{http.StatusNotFound, fmt.Errorf("no join token %s (vlmfleet join-token list shows them)", id)}
 	}
 	if err != nil {
 		return api.JoinTokenView{}, err

@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"crypto/sha256"

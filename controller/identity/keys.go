@@ -1,4 +1,4 @@
-package controller
+package identity
 
 import (
 	"cmp"
@@ -10,13 +10,6 @@ import (
 
 	"github.com/vlmfleet/vlmfleet/controller/store"
 )
-
-// ProblemIdentities: the store holds agent identities that share a public
-// key, or hold the controller's own. Joins refuse both, so only a store
-// written by an older release (or by hand) has them; the controller keeps
-// its own rights and one holder per key until an operator revokes the
-// others.
-const ProblemIdentities = "identities"
 
 // admittedKeys are the active identities the embedded server admits, one
 // per public key, and what was left out and why. nats-server keeps one
@@ -70,7 +63,7 @@ func holderIDs(idents []store.Identity) string {
 // controller's own, or an agent's that another identity holds (a conflict
 // admittedKeys resolved). Revoking or replacing one holder of such a key
 // must not close the connections of the one that keeps it.
-func (c *Controller) keyAdmitted(ctx context.Context, pub string) bool {
+func (c *Registry) keyAdmitted(ctx context.Context, pub string) bool {
 	ctlPub, err := c.ctlKey.PublicKey()
 	if err != nil || pub == ctlPub {
 		return true
