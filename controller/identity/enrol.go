@@ -42,17 +42,17 @@ func (e *NoNATSAuthorityError) Error() string {
 
 // NATSAuth says how clients sign in to the controller's NATS server:
 // NATSAuthNkeys, NATSAuthOff or NATSAuthExternal.
-func (c *Registry) NATSAuth() string { return c.opt.NATSAuth }
+func (reg *Registry) NATSAuth() string { return reg.opt.NATSAuth }
 
 // NATSSeedFile is the file holding the controller's own nkey seed
 // (ControllerSeedFile in the data dir), empty unless NATSAuth is
 // NATSAuthNkeys. Whoever reads it has every permission on the embedded
 // server: tests that play the controller, an operator's nats CLI.
-func (c *Registry) NATSSeedFile() string {
-	if c.NATSAuth() != api.NATSAuthNkeys {
+func (reg *Registry) NATSSeedFile() string {
+	if reg.NATSAuth() != api.NATSAuthNkeys {
 		return ""
 	}
-	return filepath.Join(c.opt.DataDir, ControllerSeedFile)
+	return filepath.Join(reg.opt.DataDir, ControllerSeedFile)
 }
 
 // BadAgentIDError says that an id cannot be an agent's. HTTP 400.
@@ -66,8 +66,8 @@ func (e *BadAgentIDError) Unwrap() error { return e.Err }
 // agent's permissions, and returns its credentials. The controller keeps only
 // the public key. A controller whose NATS server is external or insecure
 // answers a *NoNATSAuthorityError.
-func (c *Registry) Enrol(ctx context.Context, id string) (api.AgentCredentials, error) {
-	if err := c.canEnrol(id); err != nil {
+func (reg *Registry) Enrol(ctx context.Context, id string) (api.AgentCredentials, error) {
+	if err := reg.canEnrol(id); err != nil {
 		return api.AgentCredentials{}, err
 	}
 	fail := func(err error) (api.AgentCredentials, error) {
@@ -86,20 +86,20 @@ func (c *Registry) Enrol(ctx context.Context, id string) (api.AgentCredentials, 
 	if err != nil {
 		return fail(err)
 	}
-	err = c.enrolKey(ctx, id, pub, "agent-creds", func() (store.Identity, error) {
-		prev, err := c.store.Identity(id)
+	err = reg.enrolKey(ctx, id, pub, "agent-creds", func() (store.Identity, error) {
+		prev, err := reg.store.Identity(id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return store.Identity{}, err
 		}
-		_, err = c.store.PutIdentity(id, pub, time.Now().UTC())
+		_, err = reg.store.PutIdentity(id, pub, time.Now().UTC())
 		return prev, err
 	})
 	if err != nil {
 		return fail(err)
 	}
-	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: c.hooks.NATSURL()}
-	if c.tls.NATS {
-		creds.CAFingerprint = c.tls.OwnCAFingerprint
+	creds := api.AgentCredentials{AgentID: id, PublicKey: pub, Seed: string(seed), NATSURL: reg.hooks.NATSURL()}
+	if reg.tls.NATS {
+		creds.CAFingerprint = reg.tls.OwnCAFingerprint
 	}
 	return creds, nil
 }
@@ -107,11 +107,11 @@ func (c *Registry) Enrol(ctx context.Context, id string) (api.AgentCredentials, 
 // canEnrol says whether agent id may be enrolled here: a *BadAgentIDError
 // for an id that is not one, a *NoNATSAuthorityError when the controller
 // issues no NATS identities.
-func (c *Registry) canEnrol(id string) error {
+func (reg *Registry) canEnrol(id string) error {
 	if err := protocol.ValidateAgentID(id); err != nil {
 		return &BadAgentIDError{err}
 	}
-	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
+	if auth := reg.NATSAuth(); auth != api.NATSAuthNkeys {
 		return &NoNATSAuthorityError{Auth: auth}
 	}
 	return nil
@@ -123,11 +123,11 @@ func (c *Registry) canEnrol(id string) error {
 // connections are then closed. Both ways of enrolling come here: a key
 // the controller made (agent-creds) and one a device made (a join), by
 // names which. record's error is returned as it is, nothing applied.
-func (c *Registry) enrolKey(ctx context.Context, id, pub, by string, record func() (store.Identity, error)) error {
-	if err := c.canEnrol(id); err != nil {
+func (reg *Registry) enrolKey(ctx context.Context, id, pub, by string, record func() (store.Identity, error)) error {
+	if err := reg.canEnrol(id); err != nil {
 		return err
 	}
-	if !c.natsEmbedded() {
+	if !reg.natsEmbedded() {
 		return errors.New("the controller has not started")
 	}
 	prev, err := record()
@@ -136,12 +136,12 @@ func (c *Registry) enrolKey(ctx context.Context, id, pub, by string, record func
 	}
 	// The credentials go out only once the server admits them; the
 	// enrolments made meanwhile share one reload (applyIdentities).
-	if err := c.applyIdentities(ctx); err != nil {
+	if err := reg.applyIdentities(ctx); err != nil {
 		return err
 	}
-	ev := c.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
-	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() && !c.keyAdmitted(ctx, prev.PublicKey) {
-		ev = ev.Int("closed", c.hooks.Disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
+	ev := reg.log.Info().Str("agent", id).Str("nkey", pub).Str("by", by)
+	if prev.PublicKey != "" && prev.PublicKey != pub && prev.Active() && !reg.keyAdmitted(ctx, prev.PublicKey) {
+		ev = ev.Int("closed", reg.hooks.Disconnect(prev.PublicKey)).Str("replaced", prev.PublicKey)
 	}
 	ev.Msg("agent enrolled")
 	return nil
@@ -151,43 +151,43 @@ func (c *Registry) enrolKey(ctx context.Context, id, pub, by string, record func
 // closes its connections: the agent can no longer connect until it is
 // enrolled again. An agent without active credentials is ErrNotFound.
 // It returns the identity revoked.
-func (c *Registry) Revoke(ctx context.Context, id string) (store.Identity, error) {
-	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
+func (reg *Registry) Revoke(ctx context.Context, id string) (store.Identity, error) {
+	if auth := reg.NATSAuth(); auth != api.NATSAuthNkeys {
 		return store.Identity{}, &NoNATSAuthorityError{Auth: auth}
 	}
-	if !c.natsEmbedded() {
+	if !reg.natsEmbedded() {
 		return store.Identity{}, errors.New("controller: revoke: the controller has not started")
 	}
-	ident, err := c.store.RevokeIdentity(id, time.Now().UTC())
+	ident, err := reg.store.RevokeIdentity(id, time.Now().UTC())
 	if err != nil {
 		return store.Identity{}, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
-	if err := c.applyIdentities(ctx); err != nil {
+	if err := reg.applyIdentities(ctx); err != nil {
 		return ident, fmt.Errorf("controller: revoke %s: %w", id, err)
 	}
 	closed := 0
-	if !c.keyAdmitted(ctx, ident.PublicKey) {
-		closed = c.hooks.Disconnect(ident.PublicKey)
+	if !reg.keyAdmitted(ctx, ident.PublicKey) {
+		closed = reg.hooks.Disconnect(ident.PublicKey)
 	}
-	ended, err := c.hooks.EndRevokedJobs(ctx, id, time.Now())
-	c.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
+	ended, err := reg.hooks.EndRevokedJobs(ctx, id, time.Now())
+	reg.log.Info().Str("agent", id).Str("nkey", ident.PublicKey).Int("closed", closed).Int("jobs_cancelled", ended).Msg("agent revoked")
 	return ident, err
 }
 
 // natsEmbedded says whether the embedded server runs, to change its users.
-func (c *Registry) natsEmbedded() bool {
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
-	return c.embedded
+func (reg *Registry) natsEmbedded() bool {
+	reg.authMu.Lock()
+	defer reg.authMu.Unlock()
+	return reg.embedded
 }
 
 // reloadAuth gives the running server the users the store holds. The
 // server closes the connections of users it no longer has. authMu is
 // held; applyIdentities is how changes call it, many in one reload.
-func (c *Registry) reloadAuth(ctx context.Context) error {
-	users, err := c.nkeyUsers(ctx)
+func (reg *Registry) reloadAuth(ctx context.Context) error {
+	users, err := reg.nkeyUsers(ctx)
 	if err == nil {
-		err = c.hooks.Reload(users)
+		err = reg.hooks.Reload(users)
 	}
 	if err != nil {
 		return fmt.Errorf("apply the agents' NATS identities: %w", err)
@@ -198,23 +198,23 @@ func (c *Registry) reloadAuth(ctx context.Context) error {
 // nkeyUsers are the embedded server's users: the controller, unrestricted,
 // and each agent whose identity is active, confined to its own subjects,
 // one per public key (admittedKeys); a conflict is a health problem.
-func (c *Registry) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
-	pub, err := c.ctlKey.PublicKey()
+func (reg *Registry) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
+	pub, err := reg.ctlKey.PublicKey()
 	if err != nil {
 		return nil, err
 	}
 	users := []*server.NkeyUser{{Nkey: pub}}
-	idents, err := c.store.Identities(ctx)
+	idents, err := reg.store.Identities(ctx)
 	if err != nil {
 		return nil, err
 	}
 	admitted, conflicts := admittedKeys(idents, pub)
 	if len(conflicts) > 0 {
 		err := identityConflictError(conflicts)
-		c.hooks.Conflicts(err)
-		c.log.Error().Err(err).Msg("agent identities in conflict")
+		reg.hooks.Conflicts(err)
+		reg.log.Error().Err(err).Msg("agent identities in conflict")
 	} else {
-		c.hooks.Conflicts(nil)
+		reg.hooks.Conflicts(nil)
 	}
 	for _, id := range admitted {
 		publish, subscribe := protocol.AgentPermissionSubjects(id.AgentID)
@@ -229,7 +229,7 @@ func (c *Registry) nkeyUsers(ctx context.Context) ([]*server.NkeyUser, error) {
 // loadOrCreateSeed reads the user nkey seed at path, or creates one there
 // readable by its owner only. A seed file others may read is made private
 // with a warning.
-func (c *Registry) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
+func (reg *Registry) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		kp, err := nkeys.CreateUser()
@@ -254,7 +254,7 @@ func (c *Registry) loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 		return nil, fmt.Errorf("controller: read the controller's NATS key: %w", err)
 	}
 	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		c.log.Warn().Str("file", path).Str("mode", fi.Mode().Perm().String()).Msg("the controller's NATS key was readable by others; making it private")
+		reg.log.Warn().Str("file", path).Str("mode", fi.Mode().Perm().String()).Msg("the controller's NATS key was readable by others; making it private")
 		if err := os.Chmod(path, 0o600); err != nil {
 			return nil, fmt.Errorf("controller: %w", err)
 		}

@@ -39,19 +39,19 @@ var errJoinUnknown = &JoinRefusedError{http.StatusUnauthorized,
 // answer says how the device reaches NATS. host is the controller's
 // address as the device reached it (its Host header), remote the
 // device's address, both for the record. A refusal changes nothing.
-func (c *Registry) Join(ctx context.Context, req protocol.JoinRequest, host, remote string) (protocol.JoinAnswer, error) {
-	if err := c.canEnrol(req.AgentID); err != nil {
+func (reg *Registry) Join(ctx context.Context, req protocol.JoinRequest, host, remote string) (protocol.JoinAnswer, error) {
+	if err := reg.canEnrol(req.AgentID); err != nil {
 		return protocol.JoinAnswer{}, err
 	}
 	now := time.Now().UTC()
 	e := store.Enrolment{AgentID: req.AgentID, PublicKey: req.PublicKey, At: now, TokenID: req.TokenID, RemoteAddr: remote}
-	ctlPub, err := c.ctlKey.PublicKey()
+	ctlPub, err := reg.ctlKey.PublicKey()
 	if err != nil {
 		return protocol.JoinAnswer{}, fmt.Errorf("controller: join: %w", err)
 	}
 	var labels map[string]string
-	err = c.enrolKey(ctx, req.AgentID, req.PublicKey, "join token "+req.TokenID, func() (store.Identity, error) {
-		prev, err := c.store.Join(e, func(t store.JoinToken, prev, holder store.Identity) error {
+	err = reg.enrolKey(ctx, req.AgentID, req.PublicKey, "join token "+req.TokenID, func() (store.Identity, error) {
+		prev, err := reg.store.Join(e, func(t store.JoinToken, prev, holder store.Identity) error {
 			if err := admitJoin(t, joinClaim{prev: prev, keyHolder: holder, controllerKey: ctlPub}, req, now); err != nil {
 				return err
 			}
@@ -67,13 +67,13 @@ func (c *Registry) Join(ctx context.Context, req protocol.JoinRequest, host, rem
 	if err != nil {
 		var refused *JoinRefusedError
 		if errors.As(err, &refused) {
-			c.log.Warn().Str("join_token", req.TokenID).Str("agent", req.AgentID).Str("remote", remote).Str("reason", refused.Msg).Msg("join refused")
+			reg.log.Warn().Str("join_token", req.TokenID).Str("agent", req.AgentID).Str("remote", remote).Str("reason", refused.Msg).Msg("join refused")
 		}
 		return protocol.JoinAnswer{}, err
 	}
-	a := protocol.JoinAnswer{AgentID: req.AgentID, PublicKey: req.PublicKey, NATSURL: c.natsURLFor(host), Labels: labels}
-	if c.tls.NATS {
-		a.CAFingerprint = c.tls.Fingerprint()
+	a := protocol.JoinAnswer{AgentID: req.AgentID, PublicKey: req.PublicKey, NATSURL: reg.natsURLFor(host), Labels: labels}
+	if reg.tls.NATS {
+		a.CAFingerprint = reg.tls.Fingerprint()
 	}
 	return a, nil
 }
@@ -179,8 +179,8 @@ func secretMatches(secret, sumHex string) bool {
 // when the server listens on every address (its own URL then says
 // 127.0.0.1, which is the device itself). The certificate names the
 // host, since the device's TLS check of the API passed with it.
-func (c *Registry) natsURLFor(host string) string {
-	natsURL, natsHost := c.hooks.NATSURL(), c.hooks.NATSHost()
+func (reg *Registry) natsURLFor(host string) string {
+	natsURL, natsHost := reg.hooks.NATSURL(), reg.hooks.NATSHost()
 	ip := net.ParseIP(natsHost)
 	if natsHost != "" && (ip == nil || !ip.IsUnspecified()) {
 		return natsURL

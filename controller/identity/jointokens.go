@@ -41,12 +41,12 @@ func (e *TokenRequestError) Unwrap() error { return e.Err }
 // join string, which carries joinURL (the controller's https address as
 // devices reach it), the secret and the CA's fingerprint. The secret is
 // kept only as its hash: the join string is shown this once.
-func (c *Registry) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, joinURL string) (api.JoinTokenCreated, error) {
-	if auth := c.NATSAuth(); auth != api.NATSAuthNkeys {
+func (reg *Registry) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest, joinURL string) (api.JoinTokenCreated, error) {
+	if auth := reg.NATSAuth(); auth != api.NATSAuthNkeys {
 		return api.JoinTokenCreated{}, &NoNATSAuthorityError{Auth: auth}
 	}
-	pin := c.tls.Fingerprint()
-	if !c.tls.HTTP || pin == "" {
+	pin := reg.tls.Fingerprint()
+	if !reg.tls.HTTP || pin == "" {
 		return api.JoinTokenCreated{}, &NoJoinTLSError{}
 	}
 	if err := protocol.ValidateJoinURL(joinURL); err != nil {
@@ -60,10 +60,10 @@ func (c *Registry) CreateJoinToken(ctx context.Context, req api.JoinTokenRequest
 	sum := sha256.Sum256([]byte(secret))
 	t := store.JoinToken{ID: id, SecretSHA256: hex.EncodeToString(sum[:]), CreatedAt: now,
 		ExpiresAt: now.Add(time.Duration(req.TTLSeconds) * time.Second), Uses: req.Uses, Labels: req.Labels, Reenrol: req.Reenrol}
-	if err := c.store.PutJoinToken(t); err != nil {
+	if err := reg.store.PutJoinToken(t); err != nil {
 		return api.JoinTokenCreated{}, err
 	}
-	c.log.Info().Str("join_token", id).Time("expires", t.ExpiresAt).Int("uses", t.Uses).Bool("reenrol", t.Reenrol).
+	reg.log.Info().Str("join_token", id).Time("expires", t.ExpiresAt).Int("uses", t.Uses).Bool("reenrol", t.Reenrol).
 		Str("url", joinURL).Msg("join token created")
 	js := protocol.JoinString{URL: joinURL, TokenID: id, Secret: secret, CAPin: pin}
 	return api.JoinTokenCreated{JoinTokenView: joinTokenView(t, now), Join: js.String(), URL: joinURL}, nil
@@ -81,8 +81,8 @@ func newJoinSecret() (id, secret string, err error) {
 }
 
 // JoinTokens lists every join token, without secrets.
-func (c *Registry) JoinTokens(ctx context.Context) ([]api.JoinTokenView, error) {
-	ts, err := c.store.JoinTokens(ctx)
+func (reg *Registry) JoinTokens(ctx context.Context) ([]api.JoinTokenView, error) {
+	ts, err := reg.store.JoinTokens(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -97,18 +97,18 @@ func (c *Registry) JoinTokens(ctx context.Context) ([]api.JoinTokenView, error) 
 // RevokeJoinToken makes token id refuse every join from now on; the
 // agents it enrolled keep their credentials (revoke those with
 // agent-creds revoke). An unknown id is ErrNotFound.
-func (c *Registry) RevokeJoinToken(_ context.Context, id string) (api.JoinTokenView, error) {
+func (reg *Registry) RevokeJoinToken(_ context.Context, id string) (api.JoinTokenView, error) {
 	if err := protocol.ValidateJoinTokenID(id); err != nil {
 		return api.JoinTokenView{}, &TokenRequestError{http.StatusBadRequest, err}
 	}
-	t, err := c.store.RevokeJoinToken(id, time.Now().UTC())
+	t, err := reg.store.RevokeJoinToken(id, time.Now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
 		return api.JoinTokenView{}, &TokenRequestError{http.StatusNotFound, fmt.Errorf("no join token %s (vlmfleet join-token list shows them)", id)}
 	}
 	if err != nil {
 		return api.JoinTokenView{}, err
 	}
-	c.log.Info().Str("join_token", id).Msg("join token revoked")
+	reg.log.Info().Str("join_token", id).Msg("join token revoked")
 	return joinTokenView(t, time.Now()), nil
 }
 

@@ -63,12 +63,12 @@ func holderIDs(idents []store.Identity) string {
 // controller's own, or an agent's that another identity holds (a conflict
 // admittedKeys resolved). Revoking or replacing one holder of such a key
 // must not close the connections of the one that keeps it.
-func (c *Registry) keyAdmitted(ctx context.Context, pub string) bool {
-	ctlPub, err := c.ctlKey.PublicKey()
+func (reg *Registry) keyAdmitted(ctx context.Context, pub string) bool {
+	ctlPub, err := reg.ctlKey.PublicKey()
 	if err != nil || pub == ctlPub {
 		return true
 	}
-	idents, err := c.store.Identities(ctx)
+	idents, err := reg.store.Identities(ctx)
 	if err != nil {
 		return false
 	}

@@ -92,35 +92,35 @@ func New(opt Options, st Store, tls *access.TLS, hooks Hooks, log zerolog.Logger
 // start) when the server authenticates, and calls start with the users
 // the store holds (none without a key) to start the embedded server. Once
 // start returns nil, enrolments change the running server's users.
-func (c *Registry) StartEmbedded(ctx context.Context, start func(users []*server.NkeyUser) error) error {
-	c.authMu.Lock()
-	defer c.authMu.Unlock()
+func (reg *Registry) StartEmbedded(ctx context.Context, start func(users []*server.NkeyUser) error) error {
+	reg.authMu.Lock()
+	defer reg.authMu.Unlock()
 	var err error
-	if seed := c.NATSSeedFile(); seed != "" {
-		if c.ctlKey, err = c.loadOrCreateSeed(seed); err != nil {
+	if seed := reg.NATSSeedFile(); seed != "" {
+		if reg.ctlKey, err = reg.loadOrCreateSeed(seed); err != nil {
 			return err
 		}
 	}
 	var users []*server.NkeyUser
-	if c.ctlKey != nil {
-		if users, err = c.nkeyUsers(ctx); err != nil {
+	if reg.ctlKey != nil {
+		if users, err = reg.nkeyUsers(ctx); err != nil {
 			return fmt.Errorf("controller: embedded nats: %w", err)
 		}
 	}
 	if err := start(users); err != nil {
 		return err
 	}
-	c.embedded = true
+	reg.embedded = true
 	return nil
 }
 
 // ControllerKey is the controller's own nkey, which signs its connection
 // to the embedded server; nil unless NATSAuth is NATSAuthNkeys and the
 // server has started.
-func (c *Registry) ControllerKey() nkeys.KeyPair { return c.ctlKey }
+func (reg *Registry) ControllerKey() nkeys.KeyPair { return reg.ctlKey }
 
 // ReloadCounts are how many reloads of the server's users were made, and
 // how many calls asked for one.
-func (c *Registry) ReloadCounts() (made, asked int64) {
-	return c.authReloads.count.Load(), c.authReloads.asked.Load()
+func (reg *Registry) ReloadCounts() (made, asked int64) {
+	return reg.authReloads.count.Load(), reg.authReloads.asked.Load()
 }

@@ -32,8 +32,8 @@ type authBatch struct {
 // applyIdentities returns once the running server has the users the store
 // holds now (its caller's change made), or ctx ends. A caller whose
 // context ends stops waiting; the reload it asked for still happens.
-func (c *Registry) applyIdentities(ctx context.Context) error {
-	r := &c.authReloads
+func (reg *Registry) applyIdentities(ctx context.Context) error {
+	r := &reg.authReloads
 	r.mu.Lock()
 	b := r.open
 	if b == nil {
@@ -46,7 +46,7 @@ func (c *Registry) applyIdentities(ctx context.Context) error {
 	r.mu.Unlock()
 	if start {
 		// The reload outlives a caller that gives up: others share it.
-		go c.reloadBatches(context.WithoutCancel(ctx))
+		go reg.reloadBatches(context.WithoutCancel(ctx))
 	}
 	select {
 	case <-b.done:
@@ -58,11 +58,11 @@ func (c *Registry) applyIdentities(ctx context.Context) error {
 
 // reloadBatches reloads the server's users once for each batch that
 // gathered while the previous one ran, until none waits.
-func (c *Registry) reloadBatches(ctx context.Context) {
-	r := &c.authReloads
+func (reg *Registry) reloadBatches(ctx context.Context) {
+	r := &reg.authReloads
 	for {
-		if c.hooks.BeforeReload != nil {
-			c.hooks.BeforeReload()
+		if reg.hooks.BeforeReload != nil {
+			reg.hooks.BeforeReload()
 		}
 		r.mu.Lock()
 		b := r.open
@@ -73,9 +73,9 @@ func (c *Registry) reloadBatches(ctx context.Context) {
 			return
 		}
 		r.mu.Unlock()
-		c.authMu.Lock()
-		b.err = c.reloadAuth(ctx)
-		c.authMu.Unlock()
+		reg.authMu.Lock()
+		b.err = reg.reloadAuth(ctx)
+		reg.authMu.Unlock()
 		r.count.Add(1)
 		close(b.done)
 	}

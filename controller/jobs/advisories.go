@@ -60,7 +60,7 @@ func decodeMaxDeliveries(data []byte) (maxDeliveriesAdvisory, string, error) {
 
 // HandleAdvisory settles one message of the advisories stream: the job it
 // names is failed (jobUndeliverable), a malformed one is rejected.
-func (c *Scheduler) HandleAdvisory(msg jetstream.Msg) {
+func (sc *Scheduler) HandleAdvisory(msg jetstream.Msg) {
 	var seq uint64
 	var delivered uint64 = 1
 	if md, err := msg.Metadata(); err == nil {
@@ -68,16 +68,16 @@ func (c *Scheduler) HandleAdvisory(msg jetstream.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := c.jobUndeliverable(ctx, msg.Data())
+	err := sc.jobUndeliverable(ctx, msg.Data())
 	switch d := ingest.Settle(err, delivered); d.Action {
 	case ingest.Ack:
 		if aerr := msg.Ack(); aerr != nil {
-			c.log.Warn().Err(aerr).Msg("ack of a max-deliveries advisory failed; handling it again is harmless")
+			sc.log.Warn().Err(aerr).Msg("ack of a max-deliveries advisory failed; handling it again is harmless")
 		}
 	case ingest.Reject:
-		c.ingester.Reject(msg, seq, d.Reason)
+		sc.ingester.Reject(msg, seq, d.Reason)
 	default:
-		c.log.Error().Err(err).Uint64("delivery", delivered).Dur("retry_in", d.Delay).Msg("handling a max-deliveries advisory failed")
+		sc.log.Error().Err(err).Uint64("delivery", delivered).Dur("retry_in", d.Delay).Msg("handling a max-deliveries advisory failed")
 		_ = msg.NakWithDelay(d.Delay)
 	}
 }
@@ -85,14 +85,14 @@ func (c *Scheduler) HandleAdvisory(msg jetstream.Msg) {
 // jobUndeliverable marks failed the job an advisory says JetStream gave up
 // delivering, unless the job already ended, and removes it from the jobs
 // stream, where it would otherwise wait for its age limit.
-func (c *Scheduler) jobUndeliverable(ctx context.Context, data []byte) error {
+func (sc *Scheduler) jobUndeliverable(ctx context.Context, data []byte) error {
 	adv, agentID, err := decodeMaxDeliveries(data)
 	if err != nil {
 		return store.Rejectf("%v", err)
 	}
-	job, inStream, err := c.undeliveredJob(ctx, adv, agentID)
+	job, inStream, err := sc.undeliveredJob(ctx, adv, agentID)
 	if errors.Is(err, store.ErrNotFound) {
-		c.log.Warn().Str("agent", agentID).Uint64("stream_seq", adv.StreamSeq).Msg("JetStream gave up delivering a job this controller does not know")
+		sc.log.Warn().Str("agent", agentID).Uint64("stream_seq", adv.StreamSeq).Msg("JetStream gave up delivering a job this controller does not know")
 		return nil
 	}
 	if err != nil {
@@ -107,24 +107,24 @@ func (c *Scheduler) jobUndeliverable(ctx context.Context, data []byte) error {
 		State: protocol.JobFailed, Time: at, Attempt: int(min(adv.Deliveries, 1<<20)),
 		Error: fmt.Sprintf("delivered %d times; the agent never finished it (it stopped or crashed each time)", adv.Deliveries),
 	}
-	rec, changed, err := c.store.FailJob(ch, time.Now().UTC())
+	rec, changed, err := sc.store.FailJob(ch, time.Now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
-		c.log.Warn().Str("job", job.ID).Str("agent", agentID).Msg("JetStream gave up delivering a job this controller does not know")
+		sc.log.Warn().Str("job", job.ID).Str("agent", agentID).Msg("JetStream gave up delivering a job this controller does not know")
 	} else if err != nil {
 		return err
 	}
 	if inStream {
 		// The consumer never delivers it again; deleting it keeps a
 		// recreated consumer from running a job already declared over.
-		if err := c.DeleteJobMsg(ctx, adv.StreamSeq); err != nil {
-			c.log.Warn().Err(err).Str("job", job.ID).Msg("removing an undeliverable job from the stream failed; it stays until its age limit")
+		if err := sc.DeleteJobMsg(ctx, adv.StreamSeq); err != nil {
+			sc.log.Warn().Err(err).Str("job", job.ID).Msg("removing an undeliverable job from the stream failed; it stays until its age limit")
 		}
 	}
 	if changed {
 		ch.RunID = rec.RunID
-		c.live.JobEnded(job.ID)
-		c.emit(api.EventState, agentID, ch)
-		c.log.Warn().Str("job", job.ID).Str("agent", agentID).Uint64("deliveries", adv.Deliveries).Msg("job failed: JetStream gave up delivering it")
+		sc.live.JobEnded(job.ID)
+		sc.emit(api.EventState, agentID, ch)
+		sc.log.Warn().Str("job", job.ID).Str("agent", agentID).Uint64("deliveries", adv.Deliveries).Msg("job failed: JetStream gave up delivering it")
 	}
 	return nil
 }
@@ -132,14 +132,14 @@ func (c *Scheduler) jobUndeliverable(ctx context.Context, data []byte) error {
 // undeliveredJob finds the job at the advisory's stream sequence: in the
 // jobs stream, which keeps a message its consumer gave up on, or else by the
 // sequence recorded when the job was published.
-func (c *Scheduler) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisory, agentID string) (protocol.Job, bool, error) {
-	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+func (sc *Scheduler) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisory, agentID string) (protocol.Job, bool, error) {
+	stream, err := sc.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return protocol.Job{}, false, fmt.Errorf("jobs stream: %w", err)
 	}
 	raw, err := stream.GetMsg(ctx, adv.StreamSeq)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		rec, err := c.store.JobByStreamSeq(ctx, agentID, adv.StreamSeq)
+		rec, err := sc.store.JobByStreamSeq(ctx, agentID, adv.StreamSeq)
 		if err != nil {
 			return protocol.Job{}, false, err
 		}
@@ -163,8 +163,8 @@ func (c *Scheduler) undeliveredJob(ctx context.Context, adv maxDeliveriesAdvisor
 
 // DeleteJobMsg removes message seq from the jobs stream; one already gone
 // is no error.
-func (c *Scheduler) DeleteJobMsg(ctx context.Context, seq uint64) error {
-	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+func (sc *Scheduler) DeleteJobMsg(ctx context.Context, seq uint64) error {
+	stream, err := sc.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
 	}

@@ -36,37 +36,37 @@ const cancelReason = "cancelled by a user"
 // agent is asked in every case, so that a job it took just now is caught
 // too; a job that reports any non-terminal state after it was asked is asked
 // again (see ingest). It returns the job as it stands, or a *JobEndedError.
-func (c *Scheduler) CancelJob(ctx context.Context, id string) (store.JobRecord, error) {
+func (sc *Scheduler) CancelJob(ctx context.Context, id string) (store.JobRecord, error) {
 	now := time.Now().UTC()
-	rec, _, err := c.store.RequestCancel(id, now)
+	rec, _, err := sc.store.RequestCancel(id, now)
 	if err != nil {
 		return store.JobRecord{}, fmt.Errorf("controller: %w", err)
 	}
 	if rec.State.Terminal() {
 		return rec, &JobEndedError{ID: id, State: rec.State}
 	}
-	c.SendCancel(rec.Job.AgentID, id)
+	sc.SendCancel(rec.Job.AgentID, id)
 	online := false
-	if a, err := c.agentView(rec.Job.AgentID); err == nil {
+	if a, err := sc.agentView(rec.Job.AgentID); err == nil {
 		online = a.Online
 	}
 	if rec.State != protocol.JobQueued && online {
-		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Msg("asked the agent to cancel its job")
+		sc.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Msg("asked the agent to cancel its job")
 		return rec, nil
 	}
 	reason := cancelReason
 	if rec.State != protocol.JobQueued {
 		reason += " while its agent was offline"
 	}
-	return c.endCancelled(ctx, rec, reason, now)
+	return sc.endCancelled(ctx, rec, reason, now)
 }
 
 // endCancelled ends a job here, not by its agent: removed from the jobs
 // stream if it is still there, and stored as cancelled with the reason.
-func (c *Scheduler) endCancelled(ctx context.Context, rec store.JobRecord, reason string, now time.Time) (store.JobRecord, error) {
+func (sc *Scheduler) endCancelled(ctx context.Context, rec store.JobRecord, reason string, now time.Time) (store.JobRecord, error) {
 	id := rec.Job.ID
 	if rec.Published && rec.StreamSeq != 0 {
-		if err := c.deleteQueuedJob(ctx, rec); err != nil {
+		if err := sc.deleteQueuedJob(ctx, rec); err != nil {
 			return rec, fmt.Errorf("controller: cancel job %s: %w", id, err)
 		}
 	}
@@ -74,31 +74,31 @@ func (c *Scheduler) endCancelled(ctx context.Context, rec store.JobRecord, reaso
 		Schema: protocol.SchemaVersion, JobID: id, SweepID: rec.Job.SweepID, RunID: rec.RunID,
 		AgentID: rec.Job.AgentID, State: protocol.JobCancelled, Time: now, Attempt: rec.Attempt, Error: reason,
 	}
-	after, changed, err := c.store.CancelJob(ch, now)
+	after, changed, err := sc.store.CancelJob(ch, now)
 	if err != nil {
 		return rec, fmt.Errorf("controller: %w", err)
 	}
 	if changed {
-		c.live.JobEnded(id)
-		c.emit(api.EventState, rec.Job.AgentID, ch)
-		c.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Str("reason", reason).Msg("job cancelled")
+		sc.live.JobEnded(id)
+		sc.emit(api.EventState, rec.Job.AgentID, ch)
+		sc.log.Info().Str("job", id).Str("agent", rec.Job.AgentID).Str("was", string(rec.State)).Str("reason", reason).Msg("job cancelled")
 	}
 	return after, nil
 }
 
 // CancelSweep cancels every job of the sweep that has not ended.
-func (c *Scheduler) CancelSweep(ctx context.Context, id string) (api.SweepCancel, error) {
-	if _, err := c.store.Sweep(id); err != nil {
+func (sc *Scheduler) CancelSweep(ctx context.Context, id string) (api.SweepCancel, error) {
+	if _, err := sc.store.Sweep(id); err != nil {
 		return api.SweepCancel{}, fmt.Errorf("controller: %w", err)
 	}
-	jobs, err := c.store.Jobs(ctx, store.JobQuery{SweepID: id})
+	jobs, err := sc.store.Jobs(ctx, store.JobQuery{SweepID: id})
 	if err != nil {
 		return api.SweepCancel{}, fmt.Errorf("controller: %w", err)
 	}
 	out := api.SweepCancel{ID: id, Cancelled: []string{}, Requested: []string{}, Ended: []string{}}
 	var errs []error
 	for _, j := range jobs {
-		rec, err := c.CancelJob(ctx, j.Job.ID)
+		rec, err := sc.CancelJob(ctx, j.Job.ID)
 		var ended *JobEndedError
 		switch {
 		case errors.As(err, &ended):
@@ -117,27 +117,27 @@ func (c *Scheduler) CancelSweep(ctx context.Context, id string) (api.SweepCancel
 // SendCancel asks the agent, on core NATS, to cancel the job if it runs it.
 // Losing the message is harmless: the job is asked again at its next state
 // report, or by cancelling again.
-func (c *Scheduler) SendCancel(agentID, jobID string) {
+func (sc *Scheduler) SendCancel(agentID, jobID string) {
 	m := protocol.Cancel{Schema: protocol.SchemaVersion, JobID: jobID, Reason: cancelReason}
 	if err := m.Validate(); err != nil {
-		c.log.Error().Err(err).Str("job", jobID).Msg("not sending an invalid cancel")
+		sc.log.Error().Err(err).Str("job", jobID).Msg("not sending an invalid cancel")
 		return
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		c.log.Error().Err(err).Str("job", jobID).Msg("encode cancel")
+		sc.log.Error().Err(err).Str("job", jobID).Msg("encode cancel")
 		return
 	}
-	if err := c.nc.Publish(protocol.ControlSubject(agentID), data); err != nil {
-		c.log.Warn().Err(err).Str("job", jobID).Str("agent", agentID).Msg("sending a cancel failed")
+	if err := sc.nc.Publish(protocol.ControlSubject(agentID), data); err != nil {
+		sc.log.Warn().Err(err).Str("job", jobID).Str("agent", agentID).Msg("sending a cancel failed")
 	}
 }
 
 // deleteQueuedJob removes the job from the jobs stream, after checking that
 // the message at its recorded sequence is this job (a recreated stream
 // numbers its messages afresh). A message already gone is no error.
-func (c *Scheduler) deleteQueuedJob(ctx context.Context, rec store.JobRecord) error {
-	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+func (sc *Scheduler) deleteQueuedJob(ctx context.Context, rec store.JobRecord) error {
+	stream, err := sc.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
 	}
@@ -154,5 +154,5 @@ func (c *Scheduler) deleteQueuedJob(ctx context.Context, rec store.JobRecord) er
 	if job, err := protocol.DecodeJob(raw.Data); err != nil || job.ID != rec.Job.ID {
 		return nil
 	}
-	return c.DeleteJobMsg(ctx, rec.StreamSeq)
+	return sc.DeleteJobMsg(ctx, rec.StreamSeq)
 }

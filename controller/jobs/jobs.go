@@ -67,14 +67,14 @@ func New(opt Options, st *store.Store, live JobEnder, ingester *ingest.Ingester,
 
 // Connect hands the room the controller's connection and its JetStream,
 // before anything is published or cancelled.
-func (c *Scheduler) Connect(nc *nats.Conn, js jetstream.JetStream) {
-	c.nc, c.js = nc, js
+func (sc *Scheduler) Connect(nc *nats.Conn, js jetstream.JetStream) {
+	sc.nc, sc.js = nc, js
 }
 
-func (c *Scheduler) agentStatuses(ctx context.Context) ([]AgentStatus, error) {
-	return c.hooks.Agents(ctx)
+func (sc *Scheduler) agentStatuses(ctx context.Context) ([]AgentStatus, error) {
+	return sc.hooks.Agents(ctx)
 }
 
-func (c *Scheduler) agentView(id string) (api.AgentView, error) { return c.hooks.Agent(id) }
+func (sc *Scheduler) agentView(id string) (api.AgentView, error) { return sc.hooks.Agent(id) }
 
-func (c *Scheduler) emit(kind, agentID string, data any) { c.hooks.Emit(kind, agentID, data) }
+func (sc *Scheduler) emit(kind, agentID string, data any) { sc.hooks.Emit(kind, agentID, data) }

@@ -47,11 +47,11 @@ func NewOrphanWatch() *OrphanWatch {
 }
 
 // WatchOrphans runs CheckOrphans every OrphanCheckInterval until ctx ends.
-func (c *Scheduler) WatchOrphans(ctx context.Context) {
+func (sc *Scheduler) WatchOrphans(ctx context.Context) {
 	w := NewOrphanWatch()
-	tick.Every(ctx, c.opt.OrphanCheckInterval, func() {
-		if err := c.CheckOrphans(ctx, w); err != nil && ctx.Err() == nil {
-			c.log.Warn().Err(err).Msg("looking for queued jobs gone from the jobs stream failed; trying again at the next check")
+	tick.Every(ctx, sc.opt.OrphanCheckInterval, func() {
+		if err := sc.CheckOrphans(ctx, w); err != nil && ctx.Err() == nil {
+			sc.log.Warn().Err(err).Msg("looking for queued jobs gone from the jobs stream failed; trying again at the next check")
 		}
 	})
 }
@@ -67,8 +67,8 @@ func orphanCandidate(j store.JobRecord) bool {
 // deliver it now. A job whose message is still there, or whose agent sent
 // any state, is never touched; a job missing only since the last check is
 // remembered and ended at the next one if it is still missing and queued.
-func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
-	jobs, err := c.store.Jobs(ctx, store.JobQuery{State: protocol.JobQueued})
+func (sc *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
+	jobs, err := sc.store.Jobs(ctx, store.JobQuery{State: protocol.JobQueued})
 	if err != nil {
 		return err
 	}
@@ -83,11 +83,11 @@ func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
 		clear(w.eventsAt)
 		return nil
 	}
-	stream, err := c.js.Stream(ctx, protocol.StreamJobs)
+	stream, err := sc.js.Stream(ctx, protocol.StreamJobs)
 	if err != nil {
 		return fmt.Errorf("jobs stream: %w", err)
 	}
-	eventsLast, err := c.eventsLastSeq(ctx)
+	eventsLast, err := sc.eventsLastSeq(ctx)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
 			continue
 		}
 		if ingested == nil {
-			p, err := c.eventsIngested(ctx, eventsLast)
+			p, err := sc.eventsIngested(ctx, eventsLast)
 			if err != nil {
 				errs = append(errs, err)
 				keep(j.Job.ID, j.StreamSeq)
@@ -130,7 +130,7 @@ func (c *Scheduler) CheckOrphans(ctx context.Context, w *OrphanWatch) error {
 			keep(j.Job.ID, j.StreamSeq)
 			continue
 		}
-		if err := c.failOrphan(j); err != nil {
+		if err := sc.failOrphan(j); err != nil {
 			errs = append(errs, err)
 			keep(j.Job.ID, j.StreamSeq)
 		}
@@ -159,10 +159,10 @@ func (p eventsProgress) covers(seq uint64) bool {
 }
 
 // eventsLastSeq is the events stream's last sequence.
-func (c *Scheduler) eventsLastSeq(ctx context.Context) (uint64, error) {
+func (sc *Scheduler) eventsLastSeq(ctx context.Context) (uint64, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	stream, err := c.js.Stream(ictx, protocol.StreamEvents)
+	stream, err := sc.js.Stream(ictx, protocol.StreamEvents)
 	if err != nil {
 		return 0, fmt.Errorf("events stream: %w", err)
 	}
@@ -171,10 +171,10 @@ func (c *Scheduler) eventsLastSeq(ctx context.Context) (uint64, error) {
 
 // eventsIngested asks the server how far the events consumer has got;
 // streamLast is the events stream's last sequence, read before.
-func (c *Scheduler) eventsIngested(ctx context.Context, streamLast uint64) (eventsProgress, error) {
+func (sc *Scheduler) eventsIngested(ctx context.Context, streamLast uint64) (eventsProgress, error) {
 	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cons, err := c.js.Consumer(ictx, protocol.StreamEvents, ingest.EventsConsumerConfig().Durable)
+	cons, err := sc.js.Consumer(ictx, protocol.StreamEvents, ingest.EventsConsumerConfig().Durable)
 	if err != nil {
 		return eventsProgress{}, fmt.Errorf("events consumer: %w", err)
 	}
@@ -205,10 +205,10 @@ func jobMsgGone(ctx context.Context, stream jetstream.Stream, j store.JobRecord)
 // failure of attempt 0: the store leaves a job that ended meanwhile (a
 // cancel) as it is, and a report of the agent's, were it to have the job
 // after all, is of attempt 1 or more and moves the job on again.
-func (c *Scheduler) failOrphan(j store.JobRecord) error {
+func (sc *Scheduler) failOrphan(j store.JobRecord) error {
 	now := time.Now().UTC()
 	// Read again: the agent may have reported since the list was made.
-	cur, err := c.store.Job(j.Job.ID)
+	cur, err := sc.store.Job(j.Job.ID)
 	if err != nil {
 		return err
 	}
@@ -226,9 +226,9 @@ func (c *Scheduler) failOrphan(j store.JobRecord) error {
 	var rec store.JobRecord
 	var changed bool
 	if ch.State == protocol.JobCancelled {
-		rec, changed, err = c.store.CancelJob(ch, now)
+		rec, changed, err = sc.store.CancelJob(ch, now)
 	} else {
-		rec, changed, err = c.store.FailJob(ch, now)
+		rec, changed, err = sc.store.FailJob(ch, now)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -238,9 +238,9 @@ func (c *Scheduler) failOrphan(j store.JobRecord) error {
 	}
 	if changed {
 		ch.RunID = rec.RunID
-		c.live.JobEnded(j.Job.ID)
-		c.emit(api.EventState, j.Job.AgentID, ch)
-		c.log.Warn().Str("job", j.Job.ID).Str("agent", j.Job.AgentID).Uint64("stream_seq", j.StreamSeq).
+		sc.live.JobEnded(j.Job.ID)
+		sc.emit(api.EventState, j.Job.AgentID, ch)
+		sc.log.Warn().Str("job", j.Job.ID).Str("agent", j.Job.AgentID).Uint64("stream_seq", j.StreamSeq).
 			Str("state", string(ch.State)).Msg("queued job left the jobs stream before its agent took it; ended")
 	}
 	return nil

@@ -16,8 +16,8 @@ import (
 // why. A job the agent had taken stays as it is: enrolled again, the agent
 // gets it back from JetStream and finishes it (or the job shows stalled
 // until then), as after any crash.
-func (c *Scheduler) EndRevokedAgentsJobs(ctx context.Context, id string, at time.Time) (int, error) {
-	jobs, err := c.store.Jobs(ctx, store.JobQuery{AgentID: id, State: protocol.JobQueued})
+func (sc *Scheduler) EndRevokedAgentsJobs(ctx context.Context, id string, at time.Time) (int, error) {
+	jobs, err := sc.store.Jobs(ctx, store.JobQuery{AgentID: id, State: protocol.JobQueued})
 	if err != nil {
 		return 0, fmt.Errorf("controller: jobs of revoked agent %s: %w", id, err)
 	}
@@ -26,9 +26,9 @@ func (c *Scheduler) EndRevokedAgentsJobs(ctx context.Context, id string, at time
 	var errs []error
 	n := 0
 	for _, j := range jobs {
-		rec, _, err := c.store.RequestCancel(j.Job.ID, at)
+		rec, _, err := sc.store.RequestCancel(j.Job.ID, at)
 		if err == nil && rec.State == protocol.JobQueued {
-			_, err = c.endCancelled(ctx, rec, reason, at)
+			_, err = sc.endCancelled(ctx, rec, reason, at)
 			n++
 		}
 		if err != nil {

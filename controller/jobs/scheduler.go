@@ -31,25 +31,25 @@ func NewID(prefix string, now time.Time) string {
 // SubmitSweep checks the sweep in two steps, what it says about itself
 // (sweepfile.Check, which the CLI and the API take too) and then against
 // the fleet (fitToFleet), and stores its jobs queued and publishes them.
-func (c *Scheduler) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
+func (sc *Scheduler) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol.Sweep, error) {
 	if err := sweepfile.Check(s); err != nil {
 		return protocol.Sweep{}, err
 	}
 	now := time.Now().UTC()
 	s.ID = NewID("sw", now)
 	s.CreatedAt = now
-	jobs, err := c.fitToFleet(ctx, &s, now)
+	jobs, err := sc.fitToFleet(ctx, &s, now)
 	if err != nil {
 		return protocol.Sweep{}, err
 	}
-	if err := c.store.CreateSweep(s, jobs); err != nil {
+	if err := sc.store.CreateSweep(s, jobs); err != nil {
 		return protocol.Sweep{}, fmt.Errorf("controller: %w", err)
 	}
-	c.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Int("skipped_agents", len(s.Skipped)).Msg("sweep submitted")
-	if _, err := c.publishJobs(ctx, jobs); err != nil {
+	sc.log.Info().Str("sweep", s.ID).Int("jobs", len(jobs)).Int("skipped_agents", len(s.Skipped)).Msg("sweep submitted")
+	if _, err := sc.publishJobs(ctx, jobs); err != nil {
 		// Stored as unpublished: the publisher retries with backoff.
-		c.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")
-		c.KickPublisher()
+		sc.log.Warn().Err(err).Str("sweep", s.ID).Msg("publishing jobs failed; will retry")
+		sc.KickPublisher()
 	}
 	return s, nil
 }
@@ -63,8 +63,8 @@ func (c *Scheduler) SubmitSweep(ctx context.Context, s protocol.Sweep) (protocol
 // jobs wait in JetStream). It refuses, with an *api.BadSweepError, an
 // agent that never announced itself or cannot take jobs, and a sweep of
 // which nothing selected is offered.
-func (c *Scheduler) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.Time) ([]store.JobRecord, error) {
-	agents, err := c.agentStatuses(ctx)
+func (sc *Scheduler) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.Time) ([]store.JobRecord, error) {
+	agents, err := sc.agentStatuses(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("controller: sweep: %w", err)
 	}
@@ -75,7 +75,7 @@ func (c *Scheduler) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.
 	var chosen []AgentStatus
 	var skipped []protocol.SkippedAgent
 	if len(s.Agents) == 0 {
-		if chosen, skipped, err = c.selectOnline(agents, s.AgentLabels); err != nil {
+		if chosen, skipped, err = sc.selectOnline(agents, s.AgentLabels); err != nil {
 			return nil, err
 		}
 	} else {
@@ -98,7 +98,7 @@ func (c *Scheduler) fitToFleet(ctx context.Context, s *protocol.Sweep, now time.
 					i, id, formatLabels(s.AgentLabels), formatLabels(a.Labels))
 			}
 			if !a.Online {
-				c.log.Warn().Str("agent", id).Msg("sweep names an offline agent; its jobs wait until it returns")
+				sc.log.Warn().Str("agent", id).Msg("sweep names an offline agent; its jobs wait until it returns")
 			}
 			chosen = append(chosen, a)
 		}
@@ -222,7 +222,7 @@ func agentIDs(as []AgentStatus) string {
 // agents did not finish its POST in 3 minutes on a busy host. Publishing
 // again is harmless: the stream drops a duplicate id within its window, and
 // a duplicate's acknowledgement carries the sequence of the stored original.
-func (c *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]string, error) {
+func (sc *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]string, error) {
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	type sent struct {
@@ -244,7 +244,7 @@ func (c *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]
 		// The expected stream is stored with the job and delivered with
 		// it: a stream other than the jobs stream that the delivery reaches
 		// (an agent can name any reply subject in a pull) refuses it.
-		ack, err := c.js.PublishAsync(protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)),
+		ack, err := sc.js.PublishAsync(protocol.JobSubject(j.Job.AgentID), data, jetstream.WithMsgID(protocol.JobMsgID(j.Job.ID)),
 			jetstream.WithExpectStream(protocol.StreamJobs))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("job %s: publish: %w", j.Job.ID, err))
@@ -266,7 +266,7 @@ func (c *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]
 	if len(seqs) == 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := c.store.MarkPublished(time.Now().UTC(), seqs); err != nil {
+	if err := sc.store.MarkPublished(time.Now().UTC(), seqs); err != nil {
 		return nil, errors.Join(append(errs, err)...)
 	}
 	return slices.Sorted(maps.Keys(seqs)), errors.Join(errs...)
@@ -277,9 +277,9 @@ func (c *Scheduler) publishJobs(ctx context.Context, jobs []store.JobRecord) ([]
 const publishTimeout = 30 * time.Second
 
 // KickPublisher has PublishLoop try the stored, unpublished jobs now.
-func (c *Scheduler) KickPublisher() {
+func (sc *Scheduler) KickPublisher() {
 	select {
-	case c.publishKick <- struct{}{}:
+	case sc.publishKick <- struct{}{}:
 	default:
 	}
 }
@@ -288,43 +288,43 @@ func (c *Scheduler) KickPublisher() {
 // start or a failed publish, backing off from half a second to a minute
 // while JetStream refuses. A kick (a new sweep's failed publish) tries at
 // once rather than waiting out the backoff, so it does not sleep in Wait.
-func (c *Scheduler) PublishLoop(ctx context.Context) {
+func (sc *Scheduler) PublishLoop(ctx context.Context) {
 	b := backoff.Policy{First: 500 * time.Millisecond, Max: time.Minute}.Start()
 	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.publishKick:
+		case <-sc.publishKick:
 		case <-retry:
 		}
 		retry = nil
-		if err := c.publishPending(ctx); err != nil {
+		if err := sc.publishPending(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			delay := b.Next()
-			c.hooks.PublishFailing(fmt.Errorf("jobs wait to be published: %w", err))
-			c.log.Warn().Err(err).Dur("retry_in", delay).Msg("publishing stored jobs failed")
+			sc.hooks.PublishFailing(fmt.Errorf("jobs wait to be published: %w", err))
+			sc.log.Warn().Err(err).Dur("retry_in", delay).Msg("publishing stored jobs failed")
 			retry = time.After(delay)
 			continue
 		}
-		c.hooks.PublishFailing(nil)
+		sc.hooks.PublishFailing(nil)
 		b.Reset()
 	}
 }
 
-func (c *Scheduler) publishPending(ctx context.Context) error {
-	jobs, err := c.store.UnpublishedJobs(ctx)
+func (sc *Scheduler) publishPending(ctx context.Context) error {
+	jobs, err := sc.store.UnpublishedJobs(ctx)
 	if err != nil {
 		return err
 	}
 	if len(jobs) == 0 {
 		return nil
 	}
-	ids, err := c.publishJobs(ctx, jobs)
+	ids, err := sc.publishJobs(ctx, jobs)
 	if len(ids) > 0 {
-		c.log.Info().Int("jobs", len(ids)).Strs("ids", ids).Msg("published stored jobs")
+		sc.log.Info().Int("jobs", len(ids)).Strs("ids", ids).Msg("published stored jobs")
 	}
 	return err
 }

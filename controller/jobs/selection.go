@@ -13,7 +13,7 @@ import (
 // online, carrying the sweep's agent_labels, not drained and not needing
 // an upgrade; the ones it passed over for either are returned as skipped.
 // When none is left, the error says which step left none.
-func (c *Scheduler) selectOnline(agents []AgentStatus, labels map[string]string) (chosen []AgentStatus, skipped []protocol.SkippedAgent, err error) {
+func (sc *Scheduler) selectOnline(agents []AgentStatus, labels map[string]string) (chosen []AgentStatus, skipped []protocol.SkippedAgent, err error) {
 	var online, labelled []AgentStatus
 	for _, a := range agents {
 		if !a.Online {
@@ -25,7 +25,7 @@ func (c *Scheduler) selectOnline(agents []AgentStatus, labels map[string]string)
 		}
 		labelled = append(labelled, a)
 		if a.Drained {
-			c.log.Info().Str("agent", a.ID).Msg("sweep skips a drained agent")
+			sc.log.Info().Str("agent", a.ID).Msg("sweep skips a drained agent")
 			skipped = append(skipped, protocol.SkippedAgent{AgentID: a.ID, Reason: drainedSkip})
 			continue
 		}

@@ -65,12 +65,12 @@ func CheckLimitOptions(opt Options) error {
 
 // streamConfigs are the controller's streams as this build and the
 // options want them.
-func (c *Keeper) streamConfigs() []jetstream.StreamConfig {
+func (k *Keeper) streamConfigs() []jetstream.StreamConfig {
 	jobs, events, adv := JobsStreamConfig(), EventsStreamConfig(), AdvisoriesStreamConfig()
-	jobs.MaxBytes, events.MaxBytes = c.opt.JobsStreamMaxBytes, c.opt.EventsStreamMaxBytes
+	jobs.MaxBytes, events.MaxBytes = k.opt.JobsStreamMaxBytes, k.opt.EventsStreamMaxBytes
 	out := []jetstream.StreamConfig{jobs, events, adv}
 	for i := range out {
-		out[i].Replicas = c.opt.StreamReplicas
+		out[i].Replicas = k.opt.StreamReplicas
 	}
 	return out
 }
@@ -82,20 +82,20 @@ func (c *Keeper) streamConfigs() []jetstream.StreamConfig {
 // that was larger and to reload them after a full disk. The streams'
 // limits bound what JetStream keeps; a disk smaller than their sum fills
 // first, which the controller reports and recovers from (its watchJetStream).
-func (c *Keeper) JetStreamMaxStore() int64 {
-	return max(c.opt.EventsStreamMaxBytes+c.opt.JobsStreamMaxBytes+AdvisoriesStreamMaxBytes+jetStreamStoreSlack, server.JetStreamMaxStoreDefault)
+func (k *Keeper) JetStreamMaxStore() int64 {
+	return max(k.opt.EventsStreamMaxBytes+k.opt.JobsStreamMaxBytes+AdvisoriesStreamMaxBytes+jetStreamStoreSlack, server.JetStreamMaxStoreDefault)
 }
 
 // CheckLimits frees the events stream of what the controller has
 // settled once it holds more than purgeSettledAt of its limit, and says
 // which streams are near or at their limits, nil when none is.
-func (c *Keeper) CheckLimits(ctx context.Context) error {
+func (k *Keeper) CheckLimits(ctx context.Context) error {
 	var near []string
 	for _, name := range []string{protocol.StreamEvents, protocol.StreamJobs, AdvisoriesStream} {
 		ictx, cancel := context.WithTimeout(ctx, CheckEvery)
-		s, err := c.js.Stream(ictx, name)
+		s, err := k.js.Stream(ictx, name)
 		if err == nil && name == protocol.StreamEvents && filled(s.CachedInfo()) > purgeSettledAt {
-			if err = c.purgeSettled(ictx, s); err == nil {
+			if err = k.purgeSettled(ictx, s); err == nil {
 				_, err = s.Info(ictx)
 			}
 		}
@@ -153,7 +153,7 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // purgeSettled removes from the events stream every message up to the
 // controller's consumer's ack floor: each is stored, or recorded as
 // rejected, so only copies go.
-func (c *Keeper) purgeSettled(ctx context.Context, s jetstream.Stream) error {
+func (k *Keeper) purgeSettled(ctx context.Context, s jetstream.Stream) error {
 	cons, err := s.Consumer(ctx, ConsumerName)
 	if err != nil {
 		return fmt.Errorf("reading the controller's consumer to free the stream: %w", err)
@@ -165,7 +165,7 @@ func (c *Keeper) purgeSettled(ctx context.Context, s jetstream.Stream) error {
 	if err := s.Purge(ctx, jetstream.WithPurgeSequence(floor+1)); err != nil {
 		return fmt.Errorf("removing the stored messages up to sequence %d: %w", floor, err)
 	}
-	c.log.Info().Str("stream", s.CachedInfo().Config.Name).Uint64("up_to_seq", floor).Str("held", mib(int64(s.CachedInfo().State.Bytes))).
+	k.log.Info().Str("stream", s.CachedInfo().Config.Name).Uint64("up_to_seq", floor).Str("held", mib(int64(s.CachedInfo().State.Bytes))).
 		Msg("removed the messages already stored from the stream to keep it under its byte limit")
 	return nil
 }
@@ -174,7 +174,7 @@ func (c *Keeper) purgeSettled(ctx context.Context, s jetstream.Stream) error {
 // rejected (reject): it would otherwise stay there for 30 days, and an
 // agent sending messages that are all refused would fill the disk. Only
 // the record's excerpt is kept.
-func (c *Keeper) RemoveRejected(msg jetstream.Msg, seq uint64, reason string) {
+func (k *Keeper) RemoveRejected(msg jetstream.Msg, seq uint64, reason string) {
 	md, err := msg.Metadata()
 	if err != nil || seq == 0 || md.Stream != protocol.StreamEvents {
 		// The advisories stream is a work queue: a terminated message
@@ -184,15 +184,15 @@ func (c *Keeper) RemoveRejected(msg jetstream.Msg, seq uint64, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = errors.New("the events stream is not set up yet")
-	if s := c.eventsStream.Load(); s != nil {
+	if s := k.eventsStream.Load(); s != nil {
 		err = (*s).DeleteMsg(ctx, seq)
 	}
 	if err != nil {
-		c.log.Warn().Err(err).Str("stream", md.Stream).Uint64("stream_seq", seq).
+		k.log.Warn().Err(err).Str("stream", md.Stream).Uint64("stream_seq", seq).
 			Msg("removing a rejected message from its stream failed; it stays until the stream frees what is settled")
 		return
 	}
 	if agent, _, err := protocol.ParseAgentSubject(msg.Subject()); err == nil {
-		c.refuse(agent, RefusalStream, "removed from the events stream after it was rejected: "+ingest.Truncate(reason, 160))
+		k.refuse(agent, RefusalStream, "removed from the events stream after it was rejected: "+ingest.Truncate(reason, 160))
 	}
 }

@@ -14,11 +14,11 @@ import (
 // CheckReplicas says which of the controller's streams have fewer current
 // copies than configured, nil when none. Only a cluster keeps copies; the
 // check is three stream lookups, made at JetStream's check interval.
-func (c *Keeper) CheckReplicas(ctx context.Context) error {
+func (k *Keeper) CheckReplicas(ctx context.Context) error {
 	var short []string
 	for _, name := range []string{protocol.StreamJobs, protocol.StreamEvents, AdvisoriesStream} {
 		ictx, cancel := context.WithTimeout(ctx, CheckEvery)
-		s, err := c.js.Stream(ictx, name)
+		s, err := k.js.Stream(ictx, name)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
@@ -27,14 +27,14 @@ func (c *Keeper) CheckReplicas(ctx context.Context) error {
 			short = append(short, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		if why := shortOfCopies(s.CachedInfo(), c.opt.StreamReplicas); why != "" {
+		if why := shortOfCopies(s.CachedInfo(), k.opt.StreamReplicas); why != "" {
 			short = append(short, why)
 		}
 	}
 	if len(short) == 0 {
 		return nil
 	}
-	return fmt.Errorf("fewer current copies than --stream-replicas %d: %s", c.opt.StreamReplicas, strings.Join(short, "; "))
+	return fmt.Errorf("fewer current copies than --stream-replicas %d: %s", k.opt.StreamReplicas, strings.Join(short, "; "))
 }
 
 // shortOfCopies says how a stream falls short of want current copies (its

@@ -56,7 +56,7 @@ func New(opt Options, refuse func(agent, kind, reason string), log zerolog.Logge
 }
 
 // Connect hands the keeper the controller's JetStream.
-func (c *Keeper) Connect(js jetstream.JetStream) { c.js = js }
+func (k *Keeper) Connect(js jetstream.JetStream) { k.js = js }
 
 // Stream settings. Both keep message ids for an hour so that a publisher's
 // retry (the same id) is stored once.
@@ -115,11 +115,11 @@ func EventsStreamConfig() jetstream.StreamConfig {
 // byte limits. A cluster scales an existing stream's replicas up or down
 // in place, and a stream of an earlier version gets its limits in place
 // too; a server that refuses says why, and the error names both counts.
-func (c *Keeper) Ensure(ctx context.Context) error {
-	for _, cfg := range c.streamConfigs() {
-		s, err := c.js.CreateOrUpdateStream(ctx, cfg)
+func (k *Keeper) Ensure(ctx context.Context) error {
+	for _, cfg := range k.streamConfigs() {
+		s, err := k.js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
-			if s, ierr := c.js.Stream(ctx, cfg.Name); ierr == nil && s.CachedInfo().Config.Replicas != cfg.Replicas {
+			if s, ierr := k.js.Stream(ctx, cfg.Name); ierr == nil && s.CachedInfo().Config.Replicas != cfg.Replicas {
 				return fmt.Errorf("controller: stream %s has %d replicas and --stream-replicas asks for %d; the server refused the change: %w",
 					cfg.Name, s.CachedInfo().Config.Replicas, cfg.Replicas, err)
 			}
@@ -127,7 +127,7 @@ func (c *Keeper) Ensure(ctx context.Context) error {
 				cfg.Name, cfg.Replicas, mib(cfg.MaxBytes), err)
 		}
 		if cfg.Name == protocol.StreamEvents {
-			c.eventsStream.Store(&s)
+			k.eventsStream.Store(&s)
 		}
 	}
 	return nil
