@@ -396,10 +396,13 @@ func (a *Agent) run(ctx context.Context, refuse context.CancelCauseFunc) error {
 		}
 		return err
 	}
-	a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
-		Int("broken_deployments", len(a.broken)).Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
-
-	a.handshake(ctx)
+	// Ready only once the controller has not refused this process (a
+	// second one with the agent's id), so that a refused one never says
+	// it is.
+	if !a.handshake(ctx) {
+		a.log.Info().Str("device", a.device.Name).Int("deployments", len(a.cfg.Deployments)).
+			Int("broken_deployments", len(a.broken)).Bool("simulated", a.cfg.Simulate != "").Msg("agent ready")
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -20,8 +20,8 @@ import (
 // as a request; the answer is a protocol.Drain carrying Encodings. No
 // answer (a controller that does not know the agent yet) leaves the agent
 // taking jobs and sending results as JSON; later drains come on the
-// control subject.
-func (a *Agent) handshake(ctx context.Context) {
+// control subject. It says whether the controller refused this process.
+func (a *Agent) handshake(ctx context.Context) (refused bool) {
 	a.mu.Lock()
 	a.seq++
 	hb := protocol.Heartbeat{Schema: protocol.SchemaVersion, AgentID: a.cfg.ID, Time: time.Now(), State: a.state, Seq: a.seq,
@@ -29,21 +29,22 @@ func (a *Agent) handshake(ctx context.Context) {
 	a.mu.Unlock()
 	data, err := json.Marshal(hb)
 	if err != nil {
-		return
+		return false
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	reply, err := a.nc.RequestWithContext(rctx, protocol.AgentSubject(a.cfg.ID, protocol.KindHeartbeat), data)
 	if err != nil {
 		a.log.Debug().Err(err).Msg("no answer to the handshake; taking jobs and sending results uncompressed")
-		return
+		return false
 	}
 	_, d, err := protocol.DecodeControl(reply.Data)
 	if err != nil || d == nil {
 		a.log.Warn().Err(err).Msg("ignoring a malformed answer to the handshake")
-		return
+		return false
 	}
 	a.agree(d)
+	return d.Refused != ""
 }
 
 // agree takes the controller's answer to the handshake. A refusal (another

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,12 +42,13 @@ func TestSecondProcessOfAnAgentIsRefused(t *testing.T) {
 	if len(deps) <= len(before.Deployments) {
 		t.Fatalf("the second process offers %d deployments, the first %d: want more, to tell them apart", len(deps), len(before.Deployments))
 	}
+	var secondLog logLines
 	another := func() *agent.Agent {
 		t.Helper()
 		a, err := agent.New(agent.Config{
 			ID: "orin-1", NATSURL: ctl.NATSURL(), NATSSeed: seed, Deployments: deps,
 			Simulate: "Jetson AGX Orin", SimSpeedup: 50, LogDir: t.TempDir(),
-		}, agent.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Version: "test"})
+		}, agent.Options{Log: zerolog.New(&secondLog).Level(zerolog.InfoLevel), Version: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +58,10 @@ func TestSecondProcessOfAnAgentIsRefused(t *testing.T) {
 	var dup *agent.DuplicateError
 	if !errors.As(err, &dup) || !strings.Contains(err.Error(), `agent "orin-1" already runs`) || !strings.Contains(err.Error(), "Stop one of them") {
 		t.Fatalf("the second process ended with %v (%T), want a DuplicateError saying who holds the id and what to do", err, err)
+	}
+	// A refused process never says it is ready.
+	if log := secondLog.String(); strings.Contains(log, `"agent ready"`) || !strings.Contains(log, "the controller refused this process") {
+		t.Errorf("the refused process logged:\n%s\nwant its refusal and no \"agent ready\"", log)
 	}
 
 	after := agentView(t, l, "orin-1")
@@ -115,4 +121,22 @@ func agentView(t *testing.T, l *testLab, id string) api.AgentView {
 	}
 	t.Fatalf("/api/agents lacks %s: %+v", id, agents)
 	return api.AgentView{}
+}
+
+// logLines is a log that goroutines write while the test reads it.
+type logLines struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
