@@ -45,20 +45,7 @@ func TestDecodeSweepYAMLErrorsCarryTheirLine(t *testing.T) {
 			"workload.judgement.target_sec: -1, want a positive number of seconds up to 3600"},
 		{"a misspelt judgement field", "workload:\n  judgement:\n    statistc: p90\n", 3, "", `unknown field "statistc"`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeYAML([]byte(tc.yaml))
-			var in *api.SweepInputError
-			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a api.SweepInputError", err, err)
-			}
-			var bad *api.BadSweepError
-			if !errors.As(err, &bad) {
-				t.Errorf("error %v is not a api.BadSweepError (the API's 400)", err)
-			}
-			if in.Line != tc.line || in.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("got line %d field %q %q, want line %d field %q and %q", in.Line, in.Field, err, tc.line, tc.field, tc.msg)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkYAMLRefused(t, tc.yaml, tc.line, tc.field, tc.msg) })
 	}
 	s, err := DecodeYAML([]byte("agents: [a1]\nworkload:\n  cameras: [1, 2]\n"))
 	if err != nil {
@@ -169,4 +156,22 @@ func where(in *api.SweepInputError) string {
 		return "no field or line"
 	}
 	return fmt.Sprintf("field %q line %d", in.Field, in.Line)
+}
+
+// checkYAMLRefused decodes sweep file text and wants it refused as the API
+// refuses a bad sweep (a 400), at line with field and msg in its text.
+func checkYAMLRefused(t *testing.T, yaml string, line int, field, msg string) {
+	t.Helper()
+	_, err := DecodeYAML([]byte(yaml))
+	var in *api.SweepInputError
+	if !errors.As(err, &in) {
+		t.Fatalf("error %v (%T), want an api.SweepInputError", err, err)
+	}
+	var bad *api.BadSweepError
+	if !errors.As(err, &bad) {
+		t.Errorf("error %v is not an api.BadSweepError (the API's 400)", err)
+	}
+	if in.Line != line || in.Field != field || !strings.Contains(err.Error(), msg) {
+		t.Errorf("got line %d field %q %q, want line %d field %q and %q", in.Line, in.Field, err, line, field, msg)
+	}
 }

@@ -2,13 +2,11 @@ package sweepfile
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/vlmfleet/vlmfleet/controller/api"
 	"github.com/vlmfleet/vlmfleet/protocol"
 )
 
@@ -133,20 +131,7 @@ func TestDecodeSweepYAMLProfileErrors(t *testing.T) {
 			"workload.cameras: a profile workload (workload.profile) does not measure the camera ladders; leave cameras out"},
 		{"a search beside a profile", "workload:\n  profile: {osl: [8]}\n  search: 64\n", 3, "workload.search", "workload.search: a profile workload"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeYAML([]byte(tc.yaml))
-			var in *api.SweepInputError
-			if !errors.As(err, &in) {
-				t.Fatalf("error %v (%T), want a api.SweepInputError", err, err)
-			}
-			var bad *api.BadSweepError
-			if !errors.As(err, &bad) {
-				t.Errorf("error %v is not a api.BadSweepError (the API's 400)", err)
-			}
-			if in.Line != tc.line || in.Field != tc.field || !strings.Contains(err.Error(), tc.msg) {
-				t.Errorf("got line %d field %q %q, want line %d field %q and %q", in.Line, in.Field, err, tc.line, tc.field, tc.msg)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkYAMLRefused(t, tc.yaml, tc.line, tc.field, tc.msg) })
 	}
 }
 
