@@ -37,12 +37,7 @@ func TestFleetPageShowsASecondProcessAndAnUpgrade(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/fleet")); err != nil {
 		t.Fatalf("open /fleet: %v", err)
 	}
-	poll := func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
+	poll := browsertest.Poller(t, ctx)
 	poll(`document.querySelector('tr[data-agent="orin-1"]') !== null && document.querySelector('tr[data-agent="old1"]') !== null`)
 	poll(`document.getElementById("fleet-problems").textContent.includes("` + ProblemAgentUpgrade + `")`)
 	type page struct{ Orin, Old, Problems, Mark string }

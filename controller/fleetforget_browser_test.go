@@ -25,12 +25,7 @@ func TestFleetPageForgetsASilentAgent(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/fleet")); err != nil {
 		t.Fatalf("open /fleet: %v", err)
 	}
-	poll := func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
+	poll := browsertest.Poller(t, ctx)
 	poll(`document.getElementById("fleet-problems").textContent.includes("orin-9 silent for")`)
 	banner, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("health").style.display + "|" + document.getElementById("health-ok").textContent`))
 	if err != nil || banner != "none|health ok" {

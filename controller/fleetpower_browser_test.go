@@ -29,12 +29,7 @@ func TestFleetPageShowsPower(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/fleet")); err != nil {
 		t.Fatalf("open /fleet: %v", err)
 	}
-	poll := func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
+	poll := browsertest.Poller(t, ctx)
 	type power struct{ Text, Now, Switch, Title string }
 	read := func(id string) power {
 		t.Helper()

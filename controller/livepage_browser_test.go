@@ -65,12 +65,7 @@ func openLive(t *testing.T, path, baseURL string) (poll func(js string), text fu
 	if err := chromedp.Do(ctx, chromedp.Navigate(baseURL+"/live")); err != nil {
 		t.Fatalf("open /live: %v", err)
 	}
-	poll = func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
+	poll = browsertest.Poller(t, ctx)
 	text = func(sel string) string {
 		t.Helper()
 		v, err := chromedp.Run(ctx, chromedp.Text(sel))

@@ -31,12 +31,7 @@ func TestSweepPageOrdersJobsAndShowsProgress(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(c.HTTPURL()+"/sweeps/"+s.ID)); err != nil {
 		t.Fatal(err)
 	}
-	poll := func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
+	poll := browsertest.Poller(t, ctx)
 	poll(`document.getElementById("conn").textContent === "live" && document.querySelectorAll("#jobs tr[data-job]").length === 11`)
 	order, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#jobs tr[data-job]")].map(r => r.dataset.job)`))
 	if err != nil {
@@ -82,12 +77,7 @@ func TestSweepsPageNewestFirstWithMore(t *testing.T) {
 		}
 		return v
 	}
-	poll := func(js string) {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-			t.Fatalf("waiting for %s: %v", js, err)
-		}
-	}
+	poll := browsertest.Poller(t, ctx)
 	poll(`document.querySelectorAll("#sweeps tr[data-sweep]").length > 0`)
 	got := rows()
 	if len(got) != 25 || got[0] != ids[26] || got[24] != ids[2] {

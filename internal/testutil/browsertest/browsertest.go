@@ -55,3 +55,15 @@ func Open(t testing.TB, path string, timeout time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// Poller is a wait, in ctx's page, for a JavaScript condition to hold:
+// checked every 50 ms for up to 20 s, failing t with the condition when
+// it never does.
+func Poller(t testing.TB, ctx context.Context) func(js string) {
+	return func(js string) {
+		t.Helper()
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v", js, err)
+		}
+	}
+}
